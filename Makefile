@@ -1,0 +1,85 @@
+# edge0-infer — build, test, demo, bench.  Everything goes into $(BUILD) (default: build/).
+BUILD ?= build
+CC ?= cc
+OPT ?= -O2
+CFLAGS_COMMON = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -pthread -Isrc -I$(BUILD)/gen $(OPT)
+ifeq ($(SAN),1)
+CFLAGS_COMMON += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS_SAN = -fsanitize=address,undefined
+endif
+CFLAGS_AVX2 = -mavx2 -mfma -mf16c
+CFLAGS_AVX512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+LDLIBS = -ljansson -luring -lcrypto -lm -lpthread
+
+LIB_SRC   := $(wildcard src/*.c)
+CLI_SRC   := $(wildcard src/cli/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+TEST_SRC  := $(wildcard tests/test_*.c)
+GEN_SRC   := $(BUILD)/gen/unicode_data.c
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(BUILD)/obj/gen/unicode_data.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LIB       := $(BUILD)/libedge0.a
+
+.PHONY: all deps test asan demo bench clean
+all: deps $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN)
+
+# Install missing Debian packages (only when missing).
+deps:
+	@sh tools/deps.sh
+
+$(BUILD)/obj/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX2) -MMD -c $< -o $@
+$(BUILD)/obj/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX512) -MMD -c $< -o $@
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -MMD -c $< -o $@
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -c $< -o $@
+
+# Unicode tables generated from Debian's unicode-data (UnicodeData.txt, Unicode 15).
+UNICODE_DATA ?= /usr/share/unicode/UnicodeData.txt
+$(GEN_SRC): tools/gen_unicode.sh
+	@mkdir -p $(dir $@)
+	sh tools/gen_unicode.sh $(UNICODE_DATA) > $@.tmp && mv $@.tmp $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bin/edge0-infer: $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/bin/edge0-bench: $(BENCH_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/t.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+# Every test; the runner ends with "N passed, N failed".
+test: all
+	@sh tests/run.sh $(BUILD)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: deps
+	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 test
+
+demo: all
+	@sh tools/demo.sh $(BUILD)
+
+bench: all
+	@sh bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
