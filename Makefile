@@ -77,7 +77,7 @@ demo: all
 	@sh tools/demo.sh $(BUILD)
 
 bench: all
-	@sh bench/run.sh $(BUILD)
+	@sh tools/bench.sh $(BUILD)
 
 clean:
 	rm -rf build

@@ -16,6 +16,7 @@ static const struct {
     {"logits", cmd_logits, "one batched prefill; write the logits of every position"},
     {"run", cmd_run, "generate text (or token ids) from a prompt"},
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
+    {"membw", cmd_membw, "measure memory read bandwidth"},
 };
 
 static void usage(FILE *f) {
