@@ -294,6 +294,39 @@ static int bind_all(binder *bd, e0_model *m) {
     return 0;
 }
 
+/* The vocabulary metadata must be self-consistent: token, score and type arrays of one length,
+ * special-token ids inside the vocabulary (-1, also stored as u32 0xFFFFFFFF, means "none"). */
+static int check_vocab(const e0_model *m, e0_err *e) {
+    const gguf_file *f = m->gguf;
+    const void *data;
+    uint64_t n_tokens = (uint64_t)m->hp.n_vocab, n;
+    int rc = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &data, &n_tokens, e);
+    if (rc < 0) return -1;
+    if (rc == 0) n_tokens = (uint64_t)m->hp.n_vocab;
+    static const struct {
+        const char *key;
+        enum gguf_vtype type;
+    } arrays[] = {{"tokenizer.ggml.scores", GGUF_F32}, {"tokenizer.ggml.token_type", GGUF_I32}};
+    for (size_t i = 0; i < 2; i++) {
+        if ((rc = gguf_get_arr(f, arrays[i].key, arrays[i].type, &data, &n, e)) < 0) return -1;
+        if (rc == 1 && n != n_tokens)
+            return e0_fail(e, "%s: %s has %llu entries but tokenizer.ggml.tokens has %llu", f->path, arrays[i].key,
+                           (unsigned long long)n, (unsigned long long)n_tokens);
+    }
+    static const char *const ids[] = {"bos", "eos", "unknown", "padding", "eot", "eom", "sep", "cls", "mask"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char key[64];
+        int64_t id;
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", ids[i]);
+        if ((rc = gguf_get_i64(f, key, &id, e)) < 0) return -1;
+        if (id == -1 || id == 0xFFFFFFFFll) continue; /* -1 (also as u32) is how writers say "none" */
+        if (rc == 1 && (id < 0 || (uint64_t)id >= n_tokens))
+            return e0_fail(e, "%s: %s = %lld is outside the vocabulary of %llu tokens", f->path, key, (long long)id,
+                           (unsigned long long)n_tokens);
+    }
+    return 0;
+}
+
 /* Read one binding's data into its place in the dense or expert buffer. */
 static int load_binding(const e0_model *m, binding *b, e0_err *e) {
     uint8_t *dst = (b->expert ? m->expert_buf : m->dense_buf) + b->offset;
@@ -341,6 +374,7 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
         goto fail;
     }
     if (bind_all(&bd, m) < 0) goto fail;
+    if (check_vocab(m, e) < 0) goto fail;
 
     for (size_t i = 0; i < bd.n; i++) {
         m->params_total += bd.b[i].t->nelements;

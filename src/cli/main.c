@@ -82,7 +82,5 @@ int main(int argc, char **argv) {
     e0_quant_init(E0_SIMD_AVX512);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    cli_error("unknown command '%s'", argv[1]);
-    usage(stderr);
-    return 1;
+    return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);
 }
