@@ -63,8 +63,8 @@ uint32_t synth_fallback_type(uint32_t want, int64_t row_len);
 /* Value of llama.cpp's general.file_type for an all-`type` model. */
 uint32_t synth_file_type(uint32_t type);
 
-/* Validate and write the model to `path` (streaming; p->n_threads workers). On failure the
- * partial file is removed. */
+/* Validate and write the model to `path` (streaming; p->n_threads workers). The file appears
+ * only when complete (the writer renames "<path>.partial"); on failure nothing is left. */
 int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err *e);
 
 #endif

@@ -350,8 +350,9 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
         const e0_type_traits *tr = e0_type_traits_of(l.t[i].type);
         char buf[32];
         if (l.t[i].type != E0_TYPE_F32 && (!tr || !tr->from_float_ref)) {
+            e0_fail(e, "no quantizer for type %s (tensor %s)", e0_type_name(l.t[i].type, buf), l.t[i].name);
             free(l.t);
-            return e0_fail(e, "no quantizer for type %s (tensor %s)", e0_type_name(l.t[i].type, buf), l.t[i].name);
+            return -1;
         }
     }
     gguf_writer *w = gguf_writer_open(path, e);
@@ -371,8 +372,7 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
         rc = -1;
     }
     synth_vocab_free(v);
-    if (rc) unlink(path);
-    else if (st) {
+    if (!rc && st) { /* on failure the writer removed its partial file */
         memset(st, 0, sizeof *st);
         st->n_tensors = l.n;
         for (size_t i = 0; i < l.n; i++) {
