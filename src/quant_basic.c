@@ -416,7 +416,9 @@ static void set(e0_type_traits *t, e0_to_float_fn to, e0_from_float_fn from_ref,
 void e0_quant_register_basic(e0_type_traits *table) {
     /* Our AVX-512 kernels also use VNNI, which quant.c does not check. */
     __builtin_cpu_init();
-    int vnni = __builtin_cpu_supports("avx512vnni");
+    int vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vnni");
     set(&table[E0_TYPE_F32], f32_to_float, f32_from_float, vec_dot_f32_ref, e0_vec_dot_f32_avx2,
         vnni ? e0_vec_dot_f32_avx512 : NULL);
     set(&table[E0_TYPE_F16], f16_to_float, f16_from_float, vec_dot_f16_ref, e0_vec_dot_f16_avx2,
