@@ -8,7 +8,7 @@
  * through the activation's bsums (sums of 16 activations), which costs one madd per block. */
 #include <immintrin.h>
 
-#include "quant_k.h"
+#include "quant_k_simd.h"
 
 static inline float hsum_ps(__m256 v) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -102,9 +102,7 @@ void e0_vec_dot_q3_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
 static inline void q45_K_block(const uint8_t *scales_packed, const e0_block_q8_K *y, float d, float dmin,
                                const uint8_t *qs, const uint8_t *qh, __m256 *acc, __m128 *acc_m) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
-    uint32_t sm[4];
-    k_unpack_scales_mins(scales_packed, sm);
-    const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]));
+    const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scales_packed));
     const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m128i bsum_pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
     const __m128i mprod = _mm_madd_epi16(_mm256_extracti128_si256(mins_scales, 1), bsum_pairs);

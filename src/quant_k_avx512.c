@@ -7,7 +7,7 @@
  * faster than AVX2 (tools/qspeed_k.c); q2_K / q3_K use the AVX2 kernels. */
 #include <immintrin.h>
 
-#include "quant_k.h"
+#include "quant_k_simd.h"
 
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -20,9 +20,7 @@ static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w
 static inline void q45_block(const uint8_t *scales_packed, const e0_block_q8_K *y, const uint8_t *qs, const uint8_t *qh,
                              float d, float dmin, __m256 *acc, __m128 *acc_m) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
-    uint32_t sm[4];
-    k_unpack_scales_mins(scales_packed, sm);
-    const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]));
+    const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scales_packed));
     const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m128i bsum_pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
     const __m128i mprod = _mm_madd_epi16(_mm256_extracti128_si256(mins_scales, 1), bsum_pairs);
