@@ -277,6 +277,27 @@ static void test_quant_degenerate(void) {
     }
 }
 
+/* Hostile inputs (NaN, Inf, 1e38) must not crash or hit UB (this runs under UBSan in `make
+ * asan`), and a clean block in the same row must still quantize well. */
+static void test_quant_nonfinite(void) {
+    float x[512], y[512];
+    for (int ti = 0; ti < N_KTYPES + 1; ti++) {
+        const int type = ti < N_KTYPES ? k_types[ti] : E0_TYPE_Q8_K;
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+        _Alignas(4) uint8_t q[2 * 292];
+        fill_row(x, 512, 0);
+        x[1] = NAN, x[40] = INFINITY, x[77] = -INFINITY, x[130] = 1e38f, x[131] = -1e38f, x[200] = 1e-40f;
+        t->from_float_ref(x, q, 512);
+        t->to_float(q, y, 512);
+        double se = 0, sx = 0;
+        for (int i = 256; i < 512; i++) {
+            se += (double)(x[i] - y[i]) * (x[i] - y[i]);
+            sx += (double)x[i] * x[i];
+        }
+        CHECKF(sqrt(se / sx) < err_bound(type), "%s: clean block error %.4f", t->name, sqrt(se / sx));
+    }
+}
+
 /* ======================================================================= dot products */
 
 /* Quantize a random activation row to Q8_K and a weight row to `type`. */
@@ -485,6 +506,7 @@ int main(void) {
     RUN(test_quant_error);
     RUN(test_quant_error_ggml_limits);
     RUN(test_quant_degenerate);
+    RUN(test_quant_nonfinite);
     RUN(test_dot_ref_vs_f64);
     RUN(test_q8_K_ref_properties);
     run_q8_K_simd();
