@@ -395,7 +395,7 @@ int bench_sweep(int argc, char **argv) {
             }
             json_array_append_new(processes, rec);
             if (++done < total && o.cooldown > 0 && !proc_interrupted()) {
-                bench_progress("cooling down %.0f s", o.cooldown);
+                bench_progress("cooling down %g s", o.cooldown);
                 proc_sleep(o.cooldown);
             }
         }
