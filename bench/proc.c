@@ -225,10 +225,21 @@ json_t *proc_last_json_row(const char *text) {
     return last;
 }
 
-/* Last non-empty line of text, into buf. */
+/* The engine's own error line ("edge0-infer: ...", the last one) if there is one, else the last
+ * non-empty line of text, into buf. A usage text printed after the error does not hide it. */
 static void last_line(const char *text, char *buf, size_t cap) {
     buf[0] = 0;
     if (!text) return;
+    const char *err = NULL;
+    for (const char *p = strstr(text, "edge0-infer: "); p; p = strstr(p + 1, "edge0-infer: "))
+        if (p == text || p[-1] == '\n') err = p;
+    if (err) {
+        size_t len = strcspn(err, "\n");
+        if (len > cap - 1) len = cap - 1;
+        memcpy(buf, err, len);
+        buf[len] = 0;
+        return;
+    }
     size_t n = strlen(text);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ')) n--;
     size_t start = n;

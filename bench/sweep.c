@@ -300,7 +300,7 @@ static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings) 
     json_t *metrics = json_object();
     for (size_t m = 0; m < N_METRICS; m++)
         json_object_set_new(metrics, METRICS[m].key, metric_summary_json(processes, &METRICS[m]));
-    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:i, s:i, s:O, s:o}", "name", CONFIGS[cfg].name, "args", args,
+    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:i, s:i, s:o, s:o}", "name", CONFIGS[cfg].name, "args", args,
                      "effective_config", effective ? effective : e0_unavailable("no successful process"),
                      "effective_config_consistent", consistent, "ok", n_ok, "failed", n_failed, "refused",
                      n_refused, "processes", processes, "metrics", metrics);
