@@ -119,7 +119,9 @@ static int comparable(const json_t *r, const json_t *base, char *why, size_t cap
 static void print_engine_line(const char *label, const json_t *r) {
     const json_t *e = json_object_get(json_object_get(r, "identity"), "engine");
     char v[200];
-    value_text(json_object_get(e, "git_commit"), v, sizeof v);
+    const json_t *commit = json_object_get(e, "git_commit");
+    if (json_is_string(commit)) snprintf(v, sizeof v, "%s", json_string_value(commit));
+    else value_text(commit ? commit : e, v, sizeof v);
     printf("%s engine commit %s%s\n", label, v, json_is_true(json_object_get(e, "git_dirty")) ? " (dirty)" : "");
 }
 
