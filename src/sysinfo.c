@@ -37,7 +37,8 @@ char *e0_read_text(const char *path, size_t max, e0_err *e) {
         e0_fail(e, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 4096 < max + 1 ? 4096 : max + 1, n = 0;
+    /* Room for max + 1 bytes (and the NUL) so a file longer than max is detected. */
+    size_t limit = max + 2, cap = 4096 < limit ? 4096 : limit, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
@@ -46,14 +47,13 @@ char *e0_read_text(const char *path, size_t max, e0_err *e) {
     }
     for (;;) {
         if (n + 1 >= cap) {
-            if (cap > max) { /* already holds max bytes and there is more */
+            if (cap >= limit) { /* holds max + 1 bytes: too long */
                 free(buf);
                 close(fd);
                 e0_fail(e, "%s: longer than %zu bytes", path, max);
                 return NULL;
             }
-            size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            if (ncap <= cap) ncap = cap + 1;
+            size_t ncap = cap * 2 < limit ? cap * 2 : limit;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);

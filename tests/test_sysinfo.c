@@ -54,6 +54,21 @@ static void test_kb_parser(void) {
     CHECK(e0_parse_kb_field("Pss_Anon: 5 kB\nPss: 7 kB\n", "Pss:", &v) == 0 && v == 7 * 1024);
 }
 
+static void test_read_text_limits(void) {
+    char p[600];
+    e0_err e;
+    write_file(tmp_root, "ten", "0123456789");
+    snprintf(p, sizeof p, "%s/ten", tmp_root);
+    char *t = e0_read_text(p, 10, &e);
+    CHECK(t && !strcmp(t, "0123456789"));
+    free(t);
+    CHECK(e0_read_text(p, 9, &e) == NULL && strstr(e.msg, "longer than 9"));
+    t = e0_read_text("/proc/self/status", 1 << 16, &e); /* st_size 0, still read to EOF */
+    CHECK(t && strstr(t, "VmRSS:"));
+    free(t);
+    CHECK(e0_read_text("/no/such/file", 10, &e) == NULL && strstr(e.msg, "/no/such/file"));
+}
+
 static void test_cgroup_v2(void) {
     char root[512], dir[600];
     snprintf(root, sizeof root, "%s/cg2", tmp_root);
@@ -249,6 +264,7 @@ int main(void) {
         return 1;
     }
     RUN(test_kb_parser);
+    RUN(test_read_text_limits);
     RUN(test_cgroup_v2);
     RUN(test_cgroup_v1);
     RUN(test_memory_smoke);
