@@ -14,7 +14,8 @@
 
 typedef struct e0_ctx_params {
     int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
-    int n_threads; /* 0 = physical cores */
+    int n_threads; /* decode threads; 0 = physical cores */
+    int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
     int n_batch;   /* tokens per prefill chunk; 0 = 256 */
 } e0_ctx_params;
 
@@ -34,5 +35,17 @@ int e0_ctx_n_threads(const e0_ctx *c);
 /* Forget everything from position pos on (pos <= current position). */
 void e0_ctx_truncate(e0_ctx *c, int pos);
 const e0_model *e0_ctx_model(const e0_ctx *c);
+int e0_ctx_n_threads_prefill(const e0_ctx *c);
+
+/* Where evaluation time goes (seconds, summed over calls since the last reset) and the expert
+ * I/O accounting. Timing is only collected while enabled (it costs a clock read per phase). */
+typedef struct e0_ctx_stats {
+    double attention, router, experts, expert_wait, ffn_dense, output;
+    uint64_t tokens;
+    uint64_t expert_bytes_read, expert_reads, expert_hits, expert_misses;
+} e0_ctx_stats;
+void e0_ctx_enable_timing(e0_ctx *c, bool on);
+const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c);
+void e0_ctx_reset_stats(e0_ctx *c);
 
 #endif

@@ -34,8 +34,11 @@ typedef struct act_cache {
 struct e0_ctx {
     const e0_model *m;
     const e0_hparams *hp;
-    e0_pool *pool;
-    int n_ctx, n_batch, n_threads, pos;
+    e0_pool *pool; /* the pool of the chunk being evaluated: prefill or decode */
+    e0_pool *pool_decode, *pool_prefill;
+    int n_ctx, n_batch, n_threads, n_threads_prefill, pos;
+    bool timing;
+    e0_ctx_stats stats;
     int64_t q_dim, kv_dim, ff_max;
     size_t max_act_row; /* bytes of the largest converted activation row */
 
@@ -60,6 +63,9 @@ struct e0_ctx {
     size_t scratch_bytes;
     uint8_t *scratch;
 };
+
+/* The clock, only when timing is on (0 otherwise, so differences are 0). */
+static double clock_if(const e0_ctx *c) { return c->timing ? e0_now() : 0; }
 
 /* ---- activation conversion ---- */
 
@@ -228,9 +234,12 @@ static void route(e0_ctx *c, int n_tok) {
 static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
     const e0_hparams *hp = c->hp;
     const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, F = hp->n_ff_exp;
+    double t0 = clock_if(c);
     act_reset(&c->act, c->xn, n_tok, E);
     matmul(c, &L->router, c->router);
     route(c, n_tok);
+    double t1 = clock_if(c);
+    c->stats.router += t1 - t0;
 
     /* Group (token, slot) pairs by expert (counting sort; stable in token order). */
     int *start = c->expert_start;
@@ -301,12 +310,15 @@ static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
             for (int64_t e = 0; e < E; e++) o[e] += w * y[e];
         }
     }
+    c->stats.experts += clock_if(c) - t1;
 }
 
 static void ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
     const e0_hparams *hp = c->hp;
+    double t0 = clock_if(c);
     if (hp->n_expert == 0) {
         swiglu_ffn(c, &L->ffn_gate, &L->ffn_up, &L->ffn_down, n_tok, out);
+        c->stats.ffn_dense += clock_if(c) - t0;
         return;
     }
     moe_ffn(c, L, n_tok, out);
@@ -321,12 +333,14 @@ static void ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
             g = 1.0f / (1.0f + expf(-g));
             for (int64_t e = 0; e < hp->n_embd; e++) out[(size_t)i * hp->n_embd + e] += g * sh[(size_t)i * hp->n_embd + e];
         }
+        c->stats.ffn_dense += clock_if(c) - t0;
     }
 }
 
 /* ---- the model ---- */
 
 static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
+    c->pool = n_tok > 1 ? c->pool_prefill : c->pool_decode;
     const e0_model *m = c->m;
     const e0_hparams *hp = c->hp;
     const int64_t E = hp->n_embd;
@@ -338,14 +352,17 @@ static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_lo
 
     for (int64_t il = 0; il < hp->n_layer; il++) {
         const e0_layer *L = &m->layers[il];
+        double t0 = clock_if(c);
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(c->xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
         attention(c, L, (int)il, n_tok, pos0); /* -> c->xn */
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += c->xn[i];
+        c->stats.attention += clock_if(c) - t0;
 
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(c->xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
         ffn(c, L, n_tok, ffn_out);
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += ffn_out[i];
     }
+    double t0 = clock_if(c);
 
     /* Logits: for every token if asked, else only the last. */
     int first = all_logits ? 0 : n_tok - 1;
@@ -354,6 +371,8 @@ static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_lo
     float *out = all_logits ? all_logits : c->logits;
     matmul(c, &m->output, out);
     if (all_logits) memcpy(c->logits, all_logits + (size_t)(n_tok - 1) * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
+    c->stats.output += clock_if(c) - t0;
+    c->stats.tokens += (uint64_t)n_tok;
     c->pos += n_tok;
 }
 
@@ -390,6 +409,8 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : 256;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
+    c->n_threads_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->n_threads;
+    int max_threads = c->n_threads > c->n_threads_prefill ? c->n_threads : c->n_threads_prefill;
     if (c->n_ctx > hp->n_ctx_train) {
         e0_fail(e, "context size %d exceeds the model's context_length %lld", c->n_ctx, (long long)hp->n_ctx_train);
         goto fail;
@@ -397,10 +418,13 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     c->q_dim = hp->n_head * hp->head_dim;
     c->kv_dim = hp->n_head_kv * hp->head_dim;
     c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
-    if (!(c->pool = e0_pool_new(c->n_threads))) {
-        e0_fail(e, "cannot start %d threads", c->n_threads);
+    c->pool_decode = e0_pool_new(c->n_threads);
+    c->pool_prefill = c->n_threads_prefill == c->n_threads ? c->pool_decode : e0_pool_new(c->n_threads_prefill);
+    if (!c->pool_decode || !c->pool_prefill) {
+        e0_fail(e, "cannot start %d threads", max_threads);
         goto fail;
     }
+    c->pool = c->pool_decode;
 
     /* KV cache */
     c->kv_bytes = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->kv_dim * sizeof(float);
@@ -440,7 +464,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         {(void **)&c->hb, B * max_sz((size_t)c->ff_max, E) * 4},
         {(void **)&c->hb2, B * max_sz((size_t)c->ff_max, E) * 4},
         {(void **)&c->logits, (size_t)hp->n_vocab * 4},
-        {(void **)&c->scores, (size_t)c->n_threads * (size_t)c->n_ctx * 4},
+        {(void **)&c->scores, (size_t)max_threads * (size_t)c->n_ctx * 4},
         {(void **)&c->act.buf[0], B * c->max_act_row},
         {(void **)&c->act.buf[1], B * c->max_act_row},
         {(void **)&c->act.buf[2], B * c->max_act_row},
@@ -477,7 +501,8 @@ fail:
 
 void e0_ctx_free(e0_ctx *c) {
     if (!c) return;
-    e0_pool_free(c->pool);
+    if (c->pool_prefill != c->pool_decode) e0_pool_free(c->pool_prefill);
+    e0_pool_free(c->pool_decode);
     e0_free(E0_MEM_KV, c->k_cache, c->kv_bytes);
     e0_free(E0_MEM_KV, c->v_cache, c->kv_bytes);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
@@ -493,3 +518,7 @@ const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
 void e0_ctx_truncate(e0_ctx *c, int pos) {
     if (pos >= 0 && pos < c->pos) c->pos = pos;
 }
+int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->n_threads_prefill; }
+void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->timing = on; }
+const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c) { return &c->stats; }
+void e0_ctx_reset_stats(e0_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
