@@ -330,7 +330,8 @@ fail:
 static int get_id(const gguf_file *f, const char *key, int64_t *out, e0_err *e) {
     int r = gguf_get_i64(f, key, out, e);
     if (r < 0) return -1;
-    if (r == 0) *out = -1;
+    /* -1 as i32 or u32 is the converters' "no such token" (stories260K has pad = 0xFFFFFFFF). */
+    if (r == 0 || *out == -1 || *out == 0xFFFFFFFFLL) *out = -1;
     else if (*out < 0) return e0_fail(e, "tokenizer: %s is negative (%lld)", key, (long long)*out);
     return 0;
 }

@@ -16,6 +16,8 @@ static const struct {
     {"logits", cmd_logits, "one batched prefill; write the logits of every position"},
     {"run", cmd_run, "generate text (or token ids) from a prompt"},
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
+    {"tokenize", cmd_tokenize, "print the token ids of stdin's text"},
+    {"detokenize", cmd_detokenize, "print the text of token ids"},
 };
 
 static void usage(FILE *f) {
