@@ -15,9 +15,13 @@
  * when parse_special is set; user-defined tokens (4) are always recognised — both exactly like
  * llama.cpp's tokenizer_st_partition.
  *
- * Deviation from llama.cpp, on invalid UTF-8 only: llama.cpp's BPE path turns each invalid byte
- * into U+FFFD (losing the byte); here the byte keeps its category role of U+FFFD for splitting
- * but is encoded as itself, so detokenize(tokenize(x)) == x for any byte string.
+ * Deviations from llama.cpp, on invalid UTF-8 only (valid UTF-8 gives identical ids): llama.cpp's
+ * BPE path turns each invalid byte into U+FFFD (losing the byte); here the byte keeps U+FFFD's
+ * role for splitting but is encoded as itself. llama.cpp's SPM path trusts lead bytes, so a
+ * truncated sequence can swallow the first byte of the next "▁"; here a symbol is a complete
+ * sequence or a single byte. So detokenize(tokenize(x)) == x for any byte string, except that a
+ * byte whose GPT-2 character the vocabulary defines as a user-defined token (deepseek-coder does
+ * this for the never-valid bytes C0 C1 F5-FF) comes back as that token's text.
  *
  * Metadata is untrusted: array length mismatches, special ids >= n_vocab, an empty vocabulary
  * and unknown models are errors. BPE merges that are malformed or that reference text that is not

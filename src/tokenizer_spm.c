@@ -1,7 +1,7 @@
 /* tokenizer_spm.c — SentencePiece (llama.cpp's llm_tokenizer_spm): spaces become "▁", the
  * text is split into UTF-8 characters, and the adjacent pair whose concatenation is the
  * highest-scoring token is merged repeatedly (ties: leftmost first). Symbols that are not tokens
- * at the end fall back to one <0xNN> token per byte. */
+ * at the end fall back to one <0xNN> token per byte. Deviation on invalid UTF-8 only: see below. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,8 +111,13 @@ int tok_spm_fragment(const e0_tokenizer *t, const char *raw, size_t len, bool sp
     }
     int ns = 0;
     for (size_t off = 0; off < n;) {
-        size_t cl = e0_utf8_len((unsigned char)text[off]);
-        if (cl > n - off) cl = n - off;
+        /* One UTF-8 character per symbol. llama.cpp trusts the lead byte (e0_utf8_len), which on
+         * invalid input can swallow the first byte of a following "▁" and lose the space; taking
+         * only a structurally complete sequence (else one byte) is identical on valid UTF-8 and
+         * keeps every byte recoverable on invalid input. */
+        uint32_t cp;
+        size_t cl = e0_utf8_decode((const unsigned char *)text + off, n - off, &cp);
+        if (cl == 0) cl = 1;
         sym[ns] = (spm_sym){ns - 1, off + cl == n ? -1 : ns + 1, off, cl};
         ns++;
         off += cl;
