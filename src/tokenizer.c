@@ -56,24 +56,18 @@ void e0_tokenizer_desc_init(e0_tokenizer_desc *d) {
     d->add_bos = d->add_eos = d->add_space_prefix = -1;
 }
 
+void *tok_alloc(e0_tokenizer *t, size_t n) {
+    if (t->n_blocks == TOK_MAX_BLOCKS) return NULL;
+    if (n == 0) n = 1;
+    void *p = e0_alloc(E0_MEM_OTHER, n);
+    if (p) t->blocks[t->n_blocks++] = (tok_block){p, n};
+    return p;
+}
+
 void e0_tokenizer_free(e0_tokenizer *t) {
     if (!t) return;
     free(t->pre_name);
-    free(t->pool);
-    free(t->off);
-    free(t->len);
-    free(t->score);
-    free(t->attr);
-    free(t->type);
-    free(t->eog);
-    free(t->map.slots);
-    free(t->piece_pool);
-    free(t->piece_off);
-    free(t->piece_len);
-    free(t->special);
-    free(t->merges.keys);
-    free(t->merges.rank);
-    free(t->merges.result);
+    for (int i = 0; i < t->n_blocks; i++) e0_free(E0_MEM_OTHER, t->blocks[i].p, t->blocks[i].n);
     for (int i = 0; i < t->n_regex; i++) e0_regex_free(t->regex[i]);
     free(t->regex);
     free(t);
@@ -102,9 +96,9 @@ static int copy_texts(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e) {
         if (l > MAX_TOKEN_LEN) return e0_fail(e, "tokenizer: token %u is %zu bytes long (max %u)", i, l, MAX_TOKEN_LEN);
         total += (l ? l : 24) + 1;
     }
-    t->pool = malloc(total ? total : 1);
-    t->off = malloc(t->n * sizeof *t->off);
-    t->len = malloc(t->n * sizeof *t->len);
+    t->pool = tok_alloc(t, total);
+    t->off = tok_alloc(t, t->n * sizeof *t->off);
+    t->len = tok_alloc(t, t->n * sizeof *t->len);
     if (!t->pool || !t->off || !t->len) return e0_fail(e, "out of memory");
     size_t p = 0;
     for (uint32_t i = 0; i < t->n; i++) {
@@ -123,7 +117,7 @@ static int copy_texts(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e) {
 static int build_map(e0_tokenizer *t, e0_err *e) {
     size_t cap = 16;
     while (cap < (size_t)t->n * 2) cap *= 2;
-    t->map.slots = calloc(cap, sizeof *t->map.slots);
+    t->map.slots = tok_alloc(t, cap * sizeof *t->map.slots);
     if (!t->map.slots) return e0_fail(e, "out of memory");
     t->map.mask = cap - 1;
     for (uint32_t id = 0; id < t->n; id++) {
@@ -216,7 +210,7 @@ static int build_special_list(e0_tokenizer *t, e0_err *e) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->n; i++)
         if (t->attr[i] & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) n++;
-    t->special = malloc((n ? n : 1) * sizeof *t->special);
+    t->special = tok_alloc(t, n * sizeof *t->special);
     if (!t->special) return e0_fail(e, "out of memory");
     for (uint32_t i = 0; i < t->n; i++)
         if (t->attr[i] & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)) t->special[t->n_special++] = (int32_t)i;
@@ -274,10 +268,10 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
     t->n = (uint32_t)d->n_tokens;
     const char *pre = d->pre && *d->pre ? d->pre : "default";
     t->pre_name = strdup(pre);
-    t->score = calloc(t->n, sizeof *t->score);
-    t->attr = calloc(t->n, 1);
-    t->type = calloc(t->n, 1);
-    t->eog = calloc(t->n, 1);
+    t->score = tok_alloc(t, t->n * sizeof *t->score);
+    t->attr = tok_alloc(t, t->n);
+    t->type = tok_alloc(t, t->n);
+    t->eog = tok_alloc(t, t->n);
     if (!t->pre_name || !t->score || !t->attr || !t->type || !t->eog) {
         e0_fail(e, "out of memory");
         goto fail;

@@ -79,9 +79,9 @@ static int build_merges(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e) 
     size_t cap = 16;
     while (cap < d->n_merges * 2) cap *= 2;
     tok_mergemap *m = &t->merges;
-    m->keys = malloc(cap * sizeof *m->keys);
-    m->rank = malloc(cap * sizeof *m->rank);
-    m->result = malloc(cap * sizeof *m->result);
+    m->keys = tok_alloc(t, cap * sizeof *m->keys);
+    m->rank = tok_alloc(t, cap * sizeof *m->rank);
+    m->result = tok_alloc(t, cap * sizeof *m->result);
     if (!m->keys || !m->rank || !m->result) return e0_fail(e, "out of memory");
     memset(m->keys, 0xFF, cap * sizeof *m->keys);
     m->mask = cap - 1;

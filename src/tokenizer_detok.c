@@ -62,9 +62,9 @@ static size_t render(const e0_tokenizer *t, uint32_t id, char *out) {
 
 int tok_build_pieces(e0_tokenizer *t, e0_err *e) {
     /* A piece is never longer than its text. */
-    t->piece_pool = malloc(t->pool_size ? t->pool_size : 1);
-    t->piece_off = malloc(t->n * sizeof *t->piece_off);
-    t->piece_len = malloc(t->n * sizeof *t->piece_len);
+    t->piece_pool = tok_alloc(t, t->pool_size);
+    t->piece_off = tok_alloc(t, t->n * sizeof *t->piece_off);
+    t->piece_len = tok_alloc(t, t->n * sizeof *t->piece_len);
     if (!t->piece_pool || !t->piece_off || !t->piece_len) return e0_fail(e, "out of memory");
     size_t p = 0;
     for (uint32_t id = 0; id < t->n; id++) {

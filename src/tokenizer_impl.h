@@ -29,7 +29,16 @@ typedef struct tok_mergemap {
     size_t mask;
 } tok_mergemap;
 
+/* Long-lived arrays, accounted in the memory ledger (E0_MEM_OTHER). */
+#define TOK_MAX_BLOCKS 24
+typedef struct tok_block {
+    void *p;
+    size_t n;
+} tok_block;
+
 struct e0_tokenizer {
+    tok_block blocks[TOK_MAX_BLOCKS];
+    int n_blocks;
     int model;           /* E0_TOK_SPM / E0_TOK_BPE */
     char *pre_name;
     uint32_t n;          /* vocabulary size */
@@ -68,6 +77,10 @@ struct e0_tokenizer {
     e0_regex **regex;
     int n_regex;
 };
+
+/* Zero-filled, ledger-accounted allocation owned by t (freed by e0_tokenizer_free); NULL on out
+ * of memory. n == 0 gives a 1-byte block. */
+void *tok_alloc(e0_tokenizer *t, size_t n);
 
 /* FNV-1a over bytes. */
 uint64_t tok_hash(const char *s, size_t n);

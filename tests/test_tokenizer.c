@@ -594,6 +594,17 @@ static void test_bad_gguf(void) {
     }
 }
 
+/* The long-lived tables are in the memory ledger and all returned on free. */
+static void test_memory_ledger(void) {
+    size_t before = e0_mem_current(E0_MEM_OTHER);
+    e0_tokenizer *t = open_vocab("gpt-2");
+    CHECK(t != NULL);
+    size_t during = e0_mem_current(E0_MEM_OTHER);
+    CHECKF(during > before + 1000000, "%zu -> %zu bytes", before, during);
+    e0_tokenizer_free(t);
+    CHECK(e0_mem_current(E0_MEM_OTHER) == before);
+}
+
 /* ---- invalid UTF-8 and long inputs ---- */
 
 static bool round_trips(e0_tokenizer *t, const char *s, size_t n, double *secs) {
@@ -791,6 +802,7 @@ int main(void) {
     RUN(test_stream);
     RUN(test_bad_metadata);
     RUN(test_bad_gguf);
+    RUN(test_memory_ledger);
     RUN(test_invalid_utf8);
     RUN(test_long_inputs);
     RUN(test_cli);
