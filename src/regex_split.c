@@ -142,7 +142,18 @@ static int parse_escape(parser *ps, uint32_t *lit, cls_item *it) {
     case 'x':
     case 'u': {
         int nd = c == 'x' ? 2 : 4;
-        uint32_t v = 0;
+        uint32_t v = 0, brace;
+        if (c == 'x' && peek(ps, 0, &brace) && brace == '{') {
+            /* \x{H...}: any code point */
+            ps->i++;
+            int k = 0;
+            uint32_t h;
+            while (peek(ps, 0, &h) && hexval(h) >= 0 && k < 6) v = v * 16 + (uint32_t)hexval(h), ps->i++, k++;
+            if (k == 0 || !peek(ps, 0, &h) || h != '}' || v > 0x10FFFF) return perr(ps, "bad \\x{...} escape");
+            ps->i++;
+            *lit = v;
+            return 1;
+        }
         for (int k = 0; k < nd; k++) {
             uint32_t h;
             if (!peek(ps, 0, &h) || hexval(h) < 0) return perr(ps, "bad hex escape");

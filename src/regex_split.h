@@ -4,7 +4,7 @@
  * Supported: alternation |, non-capturing groups (?:...) and plain (...) (not quantified),
  * case-insensitive groups (?i:...) (ASCII case folding), lookahead (?=...) (?!...), anchors ^ $
  * (start/end of the chunk), '.', classes [...] and [^...] with ranges, escapes \s \S \d \D \w \W
- * \p{L} \p{N} \p{P} \p{S} \p{M} \p{Z} \p{C} (and \P{..}), \r \n \t \f \v \xHH \uHHHH and escaped
+ * \p{L} \p{N} \p{P} \p{S} \p{M} \p{Z} \p{C} (and \P{..}), \r \n \t \f \v \xHH \x{H..} \uHHHH and escaped
  * punctuation, greedy quantifiers * + ? {n} {n,} {n,m} on single-character atoms. Anything else
  * is a compile error naming the construct. Semantics are ECMAScript's (leftmost alternative
  * first, greedy with backtracking), which is what llama.cpp's std::regex uses.

@@ -7,7 +7,10 @@
 #include "tokenizer_impl.h"
 #include "unicode.h"
 
-/* ---- pre-tokenizer table (patterns from llama.cpp's llama-vocab.cpp) ---- */
+/* ---- pre-tokenizer table (patterns from llama.cpp's llama-vocab.cpp) ----
+ * Non-ASCII characters are written as \x{...}: several in the deepseek-llm class (U+1FD3,
+ * U+1FDB, U+1F7D, U+1FBE, U+2126, U+212A) have canonical singleton decompositions, and an editor
+ * or tool that normalizes text to NFC would silently turn them into other characters. */
 
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
 #define RX_LLAMA3                                                                                       \
@@ -16,7 +19,7 @@
 #define RX_QWEN2                                                                                     \
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| " \
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RX_CJK "[一-龥ࠀ-一가-퟿]+"
+#define RX_CJK "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
 
 typedef struct pre_entry {
     const char *names[10];
@@ -30,8 +33,29 @@ static const pre_entry pre_table[] = {
     {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, {RX_LLAMA3}, false, false},
     {{"deepseek-llm"},
      {"[\r\n]",
-      "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-      "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", RX_CJK, "\\p{N}+"},
+      "\\s?[A-Za-z"
+      "\\x{00B5}\\x{00C0}-\\x{00D6}\\x{00D8}-\\x{00F6}\\x{00F8}-\\x{01BA}"
+      "\\x{01BC}-\\x{01BF}\\x{01C4}-\\x{0293}\\x{0295}-\\x{02AF}\\x{0370}-\\x{0373}"
+      "\\x{0376}-\\x{0377}\\x{037B}-\\x{037D}\\x{037F}\\x{0386}\\x{0388}-\\x{038A}"
+      "\\x{038C}\\x{038E}-\\x{03A1}\\x{03A3}-\\x{03F5}\\x{03F7}-\\x{0481}"
+      "\\x{048A}-\\x{052F}\\x{0531}-\\x{0556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}"
+      "\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}"
+      "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}"
+      "\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}"
+      "\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}"
+      "\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}"
+      "\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}"
+      "\\x{210A}-\\x{2113}\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}"
+      "\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}"
+      "\\x{2145}-\\x{2149}\\x{214E}\\x{2183}-\\x{2184}\\x{2C00}-\\x{2C7B}"
+      "\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}-\\x{2CF3}\\x{A640}-\\x{A66D}"
+      "\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}"
+      "\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}"
+      "\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}"
+      "\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}"
+      "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}"
+      "]+",
+      "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+", "\\s+$", RX_CJK, "\\p{N}+"},
      false, false},
     {{"deepseek-coder"}, {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RX_CJK, "\\p{N}"}, false, false},
     {{"falcon"}, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]"}, false, false},
@@ -272,13 +296,13 @@ static int bpe_word(const e0_tokenizer *t, bpe_work *w, const unsigned char *byt
     return 0;
 }
 
-int tok_bpe_fragment(const e0_tokenizer *t, const char *text, size_t len, e0_tokens *out, e0_err *e) {
+int tok_bpe_split(const e0_tokenizer *t, const char *text, size_t len, e0_lens *out, e0_err *e) {
     const unsigned char *s = (const unsigned char *)text;
     uint32_t *cps = malloc((len + 1) * sizeof *cps);
     size_t *uoff = malloc((len + 1) * sizeof *uoff);
     e0_lens a = {0}, b = {0};
-    bpe_work w = {0};
     int rc = -1;
+    out->n = 0;
     if (!cps || !uoff) {
         e0_fail(e, "out of memory");
         goto done;
@@ -303,11 +327,11 @@ int tok_bpe_fragment(const e0_tokenizer *t, const char *text, size_t len, e0_tok
         a = b;
         b = tmp;
     }
+    /* code-point lengths -> byte lengths */
     size_t u = 0;
     for (size_t i = 0; i < a.n; i++) {
-        size_t from = uoff[u], to = uoff[u + a.v[i]];
+        if (e0_lens_push(out, uoff[u + a.v[i]] - uoff[u], e) < 0) goto done;
         u += a.v[i];
-        if (bpe_word(t, &w, s + from, to - from, out, e) < 0) goto done;
     }
     rc = 0;
 done:
@@ -315,6 +339,22 @@ done:
     free(uoff);
     free(a.v);
     free(b.v);
+    return rc;
+}
+
+int tok_bpe_fragment(const e0_tokenizer *t, const char *text, size_t len, e0_tokens *out, e0_err *e) {
+    e0_lens words = {0};
+    bpe_work w = {0};
+    int rc = -1;
+    if (tok_bpe_split(t, text, len, &words, e) < 0) goto done;
+    size_t off = 0;
+    for (size_t i = 0; i < words.n; i++) {
+        if (bpe_word(t, &w, (const unsigned char *)text + off, words.v[i], out, e) < 0) goto done;
+        off += words.v[i];
+    }
+    rc = 0;
+done:
+    free(words.v);
     free(w.sym);
     free(w.heap.v);
     free(w.enc);

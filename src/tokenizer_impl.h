@@ -95,6 +95,10 @@ int tok_spm_fragment(const e0_tokenizer *t, const char *text, size_t len, bool s
                      e0_err *e);
 int tok_bpe_fragment(const e0_tokenizer *t, const char *text, size_t len, e0_tokens *out, e0_err *e);
 
+/* BPE pre-tokenization alone: the byte lengths of the words text[0..len) splits into (out is
+ * reset first). Exposed for tests. */
+int tok_bpe_split(const e0_tokenizer *t, const char *text, size_t len, e0_lens *out, e0_err *e);
+
 /* Set up the BPE side (pre-tokenizer regexes, byte map, merges). */
 int tok_bpe_init(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e);
 /* Build the piece pool (after attributes are final). */

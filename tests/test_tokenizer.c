@@ -16,6 +16,7 @@
 #include "regex_split.h"
 #include "t.h"
 #include "tokenizer.h"
+#include "tokenizer_impl.h"
 #include "unicode.h"
 
 static const char *const vocabs[] = {"llama-spm", "llama-bpe", "qwen2", "gpt-2", "deepseek-coder"};
@@ -322,6 +323,58 @@ static void test_regex(void) {
         e0_regex *r = e0_regex_compile(bad[i], &e);
         CHECKF(!r && strstr(e.msg, "regex"), "pattern %s should fail", bad[i]);
         e0_regex_free(r);
+    }
+}
+
+/* Every pre-tokenizer of the table splits crafted text as its llama.cpp regex list does. */
+static void test_pretokenizers(void) {
+    static const struct {
+        const char *pre, *text, *want;
+    } cases[] = {
+        {"default", "x=1234!", "x|=|123|4|!"},
+        {"default", "a `b`", "a| `|b|`"},
+        {"gpt-2", "ab 12  x's", "ab| 12| | x|'s"},
+        {"mpt", "ab 12", "ab| 12"},
+        {"starcoder", "ab 12", "ab| |1|2"},
+        {"refact", "x 7y", "x| |7|y"},
+        {"falcon", "a+b 12345", "a|+|b| |123|45"},
+        {"falcon", "a `b`", "a| |`|b|`"},
+        {"llama-bpe", "Hello 12345\n\n world", "Hello| |123|45|\n\n| world"},
+        {"llama3", "I'M ok", "I|'M| ok"},
+        {"qwen2", "Hello 12345\n\n world", "Hello| |1|2|3|4|5|\n\n| world"},
+        {"deepseek-coder", "a, b\n12", "a|,| b|\n|1|2"},
+        {"deepseek-coder", "x\xe4\xb8\x96\xe7\x95\x8cy", "x|\xe4\xb8\x96\xe7\x95\x8c|y"},
+        {"deepseek-llm", "Hello \xe4\xb8\x96\xe7\x95\x8c 123\n", "Hello| |\xe4\xb8\x96\xe7\x95\x8c| |123|\n"},
+        {"deepseek-llm", "ab, cd  ", "ab|,| cd|  "},
+        {"deepseek-llm", "x\xe3\x80\x80!", "x|\xe3\x80\x80!"},
+        {"deepseek-llm", "\xe1\xbf\x93\xe2\x84\xaa" "1", "\xe1\xbf\x93\xe2\x84\xaa|1"}, /* U+1FD3 U+212A are in the class */
+    };
+    const char *words[] = {"a"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        e0_tokenizer_desc d;
+        e0_tokenizer_desc_init(&d);
+        d.model = "gpt2";
+        d.pre = cases[i].pre;
+        d.tokens = words;
+        d.n_tokens = 1;
+        d.bos = 0; /* llama3 adds a BOS */
+        e0_err e;
+        e0_tokenizer *t = e0_tokenizer_create(&d, &e);
+        CHECKF(t != NULL, "%s: %s", cases[i].pre, e.msg);
+        if (!t) continue;
+        e0_lens w = {0};
+        char got[256] = "";
+        size_t o = 0, off = 0;
+        const char *text = cases[i].text;
+        CHECK(tok_bpe_split(t, text, strlen(text), &w, &e) == 0);
+        for (size_t k = 0; k < w.n; k++) {
+            o += (size_t)snprintf(got + o, sizeof got - o, "%s%.*s", k ? "|" : "", (int)w.v[k], text + off);
+            off += w.v[k];
+        }
+        CHECKF(!strcmp(got, cases[i].want), "%s on \"%s\": got \"%s\" want \"%s\"", cases[i].pre, text, got,
+               cases[i].want);
+        free(w.v);
+        e0_tokenizer_free(t);
     }
 }
 
@@ -796,6 +849,7 @@ int main(void) {
     RUN(test_utf8);
     RUN(test_byte_map);
     RUN(test_regex);
+    RUN(test_pretokenizers);
     RUN(test_special_tokens);
     RUN(test_bos_eos_eog);
     RUN(test_pieces);
