@@ -191,11 +191,25 @@ static void mark_special_by_text(e0_tokenizer *t) {
     if (t->eos >= 0) t->eog[t->eos] = 1;
     if (t->eot >= 0) t->eog[t->eot] = 1;
     if (t->eom >= 0) t->eog[t->eom] = 1;
-    /* o200k_harmony: with <|return|> and <|call|> present, <|end|> is not end-of-generation. */
+    /* gpt-oss: these are always rendered. */
+    static const char *const shown[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        int32_t id = find_cstr(t, shown[i]);
+        if (id >= 0) t->attr[id] = ATTR_USER_DEFINED;
+    }
+    /* o200k_harmony / solar-open: with <|return|> and <|call|> (or <|calls|> and <|flush|>),
+     * <|end|> is not end-of-generation. */
     int32_t ret = find_cstr(t, "<|return|>"), call = find_cstr(t, "<|call|>"), end = find_cstr(t, "<|end|>");
-    if (ret >= 0 && call >= 0 && end >= 0) {
+    int32_t calls = find_cstr(t, "<|calls|>"), flush = find_cstr(t, "<|flush|>");
+    if (end >= 0 && ((ret >= 0 && call >= 0) || (calls >= 0 && flush >= 0))) {
         t->eog[end] = 0;
         t->attr[end] = ATTR_USER_DEFINED;
+    }
+    /* gemma4 / paddleocr: with <|tool_response>, </s> is an ordinary token. */
+    int32_t tool = find_cstr(t, "<|tool_response>"), s_end = find_cstr(t, "</s>");
+    if (tool >= 0 && s_end >= 0 && t->eog[s_end]) {
+        t->eog[s_end] = 0;
+        t->attr[s_end] = ATTR_NORMAL;
     }
 }
 

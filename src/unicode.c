@@ -93,20 +93,19 @@ size_t e0_utf8_encode(uint32_t cp, char *out) {
 
 static int printable_byte(unsigned b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; }
 
+/* The non-printable bytes, in order, are 0-32, 127-160 and 173: they map to 256-288, 289-322
+ * and 323. */
 uint32_t e0_byte_to_cp(unsigned char b) {
-    if (printable_byte(b)) return b;
-    /* Rank of b among the non-printable bytes, offset by 256. */
-    uint32_t rank = 0;
-    for (unsigned i = 0; i < b; i++)
-        if (!printable_byte(i)) rank++;
-    return 256 + rank;
+    if (b <= 32) return 256u + b;
+    if (b >= 127 && b <= 160) return 289u + (b - 127u);
+    if (b == 173) return 323;
+    return b;
 }
 
 int e0_cp_to_byte(uint32_t cp) {
     if (cp < 256) return printable_byte(cp) ? (int)cp : -1;
-    if (cp >= 256 + 68) return -1; /* 68 non-printable bytes */
-    uint32_t rank = cp - 256;
-    for (unsigned i = 0; i < 256; i++)
-        if (!printable_byte(i) && rank-- == 0) return (int)i;
+    if (cp <= 288) return (int)(cp - 256);
+    if (cp <= 322) return (int)(cp - 289 + 127);
+    if (cp == 323) return 173;
     return -1;
 }
