@@ -29,6 +29,7 @@ struct rx_alt;
 typedef struct rx_node {
     int kind;
     int min, max;        /* ND_CLASS repetition; max < 0 means unbounded */
+    int loop_id;         /* ND_CLASS with max < 0: index of its memo slot */
     rx_class cls;        /* ND_CLASS */
     struct rx_alt *alt;  /* ND_GROUP, ND_LOOK */
     int look_negated;    /* ND_LOOK */
@@ -46,6 +47,7 @@ typedef struct rx_alt {
 
 struct e0_regex {
     rx_alt *root;
+    int n_loops; /* unbounded single-class loops (memo slots) */
 };
 
 /* ---- parser ---- */
@@ -55,6 +57,7 @@ typedef struct parser {
     size_t n, i;
     int icase;
     int depth;
+    int n_loops;
     e0_err *e;
     const char *src;
 } parser;
@@ -328,6 +331,7 @@ static int parse_seq(parser *ps, rx_seq *seq) {
                 if (r == 2) {
                     if (cls_add(ps, &nd->cls, it) < 0) return -1;
                     if (parse_quant(ps, nd) < 0) return -1;
+                    if (nd->max < 0) nd->loop_id = ps->n_loops++;
                     continue;
                 }
             } else if (c == ']' || c == '}') {
@@ -338,6 +342,7 @@ static int parse_seq(parser *ps, rx_seq *seq) {
             if (cls_add(ps, &nd->cls, it) < 0) return -1;
         }
         if (parse_quant(ps, nd) < 0) return -1;
+        if (nd->max < 0) nd->loop_id = ps->n_loops++;
     }
     return 0;
 }
@@ -409,6 +414,7 @@ e0_regex *e0_regex_compile(const char *pattern, e0_err *e) {
     }
     parser ps = {.p = cps, .n = n, .e = e, .src = pattern};
     r->root = parse_alt(&ps);
+    r->n_loops = ps.n_loops;
     if (r->root && ps.i != n) {
         perr(&ps, "unbalanced ')'");
         free_alt(r->root);
@@ -430,10 +436,21 @@ void e0_regex_free(e0_regex *r) {
 
 /* ---- matcher ---- */
 
+/* Memo of one unbounded loop X+ / X* within one chunk. Because groups are never quantified, every
+ * node has exactly one continuation, whose success depends only on the position it starts at.
+ * So: the run of X starting anywhere in [run_lo, run_hi] ends at run_hi, and the continuation is
+ * known to fail at every position in [fail_lo, run_hi]. This turns patterns like \s+$ on long
+ * whitespace runs from quadratic into linear work across a chunk. */
+typedef struct loop_memo {
+    bool valid;
+    size_t run_lo, run_hi, fail_lo;
+} loop_memo;
+
 typedef struct mctx {
     const uint32_t *s;
     size_t n;
     unsigned long steps;
+    loop_memo *memo; /* n_loops slots, reset per chunk; NULL = no memo */
 } mctx;
 
 /* Bound on backtracking work per match attempt: far above anything the real patterns need. */
@@ -482,14 +499,26 @@ static long m_seq(mctx *m, const rx_seq *seq, int idx, size_t pos, const frame *
     switch (nd->kind) {
     case ND_CLASS: {
         /* Greedy: take as many as allowed, then give back one at a time. */
+        loop_memo *lm = nd->max < 0 && m->memo ? &m->memo[nd->loop_id] : NULL;
         size_t cnt = 0;
-        size_t lim = nd->max < 0 ? m->n - pos : (size_t)nd->max;
-        while (cnt < lim && pos + cnt < m->n && class_match(&nd->cls, m->s[pos + cnt])) cnt++;
-        m->steps += cnt;
+        if (lm && lm->valid && pos >= lm->run_lo && pos <= lm->run_hi) {
+            cnt = lm->run_hi - pos;
+        } else {
+            size_t lim = nd->max < 0 ? m->n - pos : (size_t)nd->max;
+            while (cnt < lim && pos + cnt < m->n && class_match(&nd->cls, m->s[pos + cnt])) cnt++;
+            m->steps += cnt;
+            if (lm) *lm = (loop_memo){true, pos, pos + cnt, pos + cnt + 1};
+        }
         if (cnt < (size_t)nd->min) return -1;
-        for (size_t c = cnt + 1; c-- > (size_t)nd->min;) {
+        size_t top = cnt;
+        if (lm) { /* positions >= fail_lo are known failures */
+            if (lm->fail_lo <= pos + (size_t)nd->min) return -1;
+            if (lm->fail_lo <= pos + cnt) top = lm->fail_lo - 1 - pos;
+        }
+        for (size_t c = top + 1; c-- > (size_t)nd->min;) {
             long r = m_seq(m, seq, idx + 1, pos + c, k);
             if (r != -1) return r;
+            if (lm) lm->fail_lo = pos + c;
         }
         return -1;
     }
@@ -519,7 +548,7 @@ static long m_alt(mctx *m, const rx_alt *a, size_t pos, const frame *k) {
 }
 
 long e0_regex_match_at(const e0_regex *r, const uint32_t *s, size_t n, size_t pos) {
-    mctx m = {s, n, 0};
+    mctx m = {s, n, 0, NULL};
     return m_alt(&m, r->root, pos, NULL);
 }
 
@@ -538,22 +567,36 @@ int e0_lens_push(e0_lens *l, size_t x, e0_err *e) {
 int e0_regex_split(const e0_regex *r, const uint32_t *s, const e0_lens *in, e0_lens *out, e0_err *e) {
     out->n = 0;
     size_t start = 0;
+    loop_memo *memo = calloc((size_t)r->n_loops + 1, sizeof *memo);
+    if (!memo) return e0_fail(e, "out of memory");
     for (size_t c = 0; c < in->n; c++) {
         const uint32_t *sub = s + start;
         size_t n = in->v[c], pos = 0, last = 0;
+        memset(memo, 0, ((size_t)r->n_loops + 1) * sizeof *memo);
+        mctx m = {sub, n, 0, memo};
         while (pos < n) {
-            long end = e0_regex_match_at(r, sub, n, pos);
-            if (end == -2) return e0_fail(e, "pre-tokenizer regex: backtracking limit exceeded");
+            m.steps = 0;
+            long end = m_alt(&m, r->root, pos, NULL);
+            if (end == -2) {
+                free(memo);
+                return e0_fail(e, "pre-tokenizer regex: backtracking limit exceeded");
+            }
             if (end > (long)pos) {
-                if (pos > last && e0_lens_push(out, pos - last, e) < 0) return -1;
-                if (e0_lens_push(out, (size_t)end - pos, e) < 0) return -1;
+                if ((pos > last && e0_lens_push(out, pos - last, e) < 0) || e0_lens_push(out, (size_t)end - pos, e) < 0) {
+                    free(memo);
+                    return -1;
+                }
                 pos = last = (size_t)end;
             } else {
                 pos++; /* no (non-empty) match here: this code point joins the gap */
             }
         }
-        if (last < n && e0_lens_push(out, n - last, e) < 0) return -1;
+        if (last < n && e0_lens_push(out, n - last, e) < 0) {
+            free(memo);
+            return -1;
+        }
         start += n;
     }
+    free(memo);
     return 0;
 }

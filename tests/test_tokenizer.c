@@ -378,6 +378,46 @@ static void test_pretokenizers(void) {
     }
 }
 
+/* Long whitespace runs that a naive backtracker handles in quadratic time (deepseek-llm's \\s+$
+ * against 100k spaces not at the end): must stay linear. */
+static void test_pretokenizer_long_runs(void) {
+    const char *pres[] = {"deepseek-llm", "llama3", "gpt-2", "qwen2", "default", "falcon"};
+    const char *words[] = {"a"};
+    size_t n = 100000;
+    char *text = malloc(n + 2);
+    memset(text, ' ', n);
+    for (size_t p = 0; p < sizeof pres / sizeof *pres; p++) {
+        for (int tail = 0; tail < 3; tail++) {
+            size_t len = n;
+            if (tail == 1) text[len++] = '1';
+            if (tail == 2) text[len++] = '\n';
+            e0_tokenizer_desc d;
+            e0_tokenizer_desc_init(&d);
+            d.model = "gpt2";
+            d.pre = pres[p];
+            d.tokens = words;
+            d.n_tokens = 1;
+            d.bos = 0;
+            e0_err e;
+            e0_tokenizer *t = e0_tokenizer_create(&d, &e);
+            CHECKF(t != NULL, "%s", e.msg);
+            if (!t) continue;
+            e0_lens w = {0};
+            double t0 = e0_now();
+            CHECK(tok_bpe_split(t, text, len, &w, &e) == 0);
+            double secs = e0_now() - t0;
+            size_t total = 0;
+            for (size_t k = 0; k < w.n; k++) total += w.v[k];
+            CHECKF(total == len && w.n <= 3, "%s tail %d: %zu words", pres[p], tail, w.n);
+            CHECKF(secs < 20, "%s tail %d: %.1f s", pres[p], tail, secs);
+            if (secs > 0.5) printf("  %s tail %d: %.2f s\n", pres[p], tail, secs);
+            free(w.v);
+            e0_tokenizer_free(t);
+        }
+    }
+    free(text);
+}
+
 /* ---- behaviour on the real vocabularies ---- */
 
 static bool tokenize(e0_tokenizer *t, const char *s, size_t n, bool add_special, bool parse_special, e0_tokens *v) {
@@ -850,6 +890,7 @@ int main(void) {
     RUN(test_byte_map);
     RUN(test_regex);
     RUN(test_pretokenizers);
+    RUN(test_pretokenizer_long_runs);
     RUN(test_special_tokens);
     RUN(test_bos_eos_eog);
     RUN(test_pieces);
