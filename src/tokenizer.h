@@ -28,6 +28,11 @@
  * a token (left, right or their concatenation) are skipped (e0_tok_merges_skipped counts them):
  * they could never produce a token.
  *
+ * Not done (no effect on the shared test vocabularies): llama.cpp's per-model LSTRIP/RSTRIP
+ * attributes (phi-3, jina <mask>), its clean_up_tokenization_spaces pass in llama_detokenize (this
+ * detokenizer concatenates pieces, like llama.cpp's streaming output), and pre-tokenizers outside
+ * the table above (gpt-4o, tekken, kimi-k2, ... need quantified groups or custom splitters).
+ *
  * A tokenizer is immutable after creation and may be used from several threads at once. */
 #ifndef E0_TOKENIZER_H
 #define E0_TOKENIZER_H
