@@ -98,7 +98,7 @@ float e0_fp16_to_fp32(uint16_t h) {
             mant &= 0x3ff;
             bits = sign | (exp << 23) | (mant << 13);
         }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0); /* NaN: quiet, as F16C */
     else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
     float f;
     memcpy(&f, &bits, 4);
@@ -110,7 +110,7 @@ uint16_t e0_fp32_to_fp16(float f) {
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000;
     uint32_t absx = x & 0x7fffffffu;
-    if (absx > 0x7f800000u) return (uint16_t)(sign | 0x7e00); /* NaN */
+    if (absx > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((absx >> 13) & 0x3ff)); /* NaN: quiet, payload kept as F16C */
     if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf (rounds past 65504) */
     if (absx < 0x38800000u) { /* subnormal or zero in half */
         if (absx < 0x33000000u) return (uint16_t)sign; /* < half of smallest subnormal */

@@ -60,7 +60,9 @@ void *tok_alloc(e0_tokenizer *t, size_t n) {
     if (t->n_blocks == TOK_MAX_BLOCKS) return NULL;
     if (n == 0) n = 1;
     void *p = e0_alloc(E0_MEM_OTHER, n);
-    if (p) t->blocks[t->n_blocks++] = (tok_block){p, n};
+    if (!p) return NULL;
+    memset(p, 0, n); /* e0_alloc does not zero */
+    t->blocks[t->n_blocks++] = (tok_block){p, n};
     return p;
 }
 

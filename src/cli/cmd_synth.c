@@ -1,8 +1,142 @@
-/* cmd_synth.c — placeholder until the engine core lands. */
+/* cmd_synth.c — `edge0-infer synth`: parse and check the flags, then write a random-weight GGUF
+ * with synth_write(). Flags may come in any order: a --shape sets every dimension first, then
+ * each explicit --n-* flag overrides its value. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "quant.h"
+#include "synth.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: edge0-infer synth --arch llama|qwen2|qwen3|qwen2moe|qwen3moe --out FILE [options]\n"
+            "  --type T              weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k\n"
+            "                        (default q4_k; a tensor whose rows do not fit T falls back as llama.cpp does)\n"
+            "  --shape S             %s (default tiny)\n"
+            "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"
+            "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
+            "  --rope-base F --rms-eps F                       override RoPE base / RMSNorm epsilon\n"
+            "  --seed S              weights and nothing else depend on it (default 1)\n"
+            "  --name NAME           general.name (default synth-<arch>)\n"
+            "  --chat-template-file T  store T as tokenizer.chat_template\n"
+            "  --threads N           generation/quantization threads (default 2)\n"
+            "  --progress            progress on stderr even when it is not a terminal\n",
+            synth_shape_names());
+}
+
+/* The integer dimension flags and where each goes. */
+typedef struct dim_flag {
+    const char *flag;
+    size_t offset;
+    int64_t lo, hi;
+} dim_flag;
+
+#define DIM(f, field, lo, hi) {f, offsetof(synth_params, field), lo, hi}
+static const dim_flag dims[] = {
+    DIM("--n-layer", n_layer, 1, 512),         DIM("--n-embd", n_embd, 1, 65536),
+    DIM("--n-head", n_head, 1, 1024),          DIM("--n-head-kv", n_head_kv, 1, 1024),
+    DIM("--head-dim", head_dim, 2, 1024),      DIM("--n-ff", n_ff, 1, 1 << 20),
+    DIM("--n-expert", n_expert, 0, 512),       DIM("--n-expert-used", n_expert_used, 0, 512),
+    DIM("--n-ff-exp", n_ff_exp, 0, 1 << 20),   DIM("--n-ff-shexp", n_ff_shexp, 0, 1 << 20),
+    DIM("--n-vocab", n_vocab, 260, 1 << 22),   DIM("--n-ctx", n_ctx, 1, 1 << 24),
+};
+#define N_DIMS (sizeof dims / sizeof dims[0])
 
 int cmd_synth(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("synth: not implemented yet");
+    const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
+    const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
+    int show_progress = isatty(2);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], **slot = NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--progress")) {
+            show_progress = 1;
+            continue;
+        }
+        if (!strcmp(a, "--arch")) slot = &arch;
+        else if (!strcmp(a, "--out")) slot = &out;
+        else if (!strcmp(a, "--type")) slot = &type;
+        else if (!strcmp(a, "--shape")) slot = &shape;
+        else if (!strcmp(a, "--seed")) slot = &seed;
+        else if (!strcmp(a, "--chat-template-file")) slot = &tmpl_path;
+        else if (!strcmp(a, "--name")) slot = &name;
+        else if (!strcmp(a, "--threads")) slot = &threads;
+        else if (!strcmp(a, "--rope-base")) slot = &rope;
+        else if (!strcmp(a, "--rms-eps")) slot = &eps;
+        else
+            for (size_t d = 0; d < N_DIMS; d++)
+                if (!strcmp(a, dims[d].flag)) slot = &dim_val[d];
+        if (!slot) {
+            cli_error("synth: unknown option '%s'", a);
+            usage(stderr);
+            return 1;
+        }
+        if (*slot) return cli_error("synth: %s given twice", a);
+        if (!(*slot = cli_value(argc, argv, &i))) return 1;
+    }
+    if (!arch) return cli_error("synth: --arch is required (llama, qwen2, qwen3, qwen2moe or qwen3moe)");
+    if (!out || !*out) return cli_error("synth: --out FILE is required");
+
+    synth_params p = {0};
+    e0_err e = {{0}};
+    int a = synth_arch_from_name(arch);
+    if (a < 0) return cli_error("synth: unknown architecture '%s' (llama, qwen2, qwen3, qwen2moe or qwen3moe)", arch);
+    p.arch = (enum synth_arch)a;
+    if (synth_shape_apply(&p, shape ? shape : "tiny", &e)) return cli_error("synth: --shape: %s", e.msg);
+    int t = synth_type_from_name(type ? type : "q4_k");
+    if (t < 0) return cli_error("synth: --type: unknown type '%s' (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k)", type);
+    p.type = (uint32_t)t;
+    for (size_t d = 0; d < N_DIMS; d++) {
+        int64_t v;
+        if (!dim_val[d]) continue;
+        if (e0_parse_i64(dim_val[d], dims[d].lo, dims[d].hi, &v, dims[d].flag, &e)) return cli_error("synth: %s", e.msg);
+        *(int64_t *)((char *)&p + dims[d].offset) = v;
+    }
+    int64_t v;
+    p.seed = 1;
+    if (seed) {
+        if (e0_parse_i64(seed, 0, INT64_MAX, &v, "--seed", &e)) return cli_error("synth: %s", e.msg);
+        p.seed = (uint64_t)v;
+    }
+    p.n_threads = 2;
+    if (threads) {
+        if (e0_parse_i64(threads, 1, 256, &v, "--threads", &e)) return cli_error("synth: %s", e.msg);
+        p.n_threads = (int)v;
+    }
+    if (rope && e0_parse_f64(rope, 1e-3, 1e12, &p.rope_base, "--rope-base", &e)) return cli_error("synth: %s", e.msg);
+    if (eps && e0_parse_f64(eps, 1e-12, 1, &p.rms_eps, "--rms-eps", &e)) return cli_error("synth: %s", e.msg);
+    p.name = name;
+    p.progress = show_progress;
+    if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
+
+    char *tmpl = NULL;
+    if (tmpl_path) {
+        size_t len;
+        if (!(tmpl = e0_read_file(tmpl_path, 1 << 20, &len, &e))) return cli_error("synth: --chat-template-file: %s", e.msg);
+        if (strlen(tmpl) != len) {
+            free(tmpl);
+            return cli_error("synth: --chat-template-file: %s contains a NUL byte", tmpl_path);
+        }
+        p.chat_template = tmpl;
+    }
+    synth_stats st;
+    int rc = synth_write(&p, out, &st, &e);
+    free(tmpl);
+    if (rc) return cli_error("synth: %s", e.msg);
+    char tb[32];
+    if (st.n_fallback)
+        fprintf(stderr, "edge0-infer: synth: note: %llu tensors with rows that are not whole %s blocks were stored in a fallback type\n",
+                (unsigned long long)st.n_fallback, e0_type_name(p.type, tb));
+    printf("wrote %s: %s, %llu tensors, %.3f B parameters, %.1f MiB of tensor data, %s, %.1f s\n", out,
+           synth_arch_name(p.arch), (unsigned long long)st.n_tensors, (double)st.n_params * 1e-9,
+           (double)st.data_bytes / 1048576.0, e0_type_name(p.type, tb), st.seconds);
+    return 0;
 }

@@ -18,6 +18,7 @@ static const struct {
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
     {"tokenize", cmd_tokenize, "print the token ids of stdin's text"},
     {"detokenize", cmd_detokenize, "print the text of token ids"},
+    {"membw", cmd_membw, "measure memory read bandwidth"},
 };
 
 static void usage(FILE *f) {
@@ -83,7 +84,5 @@ int main(int argc, char **argv) {
     e0_quant_init(E0_SIMD_AVX512);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    cli_error("unknown command '%s'", argv[1]);
-    usage(stderr);
-    return 1;
+    return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);
 }

@@ -1,0 +1,475 @@
+/* test_synth.c — `synth`: small models of every architecture at several types open with
+ * gguf_open and hold exactly the expected tensors (names, shapes, types, computed here from the
+ * dimensions, independently of synth_write.c) and metadata; weights have the intended scale;
+ * the tokenizer is consistent; same seed -> same bytes (whatever the thread count), another
+ * seed -> other bytes; bad flags -> exit 1 with one clear line and no file. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "quant.h"
+#include "synth.h"
+#include "t.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+/* A small model: 2 layers, the given embedding width, 4 heads of 32, 2 KV heads. */
+static synth_params small(enum synth_arch arch, uint32_t type, int64_t n_embd) {
+    synth_params p = {0};
+    e0_err e;
+    p.arch = arch;
+    synth_shape_apply(&p, "tiny", &e);
+    p.type = type;
+    p.n_layer = 2;
+    p.n_embd = n_embd;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = 32;
+    p.n_ff = 2 * n_embd;
+    p.n_vocab = 300;
+    p.n_ctx = 512;
+    if (arch == SYNTH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
+    if (synth_arch_is_moe(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
+    if (arch == SYNTH_QWEN2MOE) p.n_ff_shexp = 2 * n_embd;
+    p.seed = 7;
+    p.n_threads = 2;
+    return p;
+}
+
+/* ---- the expected tensor list, written from llama.cpp's tensor tables ---- */
+typedef struct exp_tensor {
+    char name[64];
+    uint32_t n_dims;
+    uint64_t ne[3];
+    int quantized; /* 1: gets --type (or its fallback); 0: F32 */
+} exp_tensor;
+
+static int expect(const synth_params *p, exp_tensor *out) {
+    int n = 0;
+    uint64_t E = p->n_embd, QD = p->n_head * p->head_dim, KD = p->n_head_kv * p->head_dim;
+    int moe = p->n_expert > 0, bias = p->arch == SYNTH_QWEN2 || p->arch == SYNTH_QWEN2MOE;
+    int qkn = p->arch == SYNTH_QWEN3 || p->arch == SYNTH_QWEN3MOE;
+    uint64_t FE = p->arch == SYNTH_LLAMA ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
+#define X(q, nd, a, b, c, ...)                                          \
+    do {                                                                \
+        snprintf(out[n].name, 64, __VA_ARGS__);                         \
+        out[n].n_dims = nd, out[n].ne[0] = a, out[n].ne[1] = b, out[n].ne[2] = c, out[n].quantized = q; \
+        n++;                                                            \
+    } while (0)
+    X(1, 2, E, p->n_vocab, 1, "token_embd.weight");
+    X(0, 1, E, 1, 1, "output_norm.weight");
+    X(1, 2, E, p->n_vocab, 1, "output.weight");
+    for (int i = 0; i < p->n_layer; i++) {
+        X(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
+        X(1, 2, E, QD, 1, "blk.%d.attn_q.weight", i);
+        X(1, 2, E, KD, 1, "blk.%d.attn_k.weight", i);
+        X(1, 2, E, KD, 1, "blk.%d.attn_v.weight", i);
+        X(1, 2, QD, E, 1, "blk.%d.attn_output.weight", i);
+        if (bias) {
+            X(0, 1, QD, 1, 1, "blk.%d.attn_q.bias", i);
+            X(0, 1, KD, 1, 1, "blk.%d.attn_k.bias", i);
+            X(0, 1, KD, 1, 1, "blk.%d.attn_v.bias", i);
+        }
+        if (qkn) {
+            X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
+            X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
+        }
+        X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+        if (moe) {
+            X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_gate_inp.weight", i);
+            X(1, 3, E, FE, p->n_expert, "blk.%d.ffn_gate_exps.weight", i);
+            X(1, 3, E, FE, p->n_expert, "blk.%d.ffn_up_exps.weight", i);
+            X(1, 3, FE, E, p->n_expert, "blk.%d.ffn_down_exps.weight", i);
+        } else {
+            X(1, 2, E, p->n_ff, 1, "blk.%d.ffn_gate.weight", i);
+            X(1, 2, E, p->n_ff, 1, "blk.%d.ffn_up.weight", i);
+            X(1, 2, p->n_ff, E, 1, "blk.%d.ffn_down.weight", i);
+        }
+        if (p->arch == SYNTH_QWEN2MOE) {
+            X(0, 1, E, 1, 1, "blk.%d.ffn_gate_inp_shexp.weight", i);
+            X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
+            X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X(1, 2, p->n_ff_shexp, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+    }
+#undef X
+    return n;
+}
+
+static int64_t get_i(const gguf_file *f, const char *arch, const char *key) {
+    char k[128];
+    int64_t v = -1;
+    e0_err e;
+    snprintf(k, sizeof k, "%s%s%s", arch ? arch : "", arch ? "." : "", key);
+    if (gguf_get_i64(f, k, &v, &e) != 1) return -12345;
+    return v;
+}
+
+static float get_f(const gguf_file *f, const char *arch, const char *key) {
+    char k[128];
+    float v = -1;
+    e0_err e;
+    snprintf(k, sizeof k, "%s.%s", arch, key);
+    if (gguf_get_f32(f, k, &v, &e) != 1) return NAN;
+    return v;
+}
+
+/* Mean and standard deviation of a whole tensor, dequantized. */
+static int tensor_stats(const gguf_file *f, const gguf_tensor *t, double *mean, double *std) {
+    e0_err e;
+    uint8_t *raw = malloc(t->nbytes);
+    float *x = malloc(t->nelements * sizeof *x);
+    int rc = -1;
+    if (raw && x && gguf_read(f, t->offset, raw, t->nbytes, &e) == 0) {
+        e0_type_traits_of(t->type)->to_float(raw, x, (int64_t)t->nelements);
+        double s = 0, s2 = 0;
+        for (uint64_t i = 0; i < t->nelements; i++) s += x[i], s2 += (double)x[i] * x[i];
+        *mean = s / (double)t->nelements;
+        *std = sqrt(s2 / (double)t->nelements - *mean * *mean);
+        rc = 0;
+    }
+    free(raw);
+    free(x);
+    return rc;
+}
+
+/* Write p, open it, compare everything with the expectation. */
+static void check_model(const synth_params *p, const char *file) {
+    e0_err e = {{0}};
+    synth_stats st;
+    const char *path = tmp_path(file);
+    char tb[32];
+    int rc = synth_write(p, path, &st, &e);
+    CHECKF(rc == 0, "%s %s: %s", synth_arch_name(p->arch), e0_type_name(p->type, tb), e.msg);
+    if (rc) return;
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "gguf_open: %s", e.msg);
+    if (!f) return;
+    static exp_tensor ex[512];
+    int n = expect(p, ex);
+    CHECKF(f->n_tensors == (uint64_t)n && st.n_tensors == (uint64_t)n, "%llu tensors, expected %d",
+           (unsigned long long)f->n_tensors, n);
+    uint64_t params = 0;
+    for (int i = 0; i < n; i++) {
+        const gguf_tensor *t = gguf_find_tensor(f, ex[i].name);
+        CHECKF(t, "missing %s", ex[i].name);
+        if (!t) continue;
+        CHECKF(t->n_dims == ex[i].n_dims, "%s: %u dims", t->name, t->n_dims);
+        for (uint32_t d = 0; d < ex[i].n_dims; d++) CHECKF(t->ne[d] == ex[i].ne[d], "%s ne[%u]", t->name, d);
+        /* the type: --type when rows are whole blocks, else some type whose blocks fit */
+        const e0_type_traits *want = e0_type_traits_of(p->type), *got = e0_type_traits_of(t->type);
+        if (!ex[i].quantized) CHECKF(t->type == E0_TYPE_F32, "%s is %s", t->name, e0_type_name(t->type, tb));
+        else if (ex[i].ne[0] % want->block_size == 0) CHECKF(t->type == p->type, "%s is %s", t->name, e0_type_name(t->type, tb));
+        else CHECKF(got && ex[i].ne[0] % got->block_size == 0, "%s: fallback %s", t->name, e0_type_name(t->type, tb));
+        params += t->nelements;
+    }
+    CHECK(params == st.n_params);
+    const char *a = synth_arch_name(p->arch);
+    const gguf_string *s = NULL;
+    CHECK(gguf_get_str(f, "general.architecture", &s, &e) == 1 && s && !strcmp(s->s, a));
+    CHECK(get_i(f, NULL, "general.alignment") == 32);
+    CHECK(get_i(f, NULL, "general.quantization_version") == 2);
+    CHECK(get_i(f, NULL, "general.file_type") == (int64_t)synth_file_type(p->type));
+    CHECK(get_i(f, a, "block_count") == p->n_layer);
+    CHECK(get_i(f, a, "context_length") == p->n_ctx);
+    CHECK(get_i(f, a, "embedding_length") == p->n_embd);
+    CHECK(get_i(f, a, "feed_forward_length") == p->n_ff);
+    CHECK(get_i(f, a, "attention.head_count") == p->n_head);
+    CHECK(get_i(f, a, "attention.head_count_kv") == p->n_head_kv);
+    CHECK(get_i(f, a, "attention.key_length") == p->head_dim);
+    CHECK(get_i(f, a, "attention.value_length") == p->head_dim);
+    CHECK(get_i(f, a, "rope.dimension_count") == p->head_dim);
+    CHECK(fabsf(get_f(f, a, "attention.layer_norm_rms_epsilon") - (float)p->rms_eps) < 1e-12f);
+    CHECK(get_f(f, a, "rope.freq_base") == (float)p->rope_base);
+    CHECK(get_i(f, a, "expert_count") == (p->n_expert ? p->n_expert : -12345));
+    CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
+    CHECK(get_i(f, a, "expert_feed_forward_length") == (synth_arch_is_moe(p->arch) ? p->n_ff_exp : -12345));
+    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == SYNTH_QWEN2MOE ? p->n_ff_shexp : -12345));
+    /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
+    double mean, std;
+    const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");
+    if (t && tensor_stats(f, t, &mean, &std) == 0) CHECKF(fabs(mean - 1) < 0.05 && std > 0.05 && std < 0.2, "norm %g %g", mean, std);
+    t = gguf_find_tensor(f, "blk.0.attn_q.weight");
+    if (t && tensor_stats(f, t, &mean, &std) == 0) {
+        double want_std = 1 / sqrt((double)p->n_embd);
+        CHECKF(fabs(mean) < 0.1 * want_std && std > 0.8 * want_std && std < 1.2 * want_std, "attn_q %g %g (want %g)",
+               mean, std, want_std);
+    }
+    gguf_close(f);
+}
+
+static void test_every_arch_and_type(void) {
+    const uint32_t types[] = {E0_TYPE_F32, E0_TYPE_F16, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_Q4_1,
+                              E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K,
+                              E0_TYPE_Q6_K};
+    /* every type with llama; every arch with two types; n_embd 256 fits every block size */
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        synth_params p = small(SYNTH_LLAMA, types[i], 256);
+        check_model(&p, "t.gguf");
+    }
+    for (int a = 0; a < SYNTH_ARCH_COUNT; a++) {
+        synth_params p = small((enum synth_arch)a, E0_TYPE_Q8_0, 256);
+        check_model(&p, "a.gguf");
+        p = small((enum synth_arch)a, E0_TYPE_Q4_K, 256);
+        check_model(&p, "b.gguf");
+    }
+    synth_params p = small(SYNTH_LLAMA, E0_TYPE_Q6_K, 256); /* Mixtral-style llama MoE */
+    p.n_expert = 4, p.n_expert_used = 2;
+    check_model(&p, "m.gguf");
+}
+
+static void test_fallback_types(void) {
+    /* rows of 96 (not 256: K-quants fall back) and n_ff 80 (not 32: legacy types fall back) */
+    synth_params p = small(SYNTH_QWEN3MOE, E0_TYPE_Q4_K, 96);
+    p.n_ff_exp = 80;
+    check_model(&p, "f.gguf");
+    CHECK(synth_fallback_type(E0_TYPE_Q4_K, 96) == E0_TYPE_Q5_0);
+    CHECK(synth_fallback_type(E0_TYPE_Q5_K, 96) == E0_TYPE_Q5_1);
+    CHECK(synth_fallback_type(E0_TYPE_Q6_K, 96) == E0_TYPE_Q8_0);
+    CHECK(synth_fallback_type(E0_TYPE_Q6_K, 80) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_Q4_0, 80) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_Q4_K, 512) == E0_TYPE_Q4_K);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+    e0_err e;
+    return (uint8_t *)e0_read_file(path, 1 << 30, n, &e);
+}
+
+static void test_determinism(void) {
+    synth_params p = small(SYNTH_QWEN2MOE, E0_TYPE_Q8_0, 256);
+    e0_err e;
+    p.n_threads = 1;
+    CHECK(synth_write(&p, tmp_path("d1.gguf"), NULL, &e) == 0);
+    p.n_threads = 3;
+    CHECK(synth_write(&p, tmp_path("d2.gguf"), NULL, &e) == 0);
+    p.seed = 8;
+    CHECK(synth_write(&p, tmp_path("d3.gguf"), NULL, &e) == 0);
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    uint8_t *a = slurp(tmp_path("d1.gguf"), &n1), *b = slurp(tmp_path("d2.gguf"), &n2), *c = slurp(tmp_path("d3.gguf"), &n3);
+    CHECK(a && b && c);
+    if (a && b && c) {
+        CHECK(n1 == n2 && !memcmp(a, b, n1));
+        CHECK(n1 == n3 && memcmp(a, c, n1) != 0);
+        /* the seed changes every weight tensor, not just one */
+        size_t diff = 0;
+        for (size_t i = 0; i < n1; i++) diff += a[i] != c[i];
+        CHECKF(diff > n1 / 2, "only %zu of %zu bytes differ", diff, n1);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+static int str_at(const gguf_file *f, const char *key, uint64_t i, const char **s) {
+    const void *d;
+    uint64_t n;
+    e0_err e;
+    if (gguf_get_arr(f, key, GGUF_STR, &d, &n, &e) != 1 || i >= n) return -1;
+    *s = ((const gguf_string *)d)[i].s;
+    return 0;
+}
+
+static void test_tokenizers(void) {
+    e0_err e;
+    /* BPE (qwen*): specials, merges that only produce tokens that exist */
+    synth_params p = small(SYNTH_QWEN3, E0_TYPE_Q8_0, 256);
+    p.n_vocab = 2000;
+    p.chat_template = "{{ messages }}";
+    CHECK(synth_write(&p, tmp_path("bpe.gguf"), NULL, &e) == 0);
+    gguf_file *f = gguf_open(tmp_path("bpe.gguf"), &e);
+    CHECKF(f, "%s", e.msg);
+    if (f) {
+        const void *tok, *types, *merges;
+        uint64_t nt = 0, ny = 0, nm = 0;
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &tok, &nt, &e) == 1 && nt == 2000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 2000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_STR, &merges, &nm, &e) == 1 && nm > 500);
+        const gguf_string *s;
+        CHECK(gguf_get_str(f, "tokenizer.ggml.model", &s, &e) == 1 && !strcmp(s->s, "gpt2"));
+        CHECK(gguf_get_str(f, "tokenizer.ggml.pre", &s, &e) == 1 && !strcmp(s->s, "qwen2"));
+        CHECK(gguf_get_str(f, "tokenizer.chat_template", &s, &e) == 1 && !strcmp(s->s, "{{ messages }}"));
+        int64_t eos = get_i(f, NULL, "tokenizer.ggml.eos_token_id"), bos = get_i(f, NULL, "tokenizer.ggml.bos_token_id");
+        const char *t;
+        CHECK(eos >= 0 && str_at(f, "tokenizer.ggml.tokens", (uint64_t)eos, &t) == 0 && !strcmp(t, "<|im_end|>"));
+        CHECK(bos >= 0 && str_at(f, "tokenizer.ggml.tokens", (uint64_t)bos, &t) == 0 && !strcmp(t, "<|endoftext|>"));
+        if (eos >= 0 && (uint64_t)eos < ny) CHECK(((const int32_t *)types)[eos] == 3);
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 0, &t) == 0 && !strcmp(t, "!"));
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 1999, &t) == 0 && !strcmp(t, "[PAD1999]"));
+        if (nt == 2000 && nm > 0) {
+            const gguf_string *ts = tok, *ms = merges;
+            int bad = 0, has_the = 0;
+            for (uint64_t m = 0; m < nm; m++) { /* "a b" -> token "ab" exists */
+                char joined[128];
+                const char *sp = strchr(ms[m].s, ' ');
+                if (!sp || strlen(ms[m].s) >= sizeof joined) { bad++; continue; }
+                snprintf(joined, sizeof joined, "%.*s%s", (int)(sp - ms[m].s), ms[m].s, sp + 1);
+                int found = 0;
+                for (uint64_t i = 0; i < nt && !found; i++) found = !strcmp(ts[i].s, joined);
+                bad += !found;
+                has_the |= !strcmp(joined, "\xc4\xa0the");
+            }
+            CHECKF(bad == 0, "%d merges produce no token", bad);
+            CHECK(has_the);
+            for (uint64_t i = 0; i < nt; i++) /* unique */
+                for (uint64_t j = i + 1; j < nt; j++)
+                    if (!strcmp(ts[i].s, ts[j].s)) bad++;
+            CHECKF(bad == 0, "%d duplicate tokens", bad);
+        }
+        gguf_close(f);
+    }
+    /* SentencePiece (llama): <unk> <s> </s>, byte tokens, "▁the" */
+    p = small(SYNTH_LLAMA, E0_TYPE_Q8_0, 256);
+    p.n_vocab = 1000;
+    CHECK(synth_write(&p, tmp_path("spm.gguf"), NULL, &e) == 0);
+    f = gguf_open(tmp_path("spm.gguf"), &e);
+    CHECKF(f, "%s", e.msg);
+    if (f) {
+        const char *t;
+        const void *types, *scores;
+        uint64_t ny = 0, ns = 0;
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 1000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.scores", GGUF_F32, &scores, &ns, &e) == 1 && ns == 1000);
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 0, &t) == 0 && !strcmp(t, "<unk>"));
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 1, &t) == 0 && !strcmp(t, "<s>"));
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 2, &t) == 0 && !strcmp(t, "</s>"));
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 3 + 0x41, &t) == 0 && !strcmp(t, "<0x41>"));
+        if (ny == 1000) CHECK(((const int32_t *)types)[3 + 0x41] == 6 && ((const int32_t *)types)[1] == 3);
+        CHECK(get_i(f, NULL, "tokenizer.ggml.bos_token_id") == 1 && get_i(f, NULL, "tokenizer.ggml.eos_token_id") == 2);
+        int found = 0;
+        for (uint64_t i = 259; i < 1000; i++)
+            if (str_at(f, "tokenizer.ggml.tokens", i, &t) == 0 && !strcmp(t, "\xe2\x96\x81the")) found = 1;
+        CHECK(found);
+        gguf_close(f);
+    }
+}
+
+static void test_shapes(void) {
+    synth_params p = {.arch = SYNTH_QWEN3MOE};
+    e0_err e;
+    CHECK(synth_shape_apply(&p, "qwen3-30b-a3b", &e) == 0);
+    CHECK(p.n_layer == 48 && p.n_embd == 2048 && p.n_head == 32 && p.head_dim == 128 && p.n_head_kv == 4);
+    CHECK(p.n_expert == 128 && p.n_expert_used == 8 && p.n_ff_exp == 768 && p.n_vocab == 151936);
+    CHECK(p.rope_base == 1e6 && p.rms_eps == 1e-6 && p.n_ctx == 40960);
+    p.type = E0_TYPE_Q4_K, p.n_threads = 2;
+    CHECK(synth_validate(&p, &e) == 0);
+    p = (synth_params){.arch = SYNTH_LLAMA};
+    CHECK(synth_shape_apply(&p, "mixtral-8x7b", &e) == 0);
+    CHECK(p.n_layer == 32 && p.n_embd == 4096 && p.n_head == 32 && p.n_head_kv == 8 && p.n_expert == 8 &&
+          p.n_expert_used == 2 && p.n_ff == 14336 && p.n_vocab == 32000);
+    p.type = E0_TYPE_Q4_K, p.n_threads = 2;
+    CHECK(synth_validate(&p, &e) == 0);
+    CHECK(synth_shape_apply(&p, "nope", &e) != 0 && strstr(e.msg, "nope"));
+}
+
+/* Run the CLI with args; return its exit status, stderr in err. */
+static int run_cli(const char *args, char *err, size_t errlen) {
+    char cmd[2048];
+    const char *errf = tmp_path("stderr.txt");
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s >/dev/null 2>%s", t_build(), args, errf);
+    int st = system(cmd);
+    size_t n = 0;
+    char *s = (char *)slurp(errf, &n);
+    snprintf(err, errlen, "%s", s ? s : "");
+    free(s);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void) {
+    char err[4096], args[1024];
+    const char *out = tmp_path("cli.gguf");
+    /* good: a tiny qwen3moe with a chat template */
+    FILE *tf = fopen(tmp_path("tmpl.jinja"), "w");
+    if (tf) fputs("{% for m in messages %}{{ m.content }}{% endfor %}", tf), fclose(tf);
+    snprintf(args, sizeof args, "--arch qwen3moe --out %s --type q8_0 --n-layer 1 --n-expert 4 --n-expert-used 2 --seed 3 --chat-template-file %s",
+             out, tmp_path("tmpl.jinja"));
+    CHECKF(run_cli(args, err, sizeof err) == 0, "%s", err);
+    e0_err e;
+    gguf_file *f = gguf_open(out, &e);
+    CHECKF(f, "%s", e.msg);
+    if (f) {
+        CHECK(get_i(f, "qwen3moe", "expert_count") == 4 && get_i(f, "qwen3moe", "block_count") == 1);
+        const gguf_string *s;
+        CHECK(gguf_get_str(f, "tokenizer.chat_template", &s, &e) == 1 && strstr(s->s, "m.content"));
+        gguf_close(f);
+    }
+    static const char *const bad[][2] = {
+        {"--out X", "--arch"},
+        {"--arch llama", "--out"},
+        {"--arch gpt9 --out X", "gpt9"},
+        {"--arch llama --out X --type q9_9", "q9_9"},
+        {"--arch llama --out X --type q8_1", "q8_1"},
+        {"--arch llama --out X --n-head 6 --n-head-kv 4", "--n-head-kv"},
+        {"--arch qwen3moe --out X --n-expert 8 --n-expert-used 9", "--n-expert-used"},
+        {"--arch qwen3moe --out X --n-expert 0", "--n-expert"},
+        {"--arch qwen3 --out X --n-expert 4", "dense"},
+        {"--arch llama --out X --n-layer 0", "--n-layer"},
+        {"--arch llama --out X --n-layer 3x", "--n-layer"},
+        {"--arch llama --out X --n-embd -5", "--n-embd"},
+        {"--arch llama --out X --head-dim 63", "--head-dim"},
+        {"--arch llama --out X --n-vocab 100", "--n-vocab"},
+        {"--arch llama --out X --seed -1", "--seed"},
+        {"--arch llama --out X --shape huge", "huge"},
+        {"--arch llama --out X --frobnicate 1", "--frobnicate"},
+        {"--arch llama --out X --n-layer", "--n-layer"},
+        {"--arch llama --out X --n-layer 2 --n-layer 3", "twice"},
+        {"--arch llama --out X --chat-template-file /nonexistent/t.jinja", "/nonexistent/t.jinja"},
+        {"--arch llama --out /nonexistent/dir/m.gguf", "/nonexistent/dir"},
+        {"--arch qwen3moe --out X --shape qwen3-30b-a3b --n-embd 65536 --n-ff-exp 1048576", "too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char a[512];
+        snprintf(a, sizeof a, "%s", bad[i][0]);
+        char *x = strstr(a, "--out X");
+        if (x) { /* point X into the temp dir */
+            char tail[512];
+            snprintf(tail, sizeof tail, "%s", x + 7);
+            snprintf(x, sizeof a - (size_t)(x - a), "--out %s%s", tmp_path("bad.gguf"), tail);
+        }
+        int rc = run_cli(a, err, sizeof err);
+        size_t lines = 0;
+        for (const char *c = err; *c; c++) lines += *c == '\n';
+        CHECKF(rc == 1, "'%s' exited %d", bad[i][0], rc);
+        CHECKF(!strncmp(err, "edge0-infer: ", 13) && lines >= 1 && strstr(err, bad[i][1]), "'%s': stderr '%s'", bad[i][0], err);
+        struct stat sb;
+        CHECKF(stat(tmp_path("bad.gguf"), &sb) != 0 && stat(tmp_path("bad.gguf.partial"), &sb) != 0, "'%s' left a file",
+               bad[i][0]);
+    }
+}
+
+static void cleanup(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+int main(void) {
+    e0_quant_init(E0_SIMD_AVX512);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_synth.XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_every_arch_and_type);
+    RUN(test_fallback_types);
+    RUN(test_determinism);
+    RUN(test_tokenizers);
+    RUN(test_shapes);
+    RUN(test_cli);
+    cleanup();
+    return T_DONE();
+}
