@@ -10,6 +10,7 @@ int cmd_info(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 /* Print "edge0-infer: <msg>" on stderr; return 1 (the exit status for errors). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
