@@ -422,6 +422,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 
 /* select/reject/selectattr/rejectattr */
 static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool keep, int line) {
+    if (!jv_truthy(seq)) return jv_list(c, 0); /* jinja2: `if seq:` first, so None selects nothing */
     jlist *l = jv_iter_list(c, seq);
     size_t first = attr ? 1 : 0;
     const jval *attr_name = attr ? jarg(c, a, 0, NULL) : NULL;
@@ -688,6 +689,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         return 1;
     }
     if (IS("map")) {
+        if (!jv_truthy(v)) { *res = jv_list(c, 0); return 1; } /* jinja2: `if value:` first */
         jlist *l = jv_iter_list(c, v);
         const jval *attr = jarg(c, a, SIZE_MAX, "attribute");
         jval out = jv_list(c, l->n);
