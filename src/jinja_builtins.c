@@ -120,9 +120,8 @@ static jval split(jctx *c, jval s, jval sep, int64_t maxsplit, bool from_right, 
             while (i < n) {
                 while (i < n && ju_isspace(ju_decode(p + i, n - i, &adv))) i += adv;
                 if (i >= n) break;
-                if (maxsplit >= 0 && (int64_t)out.u.l->n == maxsplit) {
-                    size_t e = n;
-                    out = list_push(c, out, strip(jv_str(p + i, e - i), jv_none(), false, true));
+                if (maxsplit >= 0 && (int64_t)out.u.l->n == maxsplit) { /* the rest, trailing space kept */
+                    out = list_push(c, out, jv_str(p + i, n - i));
                     break;
                 }
                 size_t st = i;
@@ -137,7 +136,7 @@ static jval split(jctx *c, jval s, jval sep, int64_t maxsplit, bool from_right, 
             jval rest = strip(jv_str(p, e), jv_none(), false, true);
             e = rest.u.s.n;
             if (e == 0) break;
-            if (maxsplit >= 0 && (int64_t)parts.u.l->n == maxsplit) { parts = list_push(c, parts, strip(rest, jv_none(), true, false)); break; }
+            if (maxsplit >= 0 && (int64_t)parts.u.l->n == maxsplit) { parts = list_push(c, parts, rest); break; }
             size_t st = e;
             while (st > 0) {
                 size_t q = st - 1;

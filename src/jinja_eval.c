@@ -212,6 +212,7 @@ static jval call_macro(jctx *c, jval m, jcall *a, int line) {
     jscope *ms = scope_new(c, m.u.m->closure);
     size_t np = def->args.n;
     jval extra = jv_list(c, a->npos > np ? a->npos - np : 0);
+    extra.u.l->tuple = true;
     jval kwextra = jv_dict(c);
     for (size_t i = 0; i < a->npos; i++) {
         if (i < np) scope_set(c, ms, def->kwnames[i], a->pos[i]);
