@@ -69,10 +69,19 @@ typedef struct gguf_file {
     gguf_tensor *tensors;
     uint64_t alignment;
     uint64_t data_offset; /* start of the tensor data section */
+    /* Private to gguf.c / gguf_get.c: hash indexes for gguf_find() and gguf_find_tensor()
+     * (slot = item index + 1, 0 = empty; capacities are powers of two). */
+    uint64_t *kv_index_, kv_index_cap_;
+    uint64_t *tensor_index_, tensor_index_cap_;
 } gguf_file;
 
 /* Open and validate. NULL with *e filled on any problem (missing file, directory, permission,
- * truncation, bad magic, unsupported version, bad types, overflow, duplicate keys/tensors, ...). */
+ * truncation, bad magic, unsupported version, bad types, overflow, duplicate keys/tensors, ...).
+ * Errors are one line: "<path>: <what is wrong> (at offset N)".
+ * Beyond the basic checks, gguf_open() also rejects: empty keys or tensor names, keys or names
+ * containing NUL bytes, general.alignment of a type other than u32, and tensors whose data
+ * ranges overlap. The fd stays open until gguf_close() (gguf_read() uses it; pread is
+ * thread-safe, so several threads may gguf_read() one file at once). */
 gguf_file *gguf_open(const char *path, e0_err *e);
 void gguf_close(gguf_file *f);
 
@@ -95,7 +104,19 @@ int gguf_read(const gguf_file *f, uint64_t offset, void *dst, uint64_t len, e0_e
 
 const char *gguf_vtype_name(enum gguf_vtype t);
 
-/* ---- writer ---- */
+/* Test hook: total bytes the calling thread's most recent gguf_open() asked malloc for (every
+ * allocation counted, frees ignored), so tests can check allocation stays proportional to the
+ * file size. */
+uint64_t gguf_test_open_alloc_bytes(void);
+
+/* ---- writer ----
+ * Writes to "<path>.partial" and renames it to `path` only when gguf_writer_close() succeeds;
+ * on any failure the partial file is removed. Errors are sticky: after one call fails, every later
+ * call fails too and gguf_writer_close() reports the first error. Keys must be unique and non-empty;
+ * "general.alignment" (u32, a power of two) sets the alignment of the data section (default 32).
+ * Tensor checks match the reader (name 1..63 bytes, unique, n_dims 1..4, dims >= 1, known weight
+ * type, ne[0] a multiple of the block size, no overflow). Data is buffered (1 MiB); padding after
+ * every tensor, the last included (as llama.cpp writes it). */
 typedef struct gguf_writer gguf_writer;
 
 gguf_writer *gguf_writer_open(const char *path, e0_err *e);
@@ -105,6 +126,11 @@ int gguf_writer_kv_u64(gguf_writer *w, const char *key, uint64_t v);
 int gguf_writer_kv_f32(gguf_writer *w, const char *key, float v);
 int gguf_writer_kv_bool(gguf_writer *w, const char *key, bool v);
 int gguf_writer_kv_str(gguf_writer *w, const char *key, const char *v);
+/* Any scalar type (not STR/ARR): `value` points at one value of the type's native C size
+ * (uint8_t/int8_t/.../float/double; bool as a 1-byte bool). */
+int gguf_writer_kv(gguf_writer *w, const char *key, enum gguf_vtype type, const void *value);
+/* Copy a kv read by gguf_open() (any type, arrays and strings included), e.g. to rewrite a file. */
+int gguf_writer_kv_copy(gguf_writer *w, const gguf_kv *kv);
 /* Numeric array: n packed elements of type `elem`. */
 int gguf_writer_kv_arr(gguf_writer *w, const char *key, enum gguf_vtype elem, const void *data, uint64_t n);
 int gguf_writer_kv_str_arr(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
