@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gguf.h"
 #include "jinja.h"
 #include "t.h"
 
@@ -579,6 +580,55 @@ static void test_api_validation(void) {
     json_decref(bad);
 }
 
+/* --model: the template and BOS/EOS texts come from a GGUF's tokenizer metadata. */
+static bool write_model(const char *path, const char *tmpl) {
+    e0_err e;
+    gguf_writer *w = gguf_writer_open(path, &e);
+    if (!w) return false;
+    const char *toks[] = {"<unk>", "<s>", "</s>"};
+    if (tmpl) gguf_writer_kv_str(w, "tokenizer.chat_template", tmpl);
+    gguf_writer_kv_str_arr(w, "tokenizer.ggml.tokens", toks, 3);
+    gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    return gguf_writer_close(w, &e) == 0;
+}
+
+static void test_cli_model(void) {
+    char bin[1024], model[] = "/tmp/test_jinja_modelXXXXXX", mfile[] = "/tmp/test_jinja_mXXXXXX";
+    snprintf(bin, sizeof bin, "%s/bin/edge0-infer", t_build());
+    close(mkstemp(model));
+    int fd = mkstemp(mfile);
+    const char *msgs = "[{\"role\":\"user\",\"content\":\"hi\"}]";
+    CHECK(write(fd, msgs, strlen(msgs)) == (ssize_t)strlen(msgs));
+    close(fd);
+    CHECK(write_model(model, "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{{ eos_token }}{% endfor %}"
+                             "{% if add_generation_prompt %}[assistant]{% endif %}"));
+    char *out, *err;
+    size_t olen;
+    char *argv[] = {bin, "apply-template", "--model", model, "--messages-file", mfile, NULL};
+    int rc = run_cli(argv, &out, &olen, &err);
+    CHECKF(rc == 0 && out && !strcmp(out, "<s>[user]hi</s>[assistant]"), "rc=%d out=%s err=%s", rc, out, err);
+    free(out);
+    free(err);
+    char *argv2[] = {bin, "apply-template", "--model", model, "--messages-file", mfile, "--no-generation-prompt", "--bos-token", "B", NULL};
+    rc = run_cli(argv2, &out, &olen, &err);
+    CHECKF(rc == 0 && out && !strcmp(out, "B[user]hi</s>"), "rc=%d out=%s err=%s", rc, out, err);
+    free(out);
+    free(err);
+    CHECK(write_model(model, NULL));
+    rc = run_cli(argv, &out, &olen, &err);
+    CHECKF(rc == 1 && olen == 0 && err && strstr(err, "no chat template"), "rc=%d err=%s", rc, err);
+    free(out);
+    free(err);
+    char *argv3[] = {bin, "apply-template", "--model", "/nonexistent.gguf", "--messages-file", mfile, NULL};
+    rc = run_cli(argv3, &out, &olen, &err);
+    CHECKF(rc == 1 && err && !strncmp(err, "edge0-infer: ", 13), "rc=%d err=%s", rc, err);
+    free(out);
+    free(err);
+    unlink(model);
+    unlink(mfile);
+}
+
 int main(void) {
     RUN(test_unit_cases);
     RUN(test_unit_errors);
@@ -596,5 +646,6 @@ int main(void) {
     t_end();
     RUN(test_cli_golden);
     RUN(test_cli_errors);
+    RUN(test_cli_model);
     return T_DONE();
 }
