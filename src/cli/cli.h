@@ -11,7 +11,11 @@ int cmd_info(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 int cmd_membw(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 /* Print "edge0-infer: <msg>" on stderr; return 1 (the exit status for errors). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -32,5 +36,7 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i);
 /* Load model and context (context at least min_ctx tokens when -c is not given). 0 or exit status 1
  * (message printed). */
 int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);
+/* The same with a separate prefill thread count (0 = same as decode). */
+int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c);
 
 #endif

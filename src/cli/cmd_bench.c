@@ -138,8 +138,8 @@ static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_pro
     e0_ctx_enable_timing(c, a->breakdown);
     e0_energy_read(en0);
     bool sustained = !strcmp(a->mode, "sustained");
-    double start = e0_now(), prev = start, *rate_t = NULL, *rate_y = NULL;
-    int n_rates = 0, cap = 0;
+    double start = e0_now(), prev = start, *rate_t = NULL, *rate_y = NULL, window_start = start;
+    int n_rates = 0, cap = 0, window_start_count = 0;
     int64_t steps = sustained ? INT64_MAX : a->ntok;
     r->n_decode = 0;
     for (int64_t k = 0; k < steps; k++) {
@@ -159,12 +159,15 @@ static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_pro
             if (now - start >= a->duration) break;
             if (n_rates == cap) { /* one point per second of tok/s */
                 cap = cap ? cap * 2 : 256;
-                rate_t = realloc(rate_t, (size_t)cap * sizeof *rate_t);
-                rate_y = realloc(rate_y, (size_t)cap * sizeof *rate_y);
+                double *nt = realloc(rate_t, (size_t)cap * sizeof *rate_t), *ny = nt ? realloc(rate_y, (size_t)cap * sizeof *rate_y) : NULL;
+                if (nt) rate_t = nt;
+                if (ny) rate_y = ny;
+                if (!nt || !ny) {
+                    free(rate_t);
+                    free(rate_y);
+                    return e0_fail(e, "out of memory");
+                }
             }
-            static int window_start_count;
-            static double window_start;
-            if (r->n_decode == 1) window_start = start, window_start_count = 0;
             if (now - window_start >= 1.0) {
                 rate_t[n_rates] = now - start;
                 rate_y[n_rates++] = (r->n_decode - window_start_count) / (now - window_start);
@@ -223,7 +226,6 @@ int cmd_bench(int argc, char **argv) {
     r.itl = malloc((size_t)a.ntok * sizeof(double));
     for (int64_t run = 0; run < a.runs && !status; run++) {
         e0_energy_reading en0, en1;
-        memset(&r, 0, offsetof(run_result, itl));
         double *itl = r.itl;
         memset(&r, 0, sizeof r);
         r.itl = itl;

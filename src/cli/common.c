@@ -28,12 +28,14 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     return 0;
 }
 
-int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c) {
+int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c) { return cli_load_ex(o, min_ctx, 0, m, c); }
+
+int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c) {
     e0_err e;
     if (!o->model) return cli_error("--model is required");
     *m = e0_model_load(o->model, &(e0_model_params){.experts_resident = true}, true, &e);
     if (!*m) return cli_error("%s", e.msg);
-    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads};
+    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads};
     if (!p.n_ctx) {
         int64_t def = (*m)->hp.n_ctx_train < 4096 ? (*m)->hp.n_ctx_train : 4096;
         if (def < min_ctx) def = min_ctx < (*m)->hp.n_ctx_train ? min_ctx : (*m)->hp.n_ctx_train;

@@ -15,7 +15,11 @@ static const struct {
     {"info", cmd_info, "print a model's architecture, hyperparameters and tensors"},
     {"logits", cmd_logits, "one batched prefill; write the logits of every position"},
     {"run", cmd_run, "generate text (or token ids) from a prompt"},
+    {"apply-template", cmd_template, "render a chat template for a list of messages"},
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
+    {"tokenize", cmd_tokenize, "print the token ids of stdin's text"},
+    {"detokenize", cmd_detokenize, "print the text of token ids"},
+    {"bench", cmd_bench, "measure prefill and decode speed, memory and energy (one JSON row per run)"},
     {"membw", cmd_membw, "measure memory read bandwidth"},
 };
 
