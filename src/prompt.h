@@ -3,6 +3,7 @@
 #ifndef E0_PROMPT_H
 #define E0_PROMPT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "model.h"
