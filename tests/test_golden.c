@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "t.h"
+#include "util.h"
 
 static char *ids_csv(json_t *arr) {
     size_t n = json_array_size(arr), cap = n * 12 + 2, len = 0;
@@ -90,6 +91,34 @@ static void check_logits_case(const char *model, json_t *gold, json_t *cs, int64
     free(cmd);
 }
 
+/* If MODEL.llama2c-greedy200.txt exists, the engine's from_bos greedy ids, detokenized by the
+ * CLI, must be exactly its text (llama2.c's output for the same weights). */
+static void check_text(const char *model, const char *ids_line) {
+    char txt[1100], cmd[4096 + 1100];
+    snprintf(txt, sizeof txt, "%.*s.llama2c-greedy200.txt", (int)(strlen(model) - 5), model);
+    if (access(txt, R_OK) != 0) return;
+    size_t want_len;
+    e0_err e;
+    char *want = e0_read_file(txt, 1 << 20, &want_len, &e);
+    CHECKF(want != NULL, "%s", e.msg);
+    char ids[4096];
+    size_t k = 0;
+    for (const char *p = ids_line; *p && *p != '\n' && k + 2 < sizeof ids; p++) ids[k++] = *p == ' ' ? ',' : *p;
+    ids[k] = 0;
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer detokenize --model %s --ids %s", t_build(), model, ids);
+    char *got = malloc(1 << 16);
+    int rc = run_cmd(cmd, got, 1 << 16);
+    CHECKF(rc == 0, "detokenize exited %d", rc);
+    if (want) {
+        size_t n = want_len;
+        if (n && want[n - 1] == '\n') n--; /* the README: without llama2.c's final newline */
+        CHECKF(strlen(got) == n && !memcmp(got, want, n), "text of the greedy ids differs from %s:\n got: %.200s\nwant: %.200s", txt, got, want);
+        printf("  %s: %zu bytes of text match llama2.c\n", model, n);
+    }
+    free(want);
+    free(got);
+}
+
 static void check_greedy(const char *model, json_t *g) {
     json_t *prompt = json_object_get(g, "prompt"), *ids = json_object_get(g, "ids");
     json_int_t n = json_integer_value(json_object_get(g, "n")), must = json_integer_value(json_object_get(g, "must_match"));
@@ -115,6 +144,7 @@ static void check_greedy(const char *model, json_t *g) {
            (long long)n);
     CHECKF(ok && matched == must, "%s: first mismatch at %lld (must match %lld)", json_string_value(json_object_get(g, "name")),
            (long long)matched, (long long)must);
+    if (!strcmp(json_string_value(json_object_get(g, "name")), "from_bos")) check_text(model, out);
     free(csv);
     free(cmd);
     free(out);

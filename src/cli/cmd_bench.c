@@ -206,7 +206,6 @@ int cmd_bench(int argc, char **argv) {
     e0_model *m;
     e0_ctx *c;
     double load0 = e0_now();
-    if (!a.o.n_ctx) a.o.n_ctx = 4096; /* the spec's bench default; -c/--context overrides */
     if (cli_load_ex(&a.o, 0, (int)a.prefill_threads, &m, &c)) return free(text), json_decref(system_at_start), 1;
     double load_s = e0_now() - load0;
     e0_prompt pr;
