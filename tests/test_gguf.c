@@ -514,6 +514,34 @@ static void test_writer_errors(void) {
     gguf_close(f);
 }
 
+/* Data larger than the 1 MiB write buffer, in pieces that straddle it, comes back intact. */
+static void test_writer_large(void) {
+    const char *path = tmp_path("large.gguf");
+    uint64_t ne[] = {1024, 768}, ne2[] = {32, 1};
+    size_t n = 1024 * 768 * 4;
+    uint8_t *data = malloc(n), *back = malloc(n);
+    for (size_t i = 0; i < n; i++) data[i] = (uint8_t)rng();
+    e0_err e = {{0}};
+    gguf_writer *w = gguf_writer_open(path, &e);
+    CHECK(w && gguf_writer_tensor(w, "big", 2, ne, E0_TYPE_F32) == 0 && gguf_writer_tensor(w, "small", 2, ne2, E0_TYPE_Q8_0) == 0);
+    CHECK(gguf_writer_data(w, data, 100) == 0);
+    CHECK(gguf_writer_data(w, data + 100, 5 * n / 6) == 0);
+    CHECK(gguf_writer_data(w, data + 100 + 5 * n / 6, n - 100 - 5 * n / 6) == 0);
+    CHECK(gguf_writer_data(w, data, 34) == 0);
+    CHECKF(gguf_writer_close(w, &e) == 0, "%s", e.msg);
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s", e.msg);
+    if (f) {
+        const gguf_tensor *t = gguf_find_tensor(f, "big"), *s = gguf_find_tensor(f, "small");
+        CHECK(t && t->nbytes == n && gguf_read(f, t->offset, back, n, &e) == 0 && !memcmp(back, data, n));
+        CHECK(s && s->nbytes == 34 && gguf_read(f, s->offset, back, 34, &e) == 0 && !memcmp(back, data, 34));
+        gguf_close(f);
+    }
+    unlink(path);
+    free(data);
+    free(back);
+}
+
 /* ---- open errors that are not about the content ---- */
 static void test_open_errors(void) {
     e0_err e;
@@ -910,6 +938,10 @@ static void test_malformed_tensors(void) {
     FAILS("element count overflows");
     one_tensor(&b, 2, 1ull << 31, 1ull << 31, E0_TYPE_F32, 0); /* 2^62 elements fit; 2^64 bytes do not */
     FAILS("byte size overflows");
+    one_tensor(&b, 1, 1ull << 62, 1, E0_TYPE_F32, 0); /* a single row of 2^64 bytes */
+    FAILS("byte size overflows");
+    one_tensor(&b, 1, (1ull << 63) - 1, 1, E0_TYPE_F16, 0); /* 2^64 - 2 bytes: fits, but not in the file */
+    FAILS("outside the file");
     one_tensor(&b, 2, 1ull << 30, 1ull << 31, E0_TYPE_F32, 0); /* 2^63 bytes: fits, but not in the file */
     FAILS("outside the file");
     one_tensor(&b, 1, 8, 1, 255, 0);
@@ -991,6 +1023,7 @@ int main(void) {
     RUN(test_roundtrip);
     RUN(test_real_files);
     RUN(test_writer_errors);
+    RUN(test_writer_large);
     RUN(test_open_errors);
     RUN(test_truncation);
     RUN(test_corruption);
