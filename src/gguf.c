@@ -473,9 +473,6 @@ int gguf_read(const gguf_file *f, uint64_t offset, void *dst, uint64_t len, e0_e
                        f->path, len, offset, f->file_size);
     if (len == 0) return 0;
     if (!dst) return e0_fail(e, "%s: read into a NULL buffer", f->path);
-    if (pread_full(f->fd, dst, len, offset)) {
-        uint64_t at = offset; /* the failing offset is not tracked precisely; report the request */
-        return io_error(e, f->path, at);
-    }
+    if (pread_full(f->fd, dst, len, offset)) return io_error(e, f->path, offset); /* offset of the request */
     return 0;
 }

@@ -307,6 +307,8 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
     t->add_bos = model == E0_TOK_SPM;
     t->add_eos = false;
     if (model == E0_TOK_BPE) {
+        if (!d->pre || !*d->pre) /* as llama.cpp: usable, but probably not what the model was trained with */
+            fprintf(stderr, "edge0-infer: warning: BPE vocabulary without tokenizer.ggml.pre; using 'default'\n");
         if (tok_bpe_init(t, d, e) < 0) goto fail; /* sets add_bos/ignore_merges per pre */
         if (!strcmp(pre, "chatglm-bpe") || !strcmp(pre, "glm4")) dbos = -1;
     }

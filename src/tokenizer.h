@@ -6,10 +6,10 @@
  *    default on) at the start of the text and after every special token.
  *  - Byte-level BPE ("gpt2"): a pre-tokenizer regex list chosen by tokenizer.ggml.pre splits the
  *    text, bytes are mapped to GPT-2's printable code points and merged by merge rank.
- *    Known pre values: default, llama3/llama-v3/llama-bpe, dbrx, smaug-bpe, deepseek-llm,
- *    deepseek-coder, falcon, mpt, starcoder, refact, command-r, smollm, codeshell, exaone,
- *    minerva, gpt-2, phi-2, olmo, jais, trillion, stablelm2, qwen2, deepseek-r1-qwen, hunyuan,
- *    chatglm-bpe. Any other value is an error.
+ *    Known pre values (pre_table in tokenizer_bpe.c, ~40 names): default, gpt-2, llama-bpe
+ *    (llama3), qwen2, deepseek-llm, deepseek-coder, falcon, starcoder, mpt, refact and the other
+ *    names llama.cpp maps onto those same regex lists. Any other value is an error; a missing one means "default" (with a warning on
+ *    stderr, as llama.cpp).
  *
  * Special tokens: control (token_type 3) and unknown (2) tokens are recognised in the text only
  * when parse_special is set; user-defined tokens (4) are always recognised — both exactly like

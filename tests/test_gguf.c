@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,22 @@ static void write_bytes(const char *path, const void *p, size_t n) {
         exit(2);
     }
     fclose(fp);
+}
+
+/* The hostile-input loops open thousands of variants: they go to an in-memory file (memfd),
+ * opened by gguf_open() through /proc/self/fd/N, to spare the shared disk. Falls back to a file
+ * under the build dir. Returns the path to open. */
+static const char *mem_file(const char *fallback_name, const void *p, size_t n) {
+    static int fd = -2;
+    static char path[64];
+    if (fd == -2) fd = memfd_create("gguf-test", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, 0) != 0 || (n && pwrite(fd, p, n, 0) != (ssize_t)n)) {
+        const char *fb = tmp_path(fallback_name);
+        write_bytes(fb, p, n);
+        return fb;
+    }
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return path;
 }
 
 static uint8_t *slurp(const char *path, size_t *n) {
@@ -514,6 +531,34 @@ static void test_writer_errors(void) {
     gguf_close(f);
 }
 
+/* Data larger than the 1 MiB write buffer, in pieces that straddle it, comes back intact. */
+static void test_writer_large(void) {
+    const char *path = tmp_path("large.gguf");
+    uint64_t ne[] = {1024, 768}, ne2[] = {32, 1};
+    size_t n = 1024 * 768 * 4;
+    uint8_t *data = malloc(n), *back = malloc(n);
+    for (size_t i = 0; i < n; i++) data[i] = (uint8_t)rng();
+    e0_err e = {{0}};
+    gguf_writer *w = gguf_writer_open(path, &e);
+    CHECK(w && gguf_writer_tensor(w, "big", 2, ne, E0_TYPE_F32) == 0 && gguf_writer_tensor(w, "small", 2, ne2, E0_TYPE_Q8_0) == 0);
+    CHECK(gguf_writer_data(w, data, 100) == 0);
+    CHECK(gguf_writer_data(w, data + 100, 5 * n / 6) == 0);
+    CHECK(gguf_writer_data(w, data + 100 + 5 * n / 6, n - 100 - 5 * n / 6) == 0);
+    CHECK(gguf_writer_data(w, data, 34) == 0);
+    CHECKF(gguf_writer_close(w, &e) == 0, "%s", e.msg);
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s", e.msg);
+    if (f) {
+        const gguf_tensor *t = gguf_find_tensor(f, "big"), *s = gguf_find_tensor(f, "small");
+        CHECK(t && t->nbytes == n && gguf_read(f, t->offset, back, n, &e) == 0 && !memcmp(back, data, n));
+        CHECK(s && s->nbytes == 34 && gguf_read(f, s->offset, back, 34, &e) == 0 && !memcmp(back, data, 34));
+        gguf_close(f);
+    }
+    unlink(path);
+    free(data);
+    free(back);
+}
+
 /* ---- open errors that are not about the content ---- */
 static void test_open_errors(void) {
     e0_err e;
@@ -554,9 +599,8 @@ static void test_truncation(void) {
     size_t n;
     uint8_t *full = slurp(small_path(), &n);
     CHECK(full && n > 100);
-    const char *path = tmp_path("trunc.gguf");
     for (size_t len = 0; len <= n; len++) {
-        write_bytes(path, full, len);
+        const char *path = mem_file("trunc.gguf", full, len);
         int opened = open_any(path, len);
         CHECKF(opened == (len == n), "prefix of %zu of %zu bytes", len, n);
     }
@@ -637,14 +681,12 @@ static void test_corruption(void) {
     const uint64_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 13, 31, 32, 33, 63, 64, 255, 256, 0x7fffffffull, 0xffffffffull,
                                1ull << 32, 1ull << 61, (1ull << 63) - 1, 1ull << 63, UINT64_MAX, n - 1, n, n + 1,
                                UINT64_MAX / 14 + 1, UINT64_MAX / 33 + 1};
-    const char *path = tmp_path("corrupt.gguf");
     int opened = 0, total = 0;
     for (size_t i = 0; i < nf; i++) {
         for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
             memcpy(bad, full, n);
             memcpy(bad + fields[i].off, &values[v], fields[i].width); /* little-endian: low bytes */
-            write_bytes(path, bad, n);
-            opened += open_any(path, n);
+            opened += open_any(mem_file("corrupt.gguf", bad, n), n);
             total++;
         }
     }
@@ -655,8 +697,7 @@ static void test_corruption(void) {
             if (full[i] == bytes[v]) continue;
             memcpy(bad, full, n);
             bad[i] = bytes[v];
-            write_bytes(path, bad, n);
-            opened += open_any(path, n);
+            opened += open_any(mem_file("corrupt.gguf", bad, n), n);
             total++;
         }
     }
@@ -717,8 +758,7 @@ static void data_(bb *b, size_t align, size_t n) {
 }
 
 static void expect(bb *b, int ok, const char *what, int line) {
-    const char *path = tmp_path("case.gguf");
-    write_bytes(path, b->p, b->n);
+    const char *path = mem_file("case.gguf", b->p, b->n);
     e0_err e = {{0}};
     gguf_file *f = gguf_open(path, &e);
     CHECKF(gguf_test_open_alloc_bytes() <= alloc_limit(b->n), "line %d: allocated %" PRIu64, line,
@@ -910,6 +950,10 @@ static void test_malformed_tensors(void) {
     FAILS("element count overflows");
     one_tensor(&b, 2, 1ull << 31, 1ull << 31, E0_TYPE_F32, 0); /* 2^62 elements fit; 2^64 bytes do not */
     FAILS("byte size overflows");
+    one_tensor(&b, 1, 1ull << 62, 1, E0_TYPE_F32, 0); /* a single row of 2^64 bytes */
+    FAILS("byte size overflows");
+    one_tensor(&b, 1, (1ull << 63) - 1, 1, E0_TYPE_F16, 0); /* 2^64 - 2 bytes: fits, but not in the file */
+    FAILS("outside the file");
     one_tensor(&b, 2, 1ull << 30, 1ull << 31, E0_TYPE_F32, 0); /* 2^63 bytes: fits, but not in the file */
     FAILS("outside the file");
     one_tensor(&b, 1, 8, 1, 255, 0);
@@ -991,6 +1035,7 @@ int main(void) {
     RUN(test_roundtrip);
     RUN(test_real_files);
     RUN(test_writer_errors);
+    RUN(test_writer_large);
     RUN(test_open_errors);
     RUN(test_truncation);
     RUN(test_corruption);
