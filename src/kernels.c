@@ -89,8 +89,14 @@ static void matmul_worker(void *arg, int ith, int nth) {
 
 void e0_matmul_run(e0_pool *pool, const e0_matmul *jobs, int n_jobs) {
     matmul_task task = {jobs, n_jobs, 0};
-    for (int j = 0; j < n_jobs; j++) task.total_blocks += (jobs[j].n_out + ROW_BLOCK - 1) / ROW_BLOCK;
-    e0_pool_run(pool, matmul_worker, &task);
+    double work = 0; /* multiply-adds */
+    for (int j = 0; j < n_jobs; j++) {
+        task.total_blocks += (jobs[j].n_out + ROW_BLOCK - 1) / ROW_BLOCK;
+        work += (double)jobs[j].n_out * (double)jobs[j].n_in * jobs[j].n_tok;
+    }
+    /* Waking the other threads costs more than a tiny product. */
+    if (work < 32768) matmul_worker(&task, 0, 1);
+    else e0_pool_run(pool, matmul_worker, &task);
 }
 
 typedef struct {

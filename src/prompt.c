@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jinja.h"
+#include "unicode.h"
 
 e0_tokenizer *e0_model_tokenizer(const e0_model *m, e0_err *e) { return e0_tokenizer_from_gguf(m->gguf, e); }
 
@@ -53,6 +54,26 @@ int e0_tokenize_prompt(const e0_tokenizer *tok, const char *text, size_t len, bo
     return e0_tokenize(tok, text, len, false, true, out, e);
 }
 
+json_t *e0_chat_message(const char *role, const char *text, size_t len) {
+    char *clean = malloc(len * 3 + 1); /* worst case: every byte becomes U+FFFD (3 bytes) */
+    if (!clean) return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        int k = e0_utf8_valid_prefix((const unsigned char *)text + i, len - i);
+        if (k > 0) {
+            memcpy(clean + n, text + i, (size_t)k);
+            n += (size_t)k;
+            i += (size_t)k;
+        } else {
+            n += e0_utf8_encode(0xFFFD, clean + n);
+            i++;
+        }
+    }
+    json_t *msg = json_pack("{s:s,s:s%}", "role", role, "content", clean, n);
+    free(clean);
+    return msg;
+}
+
 int e0_prompt_build_ex(const e0_model *m, const e0_tokenizer *tok, const char *system, const char *user, bool raw,
                        e0_prompt *p, e0_err *e) {
     memset(p, 0, sizeof *p);
@@ -62,9 +83,11 @@ int e0_prompt_build_ex(const e0_model *m, const e0_tokenizer *tok, const char *s
     size_t len = strlen(user);
     if (templated) {
         json_t *msgs = json_array();
-        if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
-        json_array_append_new(msgs, json_pack("{s:s,s:s%}", "role", "user", "content", user, len));
-        int rc = e0_render_chat(m, tok, msgs, true, &text, &len, e);
+        int rc = 0;
+        if (system && json_array_append_new(msgs, e0_chat_message("system", system, strlen(system))) < 0) rc = -1;
+        if (json_array_append_new(msgs, e0_chat_message("user", user, len)) < 0) rc = -1;
+        if (rc < 0) e0_fail(e, "out of memory");
+        else rc = e0_render_chat(m, tok, msgs, true, &text, &len, e);
         json_decref(msgs);
         if (rc < 0) return -1;
     }

@@ -32,5 +32,8 @@ int e0_prompt_build_ex(const e0_model *m, const e0_tokenizer *tok, const char *s
                        e0_prompt *p, e0_err *e);
 int e0_prompt_build(const e0_model *m, const char *user, bool raw, e0_prompt *p, e0_err *e);
 void e0_prompt_free(e0_prompt *p);
+/* A chat message {"role": role, "content": text} for the template. Text that is not valid UTF-8
+ * (JSON strings must be) has each invalid byte replaced by U+FFFD. NULL only when out of memory. */
+json_t *e0_chat_message(const char *role, const char *text, size_t len);
 
 #endif

@@ -1,0 +1,34 @@
+/* generate.h — the text generation loop shared by `run` and `chat`: sample, stream valid UTF-8
+ * to stdout, stop at end-of-generation tokens or stop strings, count and time. */
+#ifndef E0_GENERATE_H
+#define E0_GENERATE_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+#include "sample.h"
+#include "tokenizer.h"
+
+typedef struct gen_opts {
+    int64_t n_predict;  /* < 0: until EOG or the context is full */
+    bool ignore_eos;
+    const char *const *stop;
+    int n_stop;
+    bool echo;          /* print the text as it comes */
+} gen_opts;
+
+typedef struct gen_result {
+    int n_generated;
+    double seconds;     /* decode time */
+    bool hit_eog, hit_stop, context_full;
+    char *text;         /* everything generated (stop string excluded), malloc'd */
+    size_t text_len;
+} gen_result;
+
+/* The prompt has been evaluated (its logits are current). Generate, appending to the context. */
+int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o, gen_result *r, e0_err *e);
+
+/* Peak resident memory of this process (VmHWM), bytes; 0 if unreadable. */
+unsigned long long gen_peak_rss(void);
+
+#endif
