@@ -426,9 +426,12 @@ void e0_quant_register_basic(e0_type_traits *table) {
     set(&table[E0_TYPE_BF16], bf16_to_float, bf16_from_float, vec_dot_bf16_ref, e0_vec_dot_bf16_avx2, NULL);
     set(&table[E0_TYPE_Q4_0], q4_0_to_float, q4_0_from_float_ref, vec_dot_q4_0_ref, e0_vec_dot_q4_0_avx2,
         vnni ? e0_vec_dot_q4_0_avx512 : NULL);
-    set(&table[E0_TYPE_Q4_1], q4_1_to_float, q4_1_from_float_ref, vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2, NULL);
-    set(&table[E0_TYPE_Q5_0], q5_0_to_float, q5_0_from_float_ref, vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2, NULL);
-    set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2, NULL);
+    set(&table[E0_TYPE_Q4_1], q4_1_to_float, q4_1_from_float_ref, vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2,
+        vnni ? e0_vec_dot_q4_1_avx512 : NULL);
+    set(&table[E0_TYPE_Q5_0], q5_0_to_float, q5_0_from_float_ref, vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2,
+        vnni ? e0_vec_dot_q5_0_avx512 : NULL);
+    set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2,
+        vnni ? e0_vec_dot_q5_1_avx512 : NULL);
     set(&table[E0_TYPE_Q8_0], q8_0_to_float, q8_0_from_float_ref, vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2,
         vnni ? e0_vec_dot_q8_0_avx512 : NULL);
     set(&table[E0_TYPE_Q8_1], q8_1_to_float, q8_1_from_float_ref, vec_dot_q8_1_ref, NULL, NULL);
