@@ -64,6 +64,7 @@ void e0_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 /* quant_basic_avx512.c (AVX-512 F/BW/VL/DQ + VNNI); only the kernels that beat AVX2 exist. */
 void e0_vec_dot_f32_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_f16_avx512(int64_t n, float *s, const void *w, const void *a);
+void e0_vec_dot_bf16_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q4_1_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);

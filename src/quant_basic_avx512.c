@@ -2,9 +2,10 @@
  * kept only where a micro benchmark (tools/qspeed_basic.c) showed a gain over AVX2. Registered
  * only when the CPU also has AVX512-VNNI (quant_basic.c checks).
  *
- * Quantized dots handle two 32-element blocks per 512-bit vector: one vpdpbusd gives the exact
- * per-block integer dot as 8 int32 partial sums per block, then one FMA applies both blocks'
- * scales. */
+ * Float types: 512-bit FMAs (F16/BF16 widened on load). Block types: vpdpbusd (u8 x s8 -> int32,
+ * no saturation) gives each block's exact integer dot in fewer uops than AVX2's maddubs chain;
+ * Q4_x/Q5_x stay 256-bit (one block per vector, two accumulators), Q8_0 goes 512-bit with two
+ * blocks per vector. Then one float FMA per block applies the scales, as in ggml. */
 #include <immintrin.h>
 
 #include "quant_basic.h"
@@ -55,6 +56,30 @@ void e0_vec_dot_f16_avx512(int64_t n, float *s, const void *w, const void *a) {
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __m512 wx = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + 2 * i));
+        acc1 = _mm512_fmadd_ps(wx, _mm512_maskz_loadu_ps(m, y + i), acc1);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+}
+
+static inline __m512 bf16x16(__m256i v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+void e0_vec_dot_bf16_avx512(int64_t n, float *s, const void *w, const void *a) {
+    const uint8_t *x = w;
+    const float *y = a;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        acc0 = _mm512_fmadd_ps(bf16x16(load32(x + 2 * i)), _mm512_loadu_ps(y + i), acc0);
+        acc1 = _mm512_fmadd_ps(bf16x16(load32(x + 2 * i + 32)), _mm512_loadu_ps(y + i + 16), acc1);
+        acc2 = _mm512_fmadd_ps(bf16x16(load32(x + 2 * i + 64)), _mm512_loadu_ps(y + i + 32), acc2);
+        acc3 = _mm512_fmadd_ps(bf16x16(load32(x + 2 * i + 96)), _mm512_loadu_ps(y + i + 48), acc3);
+    }
+    for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(bf16x16(load32(x + 2 * i)), _mm512_loadu_ps(y + i), acc0);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 wx = bf16x16(_mm256_maskz_loadu_epi16(m, x + 2 * i));
         acc1 = _mm512_fmadd_ps(wx, _mm512_maskz_loadu_ps(m, y + i), acc1);
     }
     *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
