@@ -133,9 +133,9 @@ static inline __m256 q8_0_dot(const uint8_t *x, const uint8_t *y) {
     return dot_ss8(load32(x + Q8_0_QS), load32(y + Q8_0_QS));
 }
 
-/* Product of the fp16 values at the starts of two blocks, broadcast. Converting straight from
- * an 8-byte load (inside the block: every block is >= 18 bytes) avoids the shuffle-port uops a
- * scalar fp16 load and conversion cost. */
+/* fp16 at p (lane 0), converted straight from a 16-byte load — inside the block, since every
+ * block is >= 18 bytes and p is at most 2 bytes in — which avoids the shuffle-port uops of a
+ * scalar fp16 load and conversion. scale() = product of two blocks' scales, broadcast. */
 static inline __m128 h2f_blk(const uint8_t *p) {
     return _mm256_castps256_ps128(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
 }
