@@ -5,6 +5,7 @@
  * same truncating casts), so a row we write is the row llama-quantize would write. The dot
  * products follow ggml's scheme: an exact integer dot per block, then one float multiply by the
  * block scales. SIMD versions live in quant_basic_avx2.c / quant_basic_avx512.c. */
+#include <float.h>
 #include <math.h>
 
 #include "quant_basic.h"
@@ -22,14 +23,18 @@ static inline int cast_clamped(float v, int lo, int hi) {
 
 /* ---------------- F32 / F16 / BF16 ---------------- */
 
-static void f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
-static void f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
+static void f32_to_float(const void *src, float *dst, int64_t n) {
+    if (n > 0) memcpy(dst, src, (size_t)n * 4);
+}
+static void f32_from_float(const float *src, void *dst, int64_t n) {
+    if (n > 0) memcpy(dst, src, (size_t)n * 4);
+}
 
 /* Float-weight dot products accumulate in double: the reference is the exact-ish answer. */
 static void vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)x[i] * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)e0_rdf32(x + i) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
@@ -45,7 +50,7 @@ static void vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)fp16(e0_rd16(x + 2 * i)) * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)fp16(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
@@ -61,7 +66,7 @@ static void vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *a) 
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
@@ -80,8 +85,8 @@ static void block_absmax(const float *x, float *amax, float *max) {
 }
 
 static void block_minmax(const float *x, float *min, float *max) {
-    *min = INFINITY;
-    *max = -INFINITY;
+    *min = FLT_MAX; /* ggml's starting values */
+    *max = -FLT_MAX;
     for (int j = 0; j < E0_QK; j++) {
         if (x[j] < *min) *min = x[j];
         if (x[j] > *max) *max = x[j];
@@ -423,12 +428,16 @@ void e0_quant_register_basic(e0_type_traits *table) {
         vnni ? e0_vec_dot_f32_avx512 : NULL);
     set(&table[E0_TYPE_F16], f16_to_float, f16_from_float, vec_dot_f16_ref, e0_vec_dot_f16_avx2,
         vnni ? e0_vec_dot_f16_avx512 : NULL);
-    set(&table[E0_TYPE_BF16], bf16_to_float, bf16_from_float, vec_dot_bf16_ref, e0_vec_dot_bf16_avx2, NULL);
+    set(&table[E0_TYPE_BF16], bf16_to_float, bf16_from_float, vec_dot_bf16_ref, e0_vec_dot_bf16_avx2,
+        vnni ? e0_vec_dot_bf16_avx512 : NULL);
     set(&table[E0_TYPE_Q4_0], q4_0_to_float, q4_0_from_float_ref, vec_dot_q4_0_ref, e0_vec_dot_q4_0_avx2,
         vnni ? e0_vec_dot_q4_0_avx512 : NULL);
-    set(&table[E0_TYPE_Q4_1], q4_1_to_float, q4_1_from_float_ref, vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2, NULL);
-    set(&table[E0_TYPE_Q5_0], q5_0_to_float, q5_0_from_float_ref, vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2, NULL);
-    set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2, NULL);
+    set(&table[E0_TYPE_Q4_1], q4_1_to_float, q4_1_from_float_ref, vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2,
+        vnni ? e0_vec_dot_q4_1_avx512 : NULL);
+    set(&table[E0_TYPE_Q5_0], q5_0_to_float, q5_0_from_float_ref, vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2,
+        vnni ? e0_vec_dot_q5_0_avx512 : NULL);
+    set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2,
+        vnni ? e0_vec_dot_q5_1_avx512 : NULL);
     set(&table[E0_TYPE_Q8_0], q8_0_to_float, q8_0_from_float_ref, vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2,
         vnni ? e0_vec_dot_q8_0_avx512 : NULL);
     set(&table[E0_TYPE_Q8_1], q8_1_to_float, q8_1_from_float_ref, vec_dot_q8_1_ref, NULL, NULL);

@@ -35,6 +35,12 @@ static inline uint32_t e0_rd32(const uint8_t *p) {
     memcpy(&v, p, 4);
     return v;
 }
+/* A float at any alignment (F32 rows may sit at odd offsets). */
+static inline float e0_rdf32(const void *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
 static inline void e0_wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 /* Activation quantizers for Q8_0/Q8_1 exactly as llama.cpp's x86 CPU backend computes them
@@ -58,7 +64,11 @@ void e0_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
 /* quant_basic_avx512.c (AVX-512 F/BW/VL/DQ + VNNI); only the kernels that beat AVX2 exist. */
 void e0_vec_dot_f32_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_f16_avx512(int64_t n, float *s, const void *w, const void *a);
+void e0_vec_dot_bf16_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
+void e0_vec_dot_q4_1_avx512(int64_t n, float *s, const void *w, const void *a);
+void e0_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);
+void e0_vec_dot_q5_1_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q8_0_avx512(int64_t n, float *s, const void *w, const void *a);
 
 #endif

@@ -30,11 +30,12 @@ static inline __m256 dot_ss8(__m256i x, __m256i y) {
     return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31). */
+/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31).
+ * A broadcast load and a per-lane shift keep this off the shuffle port (the bottleneck here). */
 static inline __m256i nibbles32(const uint8_t *qs) {
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
 /* 32 bits -> 32 bytes, byte j = 0xff when bit j is set. */
@@ -62,7 +63,7 @@ void e0_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += x[i] * y[i];
+    for (; i < n; i++) sum += e0_rdf32(x + i) * e0_rdf32(y + i);
     *s = sum;
 }
 
@@ -83,7 +84,7 @@ void e0_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += h2f(x + 2 * i) * y[i];
+    for (; i < n; i++) sum += h2f(x + 2 * i) * e0_rdf32(y + i);
     *s = sum;
 }
 
@@ -105,79 +106,77 @@ void e0_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * y[i];
+    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = sum;
 }
 
 /* ---------------- legacy quants ---------------- */
 
+/* Integer dot of one weight block with one activation block, as 8 float partial sums. */
+static inline __m256 q4_0_dot(const uint8_t *x, const uint8_t *y) {
+    __m256i qx = _mm256_sub_epi8(nibbles32(x + Q4_0_QS), _mm256_set1_epi8(8));
+    return dot_ss8(qx, load32(y + Q8_0_QS));
+}
+static inline __m256 q4_1_dot(const uint8_t *x, const uint8_t *y) {
+    return dot_us8(nibbles32(x + Q4_1_QS), load32(y + Q8_1_QS));
+}
+static inline __m256 q5_0_dot(const uint8_t *x, const uint8_t *y) {
+    /* q - 16 as a signed byte: the nibble with 0xf0 ORed in when the fifth bit is clear */
+    __m256i hi = _mm256_andnot_si256(bits32_to_bytes(x + Q5_0_QH), _mm256_set1_epi8((char)0xf0));
+    return dot_ss8(_mm256_or_si256(nibbles32(x + Q5_0_QS), hi), load32(y + Q8_0_QS));
+}
+static inline __m256 q5_1_dot(const uint8_t *x, const uint8_t *y) {
+    __m256i hi = _mm256_and_si256(bits32_to_bytes(x + Q5_1_QH), _mm256_set1_epi8(0x10));
+    return dot_us8(_mm256_or_si256(nibbles32(x + Q5_1_QS), hi), load32(y + Q8_1_QS));
+}
+static inline __m256 q8_0_dot(const uint8_t *x, const uint8_t *y) {
+    return dot_ss8(load32(x + Q8_0_QS), load32(y + Q8_0_QS));
+}
+
+/* fp16 at p (lane 0), converted straight from a 16-byte load — inside the block, since every
+ * block is >= 18 bytes and p is at most 2 bytes in — which avoids the shuffle-port uops of a
+ * scalar fp16 load and conversion. scale() = product of two blocks' scales, broadcast. */
+static inline __m128 h2f_blk(const uint8_t *p) {
+    return _mm256_castps256_ps128(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
+}
+static inline __m256 scale(const uint8_t *x, const uint8_t *y) {
+    return _mm256_broadcastss_ps(_mm_mul_ss(h2f_blk(x), h2f_blk(y)));
+}
+
+/* The loop shared by all block types: two blocks per step into two accumulators, so the FMA
+ * latency is not on a single dependency chain; `has_min` adds the m_x * s_y terms (Q4_1, Q5_1). */
+#define BLOCK_DOT_LOOP(DOT, WSIZE, ASIZE, has_min, min_off)                                       \
+    const uint8_t *x = w, *y = a;                                                                   \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                 \
+    float summs = 0;                                                                                \
+    int64_t nb = n / E0_QK, i = 0;                                                                  \
+    for (; i + 2 <= nb; i += 2, x += 2 * (WSIZE), y += 2 * (ASIZE)) {                               \
+        acc0 = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc0);                                       \
+        acc1 = _mm256_fmadd_ps(scale(x + (WSIZE), y + (ASIZE)), DOT(x + (WSIZE), y + (ASIZE)), acc1); \
+        if (has_min)                                                                                \
+            summs += _mm_cvtss_f32(_mm_mul_ss(h2f_blk(x + (min_off)), h2f_blk(y + Q8_1_S))) +       \
+                     _mm_cvtss_f32(_mm_mul_ss(h2f_blk(x + (WSIZE) + (min_off)), h2f_blk(y + (ASIZE) + Q8_1_S))); \
+    }                                                                                               \
+    if (i < nb) {                                                                                   \
+        acc0 = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc0);                                       \
+        if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);                                 \
+    }                                                                                               \
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + summs
+
 void e0_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const uint8_t *x = w, *y = a;
-    const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / E0_QK; i++, x += Q4_0_SIZE, y += Q8_0_SIZE) {
-        __m256i qx = _mm256_sub_epi8(nibbles32(x + Q4_0_QS), off);
-        __m256 d = _mm256_set1_ps(h2f(x) * h2f(y));
-        acc = _mm256_fmadd_ps(d, dot_ss8(qx, load32(y + Q8_0_QS)), acc);
-    }
-    *s = hsum_ps(acc);
+    BLOCK_DOT_LOOP(q4_0_dot, Q4_0_SIZE, Q8_0_SIZE, 0, 0);
 }
-
 void e0_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const uint8_t *x = w, *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / E0_QK; i++, x += Q4_1_SIZE, y += Q8_1_SIZE) {
-        summs += h2f(x + Q4_1_M) * h2f(y + Q8_1_S);
-        __m256 d = _mm256_set1_ps(h2f(x) * h2f(y));
-        acc = _mm256_fmadd_ps(d, dot_us8(nibbles32(x + Q4_1_QS), load32(y + Q8_1_QS)), acc);
-    }
-    *s = hsum_ps(acc) + summs;
+    BLOCK_DOT_LOOP(q4_1_dot, Q4_1_SIZE, Q8_1_SIZE, 1, Q4_1_M);
 }
-
 void e0_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const uint8_t *x = w, *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / E0_QK; i++, x += Q5_0_SIZE, y += Q8_0_SIZE) {
-        /* q - 16 as a signed byte: the nibble with 0xf0 ORed in when the fifth bit is clear */
-        __m256i hi = _mm256_andnot_si256(bits32_to_bytes(x + Q5_0_QH), _mm256_set1_epi8((char)0xf0));
-        __m256i qx = _mm256_or_si256(nibbles32(x + Q5_0_QS), hi);
-        __m256 d = _mm256_set1_ps(h2f(x) * h2f(y));
-        acc = _mm256_fmadd_ps(d, dot_ss8(qx, load32(y + Q8_0_QS)), acc);
-    }
-    *s = hsum_ps(acc);
+    BLOCK_DOT_LOOP(q5_0_dot, Q5_0_SIZE, Q8_0_SIZE, 0, 0);
 }
-
 void e0_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const uint8_t *x = w, *y = a;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / E0_QK; i++, x += Q5_1_SIZE, y += Q8_1_SIZE) {
-        summs += h2f(x + Q5_1_M) * h2f(y + Q8_1_S);
-        __m256i hi = _mm256_and_si256(bits32_to_bytes(x + Q5_1_QH), _mm256_set1_epi8(0x10));
-        __m256i qx = _mm256_or_si256(nibbles32(x + Q5_1_QS), hi);
-        __m256 d = _mm256_set1_ps(h2f(x) * h2f(y));
-        acc = _mm256_fmadd_ps(d, dot_us8(qx, load32(y + Q8_1_QS)), acc);
-    }
-    *s = hsum_ps(acc) + summs;
+    BLOCK_DOT_LOOP(q5_1_dot, Q5_1_SIZE, Q8_1_SIZE, 1, Q5_1_M);
 }
-
 void e0_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a) {
-    const uint8_t *x = w, *y = a;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-    int64_t nb = n / E0_QK, i = 0;
-    /* two blocks per step, two accumulators: keeps the FMA latency off the critical path */
-    for (; i + 2 <= nb; i += 2, x += 2 * Q8_0_SIZE, y += 2 * Q8_0_SIZE) {
-        __m256 d0 = _mm256_set1_ps(h2f(x) * h2f(y));
-        __m256 d1 = _mm256_set1_ps(h2f(x + Q8_0_SIZE) * h2f(y + Q8_0_SIZE));
-        acc0 = _mm256_fmadd_ps(d0, dot_ss8(load32(x + Q8_0_QS), load32(y + Q8_0_QS)), acc0);
-        acc1 = _mm256_fmadd_ps(d1, dot_ss8(load32(x + Q8_0_SIZE + Q8_0_QS), load32(y + Q8_0_SIZE + Q8_0_QS)), acc1);
-    }
-    if (i < nb) {
-        __m256 d0 = _mm256_set1_ps(h2f(x) * h2f(y));
-        acc0 = _mm256_fmadd_ps(d0, dot_ss8(load32(x + Q8_0_QS), load32(y + Q8_0_QS)), acc0);
-    }
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+    BLOCK_DOT_LOOP(q8_0_dot, Q8_0_SIZE, Q8_0_SIZE, 0, 0);
 }
 
 /* ---------------- activation quantizers (llama.cpp's x86 rounding) ---------------- */

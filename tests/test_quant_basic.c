@@ -377,7 +377,7 @@ static void check_simd_dots(int level) {
         e0_vec_dot_fn fn = level == E0_SIMD_AVX2 ? t->vec_dot_avx2 : t->vec_dot_avx512;
         if (!fn) continue; /* no kernel at this level for this type: the reference is used */
         snprintf(name, sizeof name, "vec_dot_%s_%s%s", e0_simd_name(level), t->name,
-                 avail ? "" : " (skipped: CPU lacks it)");
+                 avail ? "" : " (skipped: CPU lacks it or E0_SIMD caps it)");
         t_begin(name);
         if (avail) {
             int nl = t->is_quantized ? (int)NLEN : 10;
@@ -442,7 +442,7 @@ static void test_dots_integer_exact(void) {
 static void test_act_quant_simd(void) {
     char name[128];
     int avail = e0_simd_level() >= E0_SIMD_AVX2;
-    snprintf(name, sizeof name, "act_quant_avx2_byte_identical%s", avail ? "" : " (skipped: CPU lacks AVX2)");
+    snprintf(name, sizeof name, "act_quant_avx2_byte_identical%s", avail ? "" : " (skipped: CPU lacks AVX2 or E0_SIMD caps it)");
     t_begin(name);
     if (avail) {
         int64_t n = 32 * 257;
@@ -494,6 +494,30 @@ static void test_act_vs_ref(void) {
     free(x), free(r), free(s);
 }
 
+/* e0_quant_init picks the kernels per level; the activation quantizer gives the same bytes at
+ * every level (so E0_SIMD=scalar reproduces AVX2 logits inputs). */
+static void test_init_levels(void) {
+    int64_t n = 32 * 16;
+    float x[32 * 16];
+    uint8_t q[3][16 * Q8_1_SIZE];
+    fill_row(x, n);
+    int top = e0_simd_level();
+    for (int level = E0_SIMD_SCALAR; level <= E0_SIMD_AVX512; level++) {
+        e0_quant_init(level);
+        int got = e0_simd_level();
+        CHECK(got <= level);
+        const e0_type_traits *t = e0_type_traits_of(E0_TYPE_Q8_0);
+        e0_vec_dot_fn want = got == E0_SIMD_AVX512 && t->vec_dot_avx512 ? t->vec_dot_avx512
+                             : got >= E0_SIMD_AVX2 && t->vec_dot_avx2    ? t->vec_dot_avx2
+                                                                          : t->vec_dot_ref;
+        CHECKF(t->vec_dot == want, "level %d", level);
+        e0_type_traits_of(E0_TYPE_Q8_1)->from_float(x, q[level], n);
+    }
+    CHECK(memcmp(q[0], q[1], sizeof q[0]) == 0 && memcmp(q[0], q[2], sizeof q[0]) == 0);
+    e0_quant_init(E0_SIMD_AVX512);
+    CHECK(e0_simd_level() == top);
+}
+
 int main(void) {
     e0_quant_init(E0_SIMD_AVX512);
     printf("# simd level: %s\n", e0_simd_name(e0_simd_level()));
@@ -517,5 +541,6 @@ int main(void) {
     RUN(test_dots_integer_exact);
     test_act_quant_simd();
     RUN(test_act_vs_ref);
+    RUN(test_init_levels);
     return T_DONE();
 }
