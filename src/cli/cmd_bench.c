@@ -245,6 +245,9 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "n_prompt", json_integer(pr.n));
         json_object_set_new(row, "n_decode", json_integer(r.n_decode));
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));
+        /* bytes one timed decode step reads, at the mean KV length of the timed steps */
+        int64_t mean_kv = pr.n + a.warmup + (r.n_decode < a.ntok ? r.n_decode : a.ntok) / 2;
+        json_object_set_new(row, "bytes_per_token", json_integer((json_int_t)e0_model_decode_bytes(m, mean_kv)));
         json_object_set_new(row, "itl", e0_distribution_json(r.itl, (size_t)n_itl));
         if (!strcmp(a.mode, "sustained")) {
             json_t *s = json_object();
