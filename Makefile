@@ -32,7 +32,7 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB       := $(BUILD)/libedge0.a
 
-.PHONY: all deps test asan demo bench clean
+.PHONY: all deps test asan demo bench sweep clean
 all: deps $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN)
 
 # Install missing Debian packages (only when missing).
@@ -85,8 +85,13 @@ asan: deps
 demo: all
 	@sh tools/demo.sh $(BUILD)
 
+# Speed of synthesized models next to the memory-bandwidth bound -> docs/perf.md.
 bench: all
 	@sh tools/bench.sh $(BUILD)
+
+# The standard measurement of any model: E0_BENCH_MODEL=M.gguf make sweep (see docs/bench.md).
+sweep: all
+	@sh bench/run.sh $(BUILD)
 
 clean:
 	rm -rf build
