@@ -139,20 +139,11 @@ static void attention_worker(void *arg, int ith, int nth) {
         int64_t h = item % hp->n_head, kvh = h / group;
         int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
         const float *q = c->q + (size_t)i * c->q_dim + h * hd;
-        for (int j = 0; j < n_keys; j++) {
-            const float *k = kc + (size_t)j * c->kv_dim + kvh * hd;
-            float s = 0;
-            for (int64_t d = 0; d < hd; d++) s += q[d] * k[d];
-            scores[j] = s * scale;
-        }
+        for (int j = 0; j < n_keys; j++) scores[j] = e0_dot_f32(hd, kc + (size_t)j * c->kv_dim + kvh * hd, q) * scale;
         e0_softmax(scores, n_keys);
         float *out = c->att + (size_t)i * c->q_dim + h * hd;
         memset(out, 0, (size_t)hd * sizeof(float));
-        for (int j = 0; j < n_keys; j++) {
-            const float *v = vc + (size_t)j * c->kv_dim + kvh * hd;
-            const float p = scores[j];
-            for (int64_t d = 0; d < hd; d++) out[d] += p * v[d];
-        }
+        for (int j = 0; j < n_keys; j++) e0_axpy(hd, scores[j], vc + (size_t)j * c->kv_dim + kvh * hd, out);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels_impl.h"
 #include "quant.h"
 
 void e0_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
@@ -44,6 +45,20 @@ void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox) {
         x[i0] = x0 * c - x1 * s;
         x[i1] = x0 * s + x1 * c;
     }
+}
+
+void e0_axpy(int64_t n, float a, const float *x, float *y) {
+    if (e0_simd_level() >= E0_SIMD_AVX2) {
+        e0_axpy_f32_avx2(n, a, x, y);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+float e0_dot_f32(int64_t n, const float *x, const float *y) {
+    float s;
+    e0_type_traits_of(E0_TYPE_F32)->vec_dot(n, &s, x, y);
+    return s;
 }
 
 void e0_get_row(const e0_weight *w, int64_t row, float *out) {

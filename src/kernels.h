@@ -15,6 +15,9 @@ void e0_softmax(float *x, int64_t n);
 void e0_swiglu(float *a, const float *b, int64_t n);
 /* Rotate one head vector of head_dim values at position pos (first n_rot dims). */
 void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox);
+/* y += a * x (n floats) and the F32 dot product, with the best SIMD the CPU has. */
+void e0_axpy(int64_t n, float a, const float *x, float *y);
+float e0_dot_f32(int64_t n, const float *x, const float *y);
 /* A dequantized copy of row `row` of w into out (n = w->ne[0] floats). */
 void e0_get_row(const e0_weight *w, int64_t row, float *out);
 
