@@ -429,6 +429,7 @@ static void test_cli(void) {
         {"--arch llama --out X --n-layer 2 --n-layer 3", "twice"},
         {"--arch llama --out X --chat-template-file /nonexistent/t.jinja", "/nonexistent/t.jinja"},
         {"--arch llama --out /nonexistent/dir/m.gguf", "/nonexistent/dir"},
+        {"--arch llama --out /tmp", "directory"},
         {"--arch qwen3moe --out X --shape qwen3-30b-a3b --n-embd 65536 --n-ff-exp 1048576", "too large"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

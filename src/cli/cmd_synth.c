@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -84,6 +85,8 @@ int cmd_synth(int argc, char **argv) {
     }
     if (!arch) return cli_error("synth: --arch is required (llama, qwen2, qwen3, qwen2moe or qwen3moe)");
     if (!out || !*out) return cli_error("synth: --out FILE is required");
+    struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_error("synth: --out %s is a directory", out);
 
     synth_params p = {0};
     e0_err e = {{0}};
@@ -135,8 +138,8 @@ int cmd_synth(int argc, char **argv) {
     if (st.n_fallback)
         fprintf(stderr, "edge0-infer: synth: note: %llu tensors with rows that are not whole %s blocks were stored in a fallback type\n",
                 (unsigned long long)st.n_fallback, e0_type_name(p.type, tb));
-    printf("wrote %s: %s, %llu tensors, %.3f B parameters, %.1f MiB of tensor data, %s, %.1f s\n", out,
-           synth_arch_name(p.arch), (unsigned long long)st.n_tensors, (double)st.n_params * 1e-9,
+    printf("wrote %s: %s, %llu tensors, %.2f M parameters, %.1f MiB of tensor data, %s, %.1f s\n", out,
+           synth_arch_name(p.arch), (unsigned long long)st.n_tensors, (double)st.n_params * 1e-6,
            (double)st.data_bytes / 1048576.0, e0_type_name(p.type, tb), st.seconds);
     return 0;
 }
