@@ -288,7 +288,7 @@ static void test_tokenizers(void) {
     e0_err e;
     /* BPE (qwen*): specials, merges that only produce tokens that exist */
     synth_params p = small(SYNTH_QWEN3, E0_TYPE_Q8_0, 256);
-    p.n_vocab = 2000;
+    p.n_vocab = 3000;
     p.chat_template = "{{ messages }}";
     CHECK(synth_write(&p, tmp_path("bpe.gguf"), NULL, &e) == 0);
     gguf_file *f = gguf_open(tmp_path("bpe.gguf"), &e);
@@ -296,8 +296,8 @@ static void test_tokenizers(void) {
     if (f) {
         const void *tok, *types, *merges;
         uint64_t nt = 0, ny = 0, nm = 0;
-        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &tok, &nt, &e) == 1 && nt == 2000);
-        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 2000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &tok, &nt, &e) == 1 && nt == 3000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 3000);
         CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_STR, &merges, &nm, &e) == 1 && nm > 500);
         const gguf_string *s;
         CHECK(gguf_get_str(f, "tokenizer.ggml.model", &s, &e) == 1 && !strcmp(s->s, "gpt2"));
@@ -309,8 +309,8 @@ static void test_tokenizers(void) {
         CHECK(bos >= 0 && str_at(f, "tokenizer.ggml.tokens", (uint64_t)bos, &t) == 0 && !strcmp(t, "<|endoftext|>"));
         if (eos >= 0 && (uint64_t)eos < ny) CHECK(((const int32_t *)types)[eos] == 3);
         CHECK(str_at(f, "tokenizer.ggml.tokens", 0, &t) == 0 && !strcmp(t, "!"));
-        CHECK(str_at(f, "tokenizer.ggml.tokens", 1999, &t) == 0 && !strcmp(t, "[PAD1999]"));
-        if (nt == 2000 && nm > 0) {
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 2999, &t) == 0 && !strcmp(t, "[PAD2999]"));
+        if (nt == 3000 && nm > 0) {
             const gguf_string *ts = tok, *ms = merges;
             int bad = 0, has_the = 0;
             for (uint64_t m = 0; m < nm; m++) { /* "a b" -> token "ab" exists */
