@@ -315,13 +315,16 @@ static int place_tensors(reader *r, gguf_file *f) {
     int rc = 0;
     for (uint64_t i = 0; i < f->n_tensors && !rc; i++) {
         gguf_tensor *t = &f->tensors[i];
-        uint64_t start = 0, end = 0;
+        uint64_t start = 0, end = 0, padded_end;
+        /* The padding after each tensor (the last one's included) is part of the file, as
+         * llama.cpp writes and requires it; a file cut inside it is truncated. */
         if (e0_add_overflow(f->data_offset, t->offset, &start) || e0_add_overflow(start, t->nbytes, &end) ||
-            end > f->file_size)
+            e0_add_overflow(end, (f->alignment - end % f->alignment) % f->alignment, &padded_end) ||
+            padded_end > f->file_size)
             rc = e0_fail(r->e,
-                         "%s: tensor '%s': data at offset %" PRIu64 " + %" PRIu64 " bytes lies outside the file (size %" PRIu64
-                         ", data section at %" PRIu64 ")",
-                         r->path, t->name, t->offset, t->nbytes, f->file_size, f->data_offset);
+                         "%s: tensor '%s': data at offset %" PRIu64 " + %" PRIu64 " bytes (+ padding to %" PRIu64
+                         ") lies outside the file (size %" PRIu64 ", data section at %" PRIu64 ")",
+                         r->path, t->name, t->offset, t->nbytes, f->alignment, f->file_size, f->data_offset);
         t->offset = start;
         spans[i] = (span){start, end, i};
     }

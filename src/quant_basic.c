@@ -29,7 +29,7 @@ static void f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst,
 static void vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)x[i] * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)e0_rdf32(x + i) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
@@ -45,7 +45,7 @@ static void vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)fp16(e0_rd16(x + 2 * i)) * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)fp16(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
@@ -61,7 +61,7 @@ static void vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *a) 
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += (double)e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * y[i];
+    for (int64_t i = 0; i < n; i++) sum += (double)e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 

@@ -35,6 +35,12 @@ static inline uint32_t e0_rd32(const uint8_t *p) {
     memcpy(&v, p, 4);
     return v;
 }
+/* A float at any alignment (F32 rows may sit at odd offsets). */
+static inline float e0_rdf32(const void *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
 static inline void e0_wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 /* Activation quantizers for Q8_0/Q8_1 exactly as llama.cpp's x86 CPU backend computes them

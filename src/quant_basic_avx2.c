@@ -62,7 +62,7 @@ void e0_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += x[i] * y[i];
+    for (; i < n; i++) sum += e0_rdf32(x + i) * e0_rdf32(y + i);
     *s = sum;
 }
 
@@ -83,7 +83,7 @@ void e0_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += h2f(x + 2 * i) * y[i];
+    for (; i < n; i++) sum += h2f(x + 2 * i) * e0_rdf32(y + i);
     *s = sum;
 }
 
@@ -105,7 +105,7 @@ void e0_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a) {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * y[i];
+    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
     *s = sum;
 }
 

@@ -505,42 +505,53 @@ static void vec_dot_q3_K_ref(int64_t n, float *s, const void *vw, const void *va
     *s = sumf;
 }
 
-/* q4_K and q5_K: nibble (plus optional 5th bit) per value, 8 sub-blocks of 32 with scale & min. */
-static void vec_dot_q45_K_ref(int64_t n, float *s, const void *vw, const void *va, int has_qh) {
-    const e0_block_q8_K *y = va;
-    const size_t bsize = has_qh ? sizeof(e0_block_q5_K) : sizeof(e0_block_q4_K);
-    float sumf = 0;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *blk = (const uint8_t *)vw + (size_t)i * bsize;
-        /* d, dmin, scales sit at the same offsets in both layouts */
-        const e0_block_q4_K *hdr = (const e0_block_q4_K *)blk;
-        const uint8_t *qh = has_qh ? ((const e0_block_q5_K *)blk)->qh : NULL;
-        const uint8_t *ql = has_qh ? ((const e0_block_q5_K *)blk)->qs : hdr->qs;
-        uint32_t smw[4];
-        k_unpack_scales_mins(hdr->scales, smw);
-        const uint8_t *sm = (const uint8_t *)smw;
-        const int8_t *q8 = y[i].qs;
-        int isum = 0, summs = 0;
-        for (int j = 0; j < 8; j++) summs += sm[8 + j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        for (int j = 0; j < 8; j++) {
-            const int shift = (j & 1) * 4; /* even sub-block: low nibbles, odd: high nibbles */
-            const uint8_t *q = ql + 32 * (j / 2);
-            int isuml = 0;
+/* q4_K and q5_K: 8 sub-blocks of 32 with a 6-bit scale and min; chunk c of 64 values holds
+ * sub-block 2c in the low nibbles and 2c+1 in the high nibbles of qs[32c..32c+31]; q5_K adds a
+ * 5th bit from qh (bit 2c / 2c+1). The min term uses the activation's bsums. */
+static float q45_K_block_dot(const uint8_t *packed_scales, uint16_t d16, uint16_t dmin16, const uint8_t *qs,
+                             const uint8_t *qh, const e0_block_q8_K *y) {
+    uint32_t smw[4];
+    k_unpack_scales_mins(packed_scales, smw);
+    const uint8_t *sc = (const uint8_t *)smw, *mn = sc + 8;
+    const int8_t *q8 = y->qs;
+    int isum = 0, summs = 0;
+    for (int j = 0; j < 8; j++) summs += mn[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    for (int c = 0; c < 4; c++) {
+        int lo = 0, hi = 0;
+        if (qh) {
             for (int l = 0; l < 32; l++) {
-                int v = (q[l] >> shift) & 0xF;
-                if (qh) v |= ((qh[l] >> j) & 1) << 4;
-                isuml += q8[32 * j + l] * v;
+                lo += q8[l] * ((qs[l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4));
+                hi += q8[l + 32] * ((qs[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4));
             }
-            isum += sm[j] * isuml;
+        } else {
+            for (int l = 0; l < 32; l++) {
+                lo += q8[l] * (qs[l] & 0xF);
+                hi += q8[l + 32] * (qs[l] >> 4);
+            }
         }
-        const float d = y[i].d * FP16(hdr->d), dmin = y[i].d * FP16(hdr->dmin);
-        sumf += d * isum - dmin * summs;
+        isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+        qs += 32;
+        q8 += 64;
     }
+    const float d = y->d * FP16(d16), dmin = y->d * FP16(dmin16);
+    return d * isum - dmin * summs;
+}
+
+static void vec_dot_q4_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+    const e0_block_q4_K *x = vw;
+    const e0_block_q8_K *y = va;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) sumf += q45_K_block_dot(x[i].scales, x[i].d, x[i].dmin, x[i].qs, NULL, &y[i]);
     *s = sumf;
 }
 
-static void vec_dot_q4_K_ref(int64_t n, float *s, const void *w, const void *a) { vec_dot_q45_K_ref(n, s, w, a, 0); }
-static void vec_dot_q5_K_ref(int64_t n, float *s, const void *w, const void *a) { vec_dot_q45_K_ref(n, s, w, a, 1); }
+static void vec_dot_q5_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+    const e0_block_q5_K *x = vw;
+    const e0_block_q8_K *y = va;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) sumf += q45_K_block_dot(x[i].scales, x[i].d, x[i].dmin, x[i].qs, x[i].qh, &y[i]);
+    *s = sumf;
+}
 
 static void vec_dot_q6_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q6_K *x = vw;
@@ -585,6 +596,9 @@ static void vec_dot_q8_K_ref(int64_t n, float *s, const void *vw, const void *va
 /* ======================================================================= table rows */
 
 void e0_quant_register_k(e0_type_traits *t) {
+    /* the AVX-512 kernels also use VNNI, which the table's AVX-512 level does not require */
+    __builtin_cpu_init();
+    const int vnni = __builtin_cpu_supports("avx512vnni");
     t[E0_TYPE_Q2_K].to_float = dequant_q2_K;
     t[E0_TYPE_Q2_K].from_float_ref = quantize_q2_K_ref;
     t[E0_TYPE_Q2_K].vec_dot_ref = vec_dot_q2_K_ref;
@@ -599,19 +613,19 @@ void e0_quant_register_k(e0_type_traits *t) {
     t[E0_TYPE_Q4_K].from_float_ref = quantize_q4_K_ref;
     t[E0_TYPE_Q4_K].vec_dot_ref = vec_dot_q4_K_ref;
     t[E0_TYPE_Q4_K].vec_dot_avx2 = e0_vec_dot_q4_K_avx2;
-    t[E0_TYPE_Q4_K].vec_dot_avx512 = e0_vec_dot_q4_K_avx512;
+    t[E0_TYPE_Q4_K].vec_dot_avx512 = vnni ? e0_vec_dot_q4_K_avx512 : NULL;
 
     t[E0_TYPE_Q5_K].to_float = dequant_q5_K;
     t[E0_TYPE_Q5_K].from_float_ref = quantize_q5_K_ref;
     t[E0_TYPE_Q5_K].vec_dot_ref = vec_dot_q5_K_ref;
     t[E0_TYPE_Q5_K].vec_dot_avx2 = e0_vec_dot_q5_K_avx2;
-    t[E0_TYPE_Q5_K].vec_dot_avx512 = e0_vec_dot_q5_K_avx512;
+    t[E0_TYPE_Q5_K].vec_dot_avx512 = vnni ? e0_vec_dot_q5_K_avx512 : NULL;
 
     t[E0_TYPE_Q6_K].to_float = dequant_q6_K;
     t[E0_TYPE_Q6_K].from_float_ref = quantize_q6_K_ref;
     t[E0_TYPE_Q6_K].vec_dot_ref = vec_dot_q6_K_ref;
     t[E0_TYPE_Q6_K].vec_dot_avx2 = e0_vec_dot_q6_K_avx2;
-    t[E0_TYPE_Q6_K].vec_dot_avx512 = e0_vec_dot_q6_K_avx512;
+    t[E0_TYPE_Q6_K].vec_dot_avx512 = vnni ? e0_vec_dot_q6_K_avx512 : NULL;
 
     t[E0_TYPE_Q8_K].to_float = dequant_q8_K;
     t[E0_TYPE_Q8_K].from_float_ref = quantize_q8_K_ref;

@@ -8,7 +8,7 @@
  * through the activation's bsums (sums of 16 activations), which costs one madd per block. */
 #include <immintrin.h>
 
-#include "quant_k.h"
+#include "quant_k_simd.h"
 
 static inline float hsum_ps(__m256 v) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -51,8 +51,10 @@ void e0_vec_dot_q2_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         const __m256i scs[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
         const int8_t *q8 = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+        #pragma GCC unroll 4
         for (int c = 0; c < 2; c++) {
             const __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            #pragma GCC unroll 4
             for (int g = 0; g < 4; g++, q8 += 32) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * g), m3);
                 sumi = _mm256_add_epi32(sumi, dot32_pair(u, q8, scs[c], g));
@@ -72,7 +74,7 @@ void e0_vec_dot_q3_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         const float d = y[i].d * fp16(x[i].d);
         uint32_t raw[4];
         k_unpack_q3_scales_raw(x[i].scales, raw);
-        const __m128i sc8 = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)raw), _mm_set1_epi8(32));
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32((int)raw[0], (int)raw[1], (int)raw[2], (int)raw[3]), _mm_set1_epi8(32));
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m256i scs[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
         /* codes are stored as u = q + 4 in 0..7: subtract 4 * sum(scale * bsum) */
@@ -80,8 +82,10 @@ void e0_vec_dot_q3_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 2));
         const __m256i hbits = _mm256_loadu_si256((const __m256i *)x[i].hmask);
         const int8_t *q8 = y[i].qs;
+        #pragma GCC unroll 4
         for (int c = 0; c < 2; c++) {
             const __m256i q3 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            #pragma GCC unroll 4
             for (int g = 0; g < 4; g++, q8 += 32) {
                 const int k = 4 * c + g; /* hmask bit k holds bit 2 of the codes of this group */
                 const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, k), m1), 2);
@@ -98,9 +102,7 @@ void e0_vec_dot_q3_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
 static inline void q45_K_block(const uint8_t *scales_packed, const e0_block_q8_K *y, float d, float dmin,
                                const uint8_t *qs, const uint8_t *qh, __m256 *acc, __m128 *acc_m) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
-    uint32_t sm[4];
-    k_unpack_scales_mins(scales_packed, sm);
-    const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
+    const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scales_packed));
     const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m128i bsum_pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
     const __m128i mprod = _mm_madd_epi16(_mm256_extracti128_si256(mins_scales, 1), bsum_pairs);
@@ -110,6 +112,7 @@ static inline void q45_K_block(const uint8_t *scales_packed, const e0_block_q8_K
     const __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
     const int8_t *q8 = y->qs;
     __m256i sumi = _mm256_setzero_si256();
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
         __m256i ul = _mm256_and_si256(bits, m4), uh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
@@ -166,6 +169,7 @@ void e0_vec_dot_q6_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
         const int8_t *q8 = y[i].qs;
+        #pragma GCC unroll 4
         for (int c = 0; c < 2; c++) {
             const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c));
             const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c + 32));

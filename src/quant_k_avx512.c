@@ -1,76 +1,77 @@
 /* quant_k_avx512.c — AVX-512 (F/BW/VL/DQ + VNNI) dot products for the K-quants that matter
  * most for decode speed: q4_K, q5_K, q6_K with Q8_K activations.
  *
- * Same integer scheme as quant_k_avx2.c, but 64 codes per instruction, and the scale multiply
- * plus accumulation fused into one VNNI vpdpwssd (int16 pairs -> int32). Scale vectors come from
- * one vpermw each. Only kept where it measured faster than AVX2 (see tools/qspeed_k.c). */
+ * Same integer scheme as quant_k_avx2.c, with the scale multiply plus accumulation fused into one
+ * VNNI vpdpwssd (int16 pairs -> int32). q6_K uses 512-bit vectors (64 codes per instruction,
+ * scale vectors from one vpermw each); q4_K / q5_K stay at 256 bits. Only kept where it measured
+ * faster than AVX2 (tools/qspeed_k.c); q2_K / q3_K use the AVX2 kernels. */
 #include <immintrin.h>
 
-#include "quant_k.h"
+#include "quant_k_simd.h"
 
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
-/* q4_K / q5_K: per block, codes u for chunk j = [32 low nibbles | 32 high nibbles] line up with
- * activations q8[64j..64j+63]; words 0..15 take scale 2j, words 16..31 scale 2j+1. */
-static inline __m512i q45_chunk_scales(__m512i sc, int j) {
-    const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)), _mm256_set1_epi16((short)(2 * j + 1)), 1);
-    return _mm512_permutexvar_epi16(idx, sc);
-}
+/* q4_K / q5_K: 512-bit vectors measured slower here (the per-block scale/min work dominates and
+ * the cross-lane shuffles they need compete for one port), so this is the AVX2 kernel with
+ * madd + add fused into VNNI vpdpwssd on 256-bit vectors. Chunk j of 64 values: low nibbles
+ * use scale 2j, high nibbles scale 2j+1; qh bit 2j / 2j+1 is the 5th bit of each (q5_K). */
+static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w) | ((2 * w + 1) << 8))); }
 
-static inline void q45_block512(const uint8_t *scales_packed, const e0_block_q8_K *y, const uint8_t *qs, const uint8_t *qh,
-                                float d, float dmin, __m512 *acc, __m128 *acc_m) {
-    const __m512i m4 = _mm512_set1_epi8(0xF), m1 = _mm512_set1_epi8(1);
-    uint32_t sm[4];
-    k_unpack_scales_mins(scales_packed, sm);
-    const __m256i mins_scales = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
+static inline void q45_block(const uint8_t *scales_packed, const e0_block_q8_K *y, const uint8_t *qs, const uint8_t *qh,
+                             float d, float dmin, __m256 *acc, __m128 *acc_m) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scales_packed));
     const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m128i bsum_pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
     const __m128i mprod = _mm_madd_epi16(_mm256_extracti128_si256(mins_scales, 1), bsum_pairs);
     *acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mprod), *acc_m);
-    const __m512i sc = _mm512_castsi256_si512(mins_scales);
-    /* qh bit 2j / 2j+1 is the 5th bit of the low / high nibbles of chunk j */
-    const __m512i hbits = qh ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh)) : _mm512_setzero_si512();
-    __m512i sumi = _mm512_setzero_si512();
-    for (int half = 0; half < 2; half++) {
-        const __m512i bits = _mm512_loadu_si512(qs + 64 * half); /* chunks 2*half and 2*half+1 */
-        const __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
-        for (int t = 0; t < 2; t++) {
-            const int j = 2 * half + t;
-            __m512i u = t == 0 ? _mm512_shuffle_i64x2(lo, hi, 0x44) : _mm512_shuffle_i64x2(lo, hi, 0xEE);
-            if (qh) {
-                const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)), _mm256_set1_epi16((short)(2 * j + 1)), 1);
-                u = _mm512_or_si512(u, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hbits, shift), m1), 4));
-            }
-            const __m512i p = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y->qs + 64 * j));
-            sumi = _mm512_dpwssd_epi32(sumi, p, q45_chunk_scales(sc, j));
+    const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
+    const __m256i scales = _mm256_set_m128i(sc128, sc128);
+    const __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    const int8_t *q8 = y->qs;
+    __m256i sum_lo = _mm256_setzero_si256(), sum_hi = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+        __m256i ul = _mm256_and_si256(bits, m4), uh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        if (qh) {
+            ul = _mm256_or_si256(ul, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), m1), 4));
+            uh = _mm256_or_si256(uh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
         }
+        const __m256i pl = _mm256_maddubs_epi16(ul, _mm256_loadu_si256((const __m256i *)q8));
+        const __m256i ph = _mm256_maddubs_epi16(uh, _mm256_loadu_si256((const __m256i *)(q8 + 32)));
+        sum_lo = _mm256_dpwssd_epi32(sum_lo, pl, _mm256_shuffle_epi8(scales, word_ctrl(2 * j)));
+        sum_hi = _mm256_dpwssd_epi32(sum_hi, ph, _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1)));
+        q8 += 64;
     }
-    *acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), *acc);
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sum_lo, sum_hi)), *acc);
 }
 
-static inline float finish_q45(__m512 acc, __m128 acc_m) {
-    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-    return _mm512_reduce_add_ps(acc) + _mm_cvtss_f32(acc_m);
+static inline float finish_q45(__m256 acc, __m128 acc_m) {
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, acc_m);
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
 }
 
 void e0_vec_dot_q4_K_avx512(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q4_K *x = vw;
     const e0_block_q8_K *y = va;
-    __m512 acc = _mm512_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++)
-        q45_block512(x[i].scales, &y[i], x[i].qs, NULL, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
+        q45_block(x[i].scales, &y[i], x[i].qs, NULL, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
     *s = finish_q45(acc, acc_m);
 }
 
 void e0_vec_dot_q5_K_avx512(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q5_K *x = vw;
     const e0_block_q8_K *y = va;
-    __m512 acc = _mm512_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++)
-        q45_block512(x[i].scales, &y[i], x[i].qs, x[i].qh, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
+        q45_block(x[i].scales, &y[i], x[i].qs, x[i].qh, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
     *s = finish_q45(acc, acc_m);
 }
 
@@ -96,6 +97,7 @@ void e0_vec_dot_q6_K_avx512(int64_t n, float *s, const void *vw, const void *va)
         /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
         __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5)));
         const __m512i sc = _mm512_castsi256_si512(sc16);
+        #pragma GCC unroll 4
         for (int c = 0; c < 2; c++) {
             const __m512i ql = _mm512_loadu_si512(x[i].ql + 64 * c);
             const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * c)));

@@ -1,0 +1,90 @@
+/* qspeed_k.c — micro benchmark of the K-quant dot kernels (not built by default).
+ *
+ *   make && cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/qspeed_k tools/qspeed_k.c build/libedge0.a -lm -lpthread
+ *   build/qspeed_k [big_MiB]      (default 64)
+ *
+ * For each weight type and kernel level, a matrix of rows of n = 2048 (a Qwen3-30B-A3B hidden
+ * row) is dotted row by row with one Q8_K activation row, single-threaded, like a decode matvec.
+ * Reports GB/s of weight bytes, for a small matrix (1 MiB, cache resident: kernel throughput)
+ * and a big one (big_MiB: memory bound once it exceeds the L3). Best of 200 / 5 runs
+ * (the machine is shared: best-of filters out the time others take). Also times the Q8_K
+ * quantizers in GB/s of float input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "quant_k.h"
+#include "util.h"
+
+static volatile float sink;
+
+static double bench_dot(e0_vec_dot_fn fn, const uint8_t *w, size_t row_bytes, int64_t rows, int64_t n, const void *a, int reps) {
+    double best = 1e30;
+    for (int rep = 0; rep < reps; rep++) {
+        double t0 = e0_now();
+        float acc = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            float s;
+            fn(n, &s, w + (size_t)r * row_bytes, a);
+            acc += s;
+        }
+        double dt = e0_now() - t0;
+        sink = acc;
+        if (dt < best) best = dt;
+    }
+    return (double)rows * row_bytes / best / 1e9;
+}
+
+int main(int argc, char **argv) {
+    const int64_t n = 2048;
+    const size_t big_mib = argc > 1 ? (size_t)atoi(argv[1]) : 64;
+    e0_quant_init(E0_SIMD_AVX512);
+    printf("simd level %s, n = %lld, single thread, GB/s of weight bytes\n", e0_simd_name(e0_simd_level()), (long long)n);
+    float *x = malloc(sizeof(float) * n);
+    e0_block_q8_K *a = malloc(e0_row_size(E0_TYPE_Q8_K, n));
+    if (!x || !a) return 1;
+    for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref(x, a, n);
+    const int types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
+    printf("%-6s %-7s %10s %10s\n", "type", "kernel", "1MiB", "big");
+    for (int ti = 0; ti < 5; ti++) {
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);
+        const size_t row_bytes = e0_row_size((uint32_t)types[ti], n);
+        const int64_t rows_small = (int64_t)((1u << 20) / row_bytes), rows_big = (int64_t)((big_mib << 20) / row_bytes);
+        uint8_t *w = malloc((size_t)rows_big * row_bytes);
+        if (!w) return 1;
+        t->from_float_ref(x, w, n); /* one real row, copied: the content does not change speed */
+        for (int64_t r = 1; r < rows_big; r++) memcpy(w + (size_t)r * row_bytes, w, row_bytes);
+        const struct {
+            const char *name;
+            e0_vec_dot_fn fn;
+            int level;
+        } k[3] = {{"ref", t->vec_dot_ref, 0}, {"avx2", t->vec_dot_avx2, 1}, {"avx512", t->vec_dot_avx512, 2}};
+        for (int l = 0; l < 3; l++) {
+            if (!k[l].fn || e0_simd_level() < k[l].level) continue;
+            printf("%-6s %-7s %10.2f %10.2f\n", t->name, k[l].name, bench_dot(k[l].fn, w, row_bytes, rows_small, n, a, 200),
+                   bench_dot(k[l].fn, w, row_bytes, rows_big, n, a, 5));
+        }
+        free(w);
+    }
+    /* Q8_K quantizers: GB/s of float input */
+    const int64_t nq = 1 << 20;
+    float *xq = malloc(sizeof(float) * nq);
+    void *yq = malloc(e0_row_size(E0_TYPE_Q8_K, nq));
+    if (!xq || !yq) return 1;
+    for (int64_t i = 0; i < nq; i++) xq[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    e0_from_float_fn qf[2] = {e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref, e0_type_traits_of(E0_TYPE_Q8_K)->from_float};
+    for (int l = 0; l < 2; l++) {
+        double best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = e0_now();
+            qf[l](xq, yq, nq);
+            double dt = e0_now() - t0;
+            if (dt < best) best = dt;
+        }
+        printf("q8_K quantize %-10s %8.2f GB/s of f32 input\n", l ? "from_float" : "ref", nq * 4.0 / best / 1e9);
+    }
+    free(x), free(a), free(xq), free(yq);
+    return 0;
+}
