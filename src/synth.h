@@ -24,6 +24,7 @@ typedef struct synth_params {
     uint64_t seed;
     const char *name;          /* general.name; NULL = "synth-<arch>" */
     const char *chat_template; /* tokenizer.chat_template contents, or NULL */
+    int tied_output;           /* no output.weight: the output reuses token_embd.weight */
     int n_threads;             /* generation/quantization threads (>= 1) */
     int progress;              /* print progress lines on stderr */
 } synth_params;

@@ -143,7 +143,7 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
         }
     }
     T(1, E, 1, 1, INIT_NORM, "output_norm.weight");
-    T(2, E, V, 1, INIT_MATRIX, "output.weight");
+    if (!p->tied_output) T(2, E, V, 1, INIT_MATRIX, "output.weight");
 #undef T
     return 0;
 }

@@ -72,7 +72,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
     } while (0)
     X(1, 2, E, p->n_vocab, 1, "token_embd.weight");
     X(0, 1, E, 1, 1, "output_norm.weight");
-    X(1, 2, E, p->n_vocab, 1, "output.weight");
+    if (!p->tied_output) X(1, 2, E, p->n_vocab, 1, "output.weight");
     for (int i = 0; i < p->n_layer; i++) {
         X(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
         X(1, 2, E, QD, 1, "blk.%d.attn_q.weight", i);
@@ -230,6 +230,9 @@ static void test_every_arch_and_type(void) {
     synth_params p = small(SYNTH_LLAMA, E0_TYPE_Q6_K, 256); /* Mixtral-style llama MoE */
     p.n_expert = 4, p.n_expert_used = 2;
     check_model(&p, "m.gguf");
+    p = small(SYNTH_QWEN2, E0_TYPE_Q5_K, 256); /* tied output */
+    p.tied_output = 1;
+    check_model(&p, "tied.gguf");
 }
 
 static void test_fallback_types(void) {

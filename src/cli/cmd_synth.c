@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
+            "  --tied                no output.weight (the output reuses token_embd.weight)\n"
             "  --threads N           generation/quantization threads (default 2)\n"
             "  --progress            progress on stderr even when it is not a terminal\n",
             synth_shape_names());
@@ -51,7 +52,7 @@ static const dim_flag dims[] = {
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
     const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
-    int show_progress = isatty(2);
+    int show_progress = isatty(2), tied = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -60,6 +61,10 @@ int cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(a, "--progress")) {
             show_progress = 1;
+            continue;
+        }
+        if (!strcmp(a, "--tied")) {
+            tied = 1;
             continue;
         }
         if (!strcmp(a, "--arch")) slot = &arch;
@@ -117,6 +122,7 @@ int cmd_synth(int argc, char **argv) {
     if (rope && e0_parse_f64(rope, 1e-3, 1e12, &p.rope_base, "--rope-base", &e)) return cli_error("synth: %s", e.msg);
     if (eps && e0_parse_f64(eps, 1e-12, 1, &p.rms_eps, "--rms-eps", &e)) return cli_error("synth: %s", e.msg);
     p.name = name;
+    p.tied_output = tied;
     p.progress = show_progress;
     if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
 
