@@ -11,6 +11,15 @@ CFLAGS_AVX2 = -mavx2 -mfma -mf16c
 CFLAGS_AVX512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 LDLIBS = -ljansson -luring -lcrypto -lm -lpthread
 
+# Build identity for src/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
+# $(BUILD)/gen/e0_build_info.h and rewritten only when a value changes (the .d files then rebuild
+# just that object). Outside git both git values are "unknown".
+HASH := \#
+E0_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+E0_GIT_DIRTY := $(shell git rev-parse HEAD >/dev/null 2>&1 && { test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true; } || echo unknown)
+E0_COMPILER := $(subst ",,$(shell $(CC) --version 2>/dev/null | head -n1))
+E0_BUILD_INFO := $(shell mkdir -p $(BUILD)/gen && printf '$(HASH)define E0_GIT_COMMIT "%s"\n$(HASH)define E0_GIT_DIRTY "%s"\n$(HASH)define E0_COMPILER "%s"\n$(HASH)define E0_CFLAGS "%s"\n' '$(E0_GIT_COMMIT)' '$(E0_GIT_DIRTY)' '$(E0_COMPILER)' '$(CFLAGS_COMMON)' > $(BUILD)/gen/e0_build_info.h.tmp && { cmp -s $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h && rm -f $(BUILD)/gen/e0_build_info.h.tmp || mv $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h; })
+
 LIB_SRC   := $(wildcard src/*.c)
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -77,7 +86,7 @@ demo: all
 	@sh tools/demo.sh $(BUILD)
 
 bench: all
-	@sh bench/run.sh $(BUILD)
+	@sh tools/bench.sh $(BUILD)
 
 clean:
 	rm -rf build

@@ -43,7 +43,6 @@ void *e0_alloc(int cat, size_t n) {
     if (rounded < n) return NULL;
     void *p = aligned_alloc(64, rounded);
     if (!p) return NULL;
-    memset(p, 0, rounded);
     raise_peak(&mem_peak[cat], atomic_fetch_add(&mem_cur[cat], n) + n);
     raise_peak(&mem_total_peak, atomic_fetch_add(&mem_total_cur, n) + n);
     return p;

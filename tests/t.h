@@ -8,7 +8,7 @@
 #include <string.h>
 
 static int t_cur_failed, t_npass, t_nfail;
-static char t_cur_name[256];
+static char t_cur_name[512];
 
 static inline void t_begin(const char *name) {
     snprintf(t_cur_name, sizeof t_cur_name, "%s", name);

@@ -3,6 +3,7 @@
 #ifndef E0_CLI_H
 #define E0_CLI_H
 
+#include "engine.h"
 #include "util.h"
 
 /* Each returns the process exit status. argv[0] is the command name. */
@@ -10,6 +11,11 @@ int cmd_info(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_membw(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 /* Print "edge0-infer: <msg>" on stderr; return 1 (the exit status for errors). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -17,5 +23,20 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_value(int argc, char **argv, int *i);
 /* Parse "1,2,3" into a newly malloc'd array; -1 with error on junk, ids outside [0, max). */
 int cli_parse_ids(const char *s, int **ids, int *n, e0_err *e);
+
+/* Flags shared by commands that load a model. */
+typedef struct cli_model_opts {
+    const char *model;
+    int threads; /* 0 = default */
+    int n_ctx;   /* 0 = default */
+} cli_model_opts;
+/* If argv[*i] is a shared model flag, consume it (and its value): 1; not one: 0; bad value: -1
+ * (message printed). */
+int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i);
+/* Load model and context (context at least min_ctx tokens when -c is not given). 0 or exit status 1
+ * (message printed). */
+int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);
+/* The same with a separate prefill thread count (0 = same as decode). */
+int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c);
 
 #endif

@@ -1,8 +1,59 @@
-/* cmd_info.c — placeholder until the engine core lands. */
+/* cmd_info.c — `info`: architecture, hyperparameters, tensor types, parameter count, file size. */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
+#include "quant.h"
 
 int cmd_info(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("info: not implemented yet");
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: edge0-infer info --model F\nPrints the architecture, hyperparameters, tensor count per type,\n"
+                 "parameter count and file size; validates every tensor's presence and shape.");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "-m")) {
+            if (!(path = cli_value(argc, argv, &i))) return 1;
+        } else return cli_error("info: unknown option '%s' (see --help)", argv[i]);
+    }
+    if (!path) return cli_error("info: --model is required");
+    e0_err e;
+    e0_model *m = e0_model_load(path, NULL, false, &e);
+    if (!m) return cli_error("%s", e.msg);
+    const e0_hparams *hp = &m->hp;
+    const gguf_file *f = m->gguf;
+    printf("file:            %s\n", f->path);
+    printf("file size:       %llu bytes (%.2f GiB)\n", (unsigned long long)f->file_size, (double)f->file_size / (1 << 30));
+    printf("gguf version:    %u (%llu tensors, %llu metadata keys)\n", f->version, (unsigned long long)f->n_tensors,
+           (unsigned long long)f->n_kv);
+    printf("architecture:    %s\n", hp->arch_name);
+    printf("layers:          %lld\n", (long long)hp->n_layer);
+    printf("n_embd:          %lld\n", (long long)hp->n_embd);
+    printf("heads:           %lld (kv %lld, head_dim %lld, rope dims %lld, %s)\n", (long long)hp->n_head,
+           (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, hp->rope_neox ? "neox" : "normal");
+    printf("rope freq base:  %g\n", (double)hp->rope_base);
+    printf("rms eps:         %g\n", (double)hp->rms_eps);
+    printf("context length:  %lld\n", (long long)hp->n_ctx_train);
+    printf("vocabulary:      %lld\n", (long long)hp->n_vocab);
+    if (hp->n_ff) printf("n_ff:            %lld\n", (long long)hp->n_ff);
+    if (hp->n_expert) {
+        printf("experts:         %lld, %lld used per token, n_ff_exp %lld, weights %s\n", (long long)hp->n_expert,
+               (long long)hp->n_expert_used, (long long)hp->n_ff_exp, hp->moe_norm_topk ? "renormalized" : "not renormalized");
+        if (hp->shared_expert) printf("shared expert:   n_ff %lld, sigmoid-gated\n", (long long)hp->n_ff_shexp);
+    }
+    printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
+    printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
+           (unsigned long long)m->params_active);
+    printf("tensor types:   ");
+    for (uint32_t t = 0; t < E0_TYPE_COUNT; t++) {
+        uint64_t count = 0, bytes = 0;
+        for (uint64_t i = 0; i < f->n_tensors; i++)
+            if (f->tensors[i].type == t) count++, bytes += f->tensors[i].nbytes;
+        char buf[32];
+        if (count) printf(" %s:%llu", e0_type_name(t, buf), (unsigned long long)count);
+    }
+    printf("\n");
+    e0_model_free(m);
+    return 0;
 }

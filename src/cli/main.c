@@ -15,7 +15,12 @@ static const struct {
     {"info", cmd_info, "print a model's architecture, hyperparameters and tensors"},
     {"logits", cmd_logits, "one batched prefill; write the logits of every position"},
     {"run", cmd_run, "generate text (or token ids) from a prompt"},
+    {"apply-template", cmd_template, "render a chat template for a list of messages"},
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
+    {"tokenize", cmd_tokenize, "print the token ids of stdin's text"},
+    {"detokenize", cmd_detokenize, "print the text of token ids"},
+    {"bench", cmd_bench, "measure prefill and decode speed, memory and energy (one JSON row per run)"},
+    {"membw", cmd_membw, "measure memory read bandwidth"},
 };
 
 static void usage(FILE *f) {
@@ -81,7 +86,5 @@ int main(int argc, char **argv) {
     e0_quant_init(E0_SIMD_AVX512);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    cli_error("unknown command '%s'", argv[1]);
-    usage(stderr);
-    return 1;
+    return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);
 }

@@ -1,0 +1,90 @@
+/* bench.h — edge0-bench, the measurement harness around `edge0-infer bench`: shared pieces of
+ * its subcommands (sweep, report render/compare, ab). The report format is in docs/bench.md. */
+#ifndef E0_BENCH_H
+#define E0_BENCH_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "util.h"
+
+#define REPORT_FORMAT "edge0-bench-report/1"
+
+/* Subcommands; argv[0] is the subcommand name. Return the exit status. */
+int bench_sweep(int argc, char **argv);
+int bench_report(int argc, char **argv);
+int bench_ab(int argc, char **argv);
+
+/* "edge0-bench: <msg>" on stderr; returns 1. */
+int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Progress line on stderr ("edge0-bench: ..."), flushed. */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- child processes (proc.c) ---- */
+typedef struct proc_result {
+    int started;         /* fork/exec worked */
+    int exited;          /* exited normally (else killed by a signal or by the timeout) */
+    int exit_status;     /* when exited */
+    int signal;          /* when killed by a signal */
+    int timed_out;
+    int interrupted;     /* the harness got SIGINT/SIGTERM and stopped the child */
+    double wall_seconds;
+    char *out;           /* captured stdout (NUL-terminated, malloc'd) */
+    size_t out_len;
+    char *err;           /* captured stderr, its last part when long */
+    size_t err_len;
+    char error[256];     /* why it did not start, when !started */
+} proc_result;
+/* Run argv (argv[0] is a path or is looked up in PATH), capturing stdout and stderr, killing its
+ * process group after timeout_s seconds. Never fails as a call: the result says what happened. */
+void proc_run(char *const *argv, double timeout_s, proc_result *r);
+void proc_result_free(proc_result *r);
+/* True once SIGINT/SIGTERM arrived (installed by proc_install_signal_handlers). */
+int proc_interrupted(void);
+void proc_install_signal_handlers(void);
+/* Sleep s seconds unless interrupted. */
+void proc_sleep(double s);
+/* The last line of text that parses as a JSON object (a `bench` row); NULL when none. */
+json_t *proc_last_json_row(const char *text);
+/* A short description of how the process ended, e.g. "exit status 1: <last stderr line>". */
+void proc_describe_failure(const proc_result *r, char *buf, size_t cap);
+
+/* ---- metrics and reports (report_common.c) ---- */
+typedef struct metric_def {
+    const char *key;   /* dotted path in a row, also the metric's name in report.json */
+    const char *label; /* column heading */
+    const char *unit;
+    int lower_is_better;
+} metric_def;
+extern const metric_def METRICS[];
+extern const size_t N_METRICS;
+/* Number at a dotted path ("memory.peak_rss_bytes") of a row; 0 when present and numeric. */
+int json_path_number(const json_t *row, const char *path, double *out);
+/* {"n", "median", "min", "max", "unit"} over the numeric values of `key` in the ok processes of
+ * one configuration; "unavailable: <reason>" when none. */
+json_t *metric_summary_json(const json_t *processes, const metric_def *m);
+/* Load and check a report file (format, required members). NULL + error. */
+json_t *report_load(const char *path, e0_err *e);
+/* Markdown of a report (report_md.c) and its SVG chart (report_svg.c), malloc'd text. */
+char *report_markdown(const json_t *report);
+char *report_svg(const json_t *report);
+/* Write text to a file; -1 + error. */
+int write_text_file(const char *path, const char *text, e0_err *e);
+
+/* ---- growing text (strbuf.c) ---- */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} strbuf;
+void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The text (caller frees), or NULL if any append ran out of memory. */
+char *sb_take(strbuf *b);
+
+/* ---- measurement conditions (conditions.c) ---- */
+/* Check a system snapshot (e0_system_json) before a process: returns
+ * {"warnings": [...], "refused": "<reason>" | null}. model_size 0 = unknown. */
+json_t *conditions_check(const json_t *snapshot, double model_size_bytes);
+
+#endif

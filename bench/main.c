@@ -1,0 +1,51 @@
+/* main.c — edge0-bench entry point: the measurement harness around `edge0-infer bench`
+ * (sweep, report render/compare, ab). See docs/bench.md. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static void usage(FILE *f) {
+    fputs("usage: edge0-bench <command> [options]   (edge0-bench <command> --help)\n\n"
+          "commands:\n"
+          "  sweep            the standard measurement: several bench processes per configuration,\n"
+          "                   writes report.json, report.md and report.svg\n"
+          "  report render    print a report as Markdown\n"
+          "  report compare   compare a report with a baseline (refuses when not comparable)\n"
+          "  ab               paired A/B processes: the ratio per pair and a verdict when clear\n",
+          f);
+}
+
+int bench_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("edge0-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+void bench_progress(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("edge0-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    if (!strcmp(argv[1], "sweep")) return bench_sweep(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "report")) return bench_report(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "ab")) return bench_ab(argc - 1, argv + 1);
+    bench_error("unknown command '%s'", argv[1]);
+    usage(stderr);
+    return 1;
+}

@@ -1,0 +1,420 @@
+/* sweep.c — `edge0-bench sweep`: the standard measurement. Per configuration several short
+ * `edge0-infer bench` processes, a cool-down between them, a condition check and a system
+ * snapshot before and after each; a failed process is recorded and the sweep goes on, nothing is
+ * repeated. Writes DIR/report.json, DIR/report.md and DIR/report.svg (format: docs/bench.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "sysinfo.h"
+
+static const char SWEEP_USAGE[] =
+    "usage: edge0-bench sweep --cli PATH --model F --out DIR [options]\n"
+    "\n"
+    "Runs several `PATH bench` processes per configuration and writes DIR/report.json,\n"
+    "DIR/report.md and DIR/report.svg with the median and min-max of each metric.\n"
+    "\n"
+    "  --cli PATH          the edge0-infer binary\n"
+    "  --model F           the GGUF model\n"
+    "  --out DIR           output directory (created)\n"
+    "  --configs LIST      comma-separated: predicted, actual (routing=actual), ctx16384\n"
+    "                      (--context 16384), direct (expert_read=direct), or all [predicted]\n"
+    "  --prompt P          long (library-report-prompt.txt), medium (library-report-prompt-head.txt)\n"
+    "                      or short (short-story-prompt.txt, 512 timed steps) [medium]\n"
+    "  --runs N            processes per configuration [3]\n"
+    "  --cooldown S        idle seconds between processes [30]\n"
+    "  --option=ARG        one extra `bench` argument for every process; repeat for more\n"
+    "                      (--option=--threads --option=4)\n"
+    "  --raw               also keep each process's stdout and stderr in DIR/raw/\n"
+    "  --fixtures DIR      where the prompts are [tests/fixtures/bench]\n"
+    "  --warmup N, --ntok N  override the protocol's 10 warm-up / 100 (short: 512) timed steps\n"
+    "  --timeout S         stop a process after S seconds and record it as failed [3600]\n"
+    "\n"
+    "A process is refused (not started, recorded) when the machine runs on battery; high load,\n"
+    "other busy processes, the governor, a low clock, heat and low free memory are recorded as\n"
+    "warnings. Exit status 0 when at least one process succeeded, 1 otherwise.\n";
+
+static const struct {
+    const char *name;
+    const char *args[3];
+} CONFIGS[] = {
+    {"predicted", {NULL}},
+    {"actual", {"--model-option", "routing=actual", NULL}},
+    {"ctx16384", {"--context", "16384", NULL}},
+    {"direct", {"--model-option", "expert_read=direct", NULL}},
+};
+#define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
+
+typedef struct sweep_opts {
+    const char *cli, *model, *out, *prompt, *fixtures;
+    int configs[N_CONFIGS], n_configs;
+    int64_t runs, warmup, ntok;
+    double cooldown, timeout;
+    int raw;
+    const char **options;
+    int n_options;
+} sweep_opts;
+
+static int parse_configs(const char *s, sweep_opts *o) {
+    char buf[256];
+    if (strlen(s) >= sizeof buf) return bench_error("--configs: list too long");
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_configs = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(tok, "all")) {
+            for (size_t c = 0; c < N_CONFIGS; c++) o->configs[c] = (int)c;
+            o->n_configs = (int)N_CONFIGS;
+            return 0;
+        }
+        size_t c = 0;
+        while (c < N_CONFIGS && strcmp(CONFIGS[c].name, tok) != 0) c++;
+        if (c == N_CONFIGS)
+            return bench_error("--configs: unknown configuration '%s' (predicted, actual, ctx16384, direct, all)", tok);
+        for (int k = 0; k < o->n_configs; k++)
+            if (o->configs[k] == (int)c) return bench_error("--configs: '%s' given twice", tok);
+        o->configs[o->n_configs++] = (int)c;
+    }
+    if (o->n_configs == 0) return bench_error("--configs: empty list");
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, sweep_opts *o) {
+    e0_err e;
+    memset(o, 0, sizeof *o);
+    o->prompt = "medium";
+    o->fixtures = "tests/fixtures/bench";
+    o->runs = 3;
+    o->cooldown = 30;
+    o->timeout = 3600;
+    o->warmup = 10;
+    o->ntok = -1;
+    o->n_configs = 1; /* predicted */
+    o->options = calloc((size_t)argc, sizeof *o->options);
+    if (!o->options) return bench_error("out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define VALUE() (i + 1 < argc ? argv[++i] : (bench_error("%s needs a value", a), (char *)NULL))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(SWEEP_USAGE, stdout);
+            return 2;
+        } else if (!strncmp(a, "--option=", 9)) {
+            o->options[o->n_options++] = a + 9;
+        } else if (!strcmp(a, "--option")) {
+            const char *v = VALUE();
+            if (!v) return -1;
+            o->options[o->n_options++] = v;
+        } else if (!strcmp(a, "--raw")) {
+            o->raw = 1;
+        } else {
+            const char **dst = !strcmp(a, "--cli") ? &o->cli : !strcmp(a, "--model") ? &o->model
+                             : !strcmp(a, "--out") ? &o->out : !strcmp(a, "--prompt") ? &o->prompt
+                             : !strcmp(a, "--fixtures") ? &o->fixtures : NULL;
+            const char *v;
+            if (dst) {
+                if (!(v = VALUE())) return -1;
+                *dst = v;
+            } else if (!strcmp(a, "--configs")) {
+                if (!(v = VALUE()) || parse_configs(v, o)) return -1;
+            } else if (!strcmp(a, "--runs")) {
+                if (!(v = VALUE())) return -1;
+                if (e0_parse_i64(v, 1, 1000, &o->runs, "--runs", &e)) return bench_error("%s", e.msg);
+            } else if (!strcmp(a, "--warmup")) {
+                if (!(v = VALUE())) return -1;
+                if (e0_parse_i64(v, 0, 100000, &o->warmup, "--warmup", &e)) return bench_error("%s", e.msg);
+            } else if (!strcmp(a, "--ntok")) {
+                if (!(v = VALUE())) return -1;
+                if (e0_parse_i64(v, 1, 1000000, &o->ntok, "--ntok", &e)) return bench_error("%s", e.msg);
+            } else if (!strcmp(a, "--cooldown")) {
+                if (!(v = VALUE())) return -1;
+                if (e0_parse_f64(v, 0, 86400, &o->cooldown, "--cooldown", &e)) return bench_error("%s", e.msg);
+            } else if (!strcmp(a, "--timeout")) {
+                if (!(v = VALUE())) return -1;
+                if (e0_parse_f64(v, 1, 7 * 86400, &o->timeout, "--timeout", &e)) return bench_error("%s", e.msg);
+            } else {
+                return bench_error("sweep: unknown option '%s' (see edge0-bench sweep --help)", a);
+            }
+        }
+#undef VALUE
+    }
+    if (!o->cli || !o->model || !o->out) return bench_error("sweep needs --cli, --model and --out (see --help)");
+    if (strcmp(o->prompt, "long") && strcmp(o->prompt, "medium") && strcmp(o->prompt, "short"))
+        return bench_error("--prompt must be long, medium or short, not '%s'", o->prompt);
+    if (o->ntok < 0) o->ntok = !strcmp(o->prompt, "short") ? 512 : 100;
+    return 0;
+}
+
+static const char *prompt_file(const char *prompt) {
+    return !strcmp(prompt, "long")   ? "library-report-prompt.txt"
+           : !strcmp(prompt, "short") ? "short-story-prompt.txt"
+                                      : "library-report-prompt-head.txt";
+}
+
+static int make_dir(const char *path) {
+    char d[4096];
+    if (snprintf(d, sizeof d, "%s", path) >= (int)sizeof d) return bench_error("--out: path too long");
+    for (char *p = d + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(d, 0755) != 0 && errno != EEXIST) return bench_error("cannot create %s: %s", d, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(d, 0755) != 0 && errno != EEXIST) return bench_error("cannot create %s: %s", d, strerror(errno));
+    struct stat st;
+    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) return bench_error("%s is not a directory", d);
+    return 0;
+}
+
+static json_t *utc_now_json(void) {
+    time_t t = time(NULL);
+    struct tm tm;
+    char buf[32];
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return json_string(buf);
+}
+
+static json_t *sha_json(const char *path, int cached) {
+    char hex[65];
+    e0_err e;
+    int rc = cached ? e0_sha256_file_cached(path, hex, &e) : e0_sha256_file(path, hex, &e);
+    return rc == 0 ? json_string(hex) : e0_unavailable("%s", e.msg);
+}
+
+/* argv for one process: cli bench --model F --user-file P --warmup W --ntok N --runs 1
+ * <configuration args> <options>. Strings are owned by opts/argv-static storage or `nums`. */
+static char **bench_argv(const sweep_opts *o, int cfg, const char *prompt_path, char nums[2][32]) {
+    size_t n = 0, cap = 16 + (size_t)o->n_options;
+    char **v = calloc(cap, sizeof *v);
+    if (!v) return NULL;
+    snprintf(nums[0], 32, "%lld", (long long)o->warmup);
+    snprintf(nums[1], 32, "%lld", (long long)o->ntok);
+    const char *fixed[] = {o->cli, "bench", "--model", o->model, "--user-file", prompt_path,
+                           "--warmup", nums[0], "--ntok", nums[1], "--runs", "1"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) v[n++] = (char *)fixed[i];
+    for (int i = 0; CONFIGS[cfg].args[i]; i++) v[n++] = (char *)CONFIGS[cfg].args[i];
+    for (int i = 0; i < o->n_options; i++) v[n++] = (char *)o->options[i];
+    v[n] = NULL;
+    return v;
+}
+
+static json_t *argv_json(char **v) {
+    json_t *a = json_array();
+    for (; *v; v++) json_array_append_new(a, json_string(*v));
+    return a;
+}
+
+static void save_raw(const sweep_opts *o, const char *cfg, int k, const proc_result *r) {
+    char path[4200];
+    e0_err e;
+    snprintf(path, sizeof path, "%s/raw/%s-%d.stdout", o->out, cfg, k);
+    if (write_text_file(path, r->out ? r->out : "", &e)) bench_progress("warning: %s", e.msg);
+    snprintf(path, sizeof path, "%s/raw/%s-%d.stderr", o->out, cfg, k);
+    if (write_text_file(path, r->err ? r->err : "", &e)) bench_progress("warning: %s", e.msg);
+}
+
+/* One process of one configuration: conditions, snapshots, run, record. */
+static json_t *measure_one(const sweep_opts *o, int cfg, int k, const char *prompt_path, double model_size) {
+    const char *name = CONFIGS[cfg].name;
+    char nums[2][32];
+    char **argv = bench_argv(o, cfg, prompt_path, nums);
+    if (!argv) return NULL;
+    json_t *rec = json_pack("{s:s, s:i, s:o, s:o}", "configuration", name, "index", k, "argv", argv_json(argv),
+                            "started_utc", utc_now_json());
+    json_t *before = e0_system_json();
+    json_t *cond = conditions_check(before, model_size);
+    json_object_set_new(rec, "before", before);
+    json_object_set_new(rec, "conditions", cond);
+    size_t wi;
+    json_t *w;
+    json_array_foreach(json_object_get(cond, "warnings"), wi, w) bench_progress("  condition: %s", json_string_value(w));
+    const char *refused = json_string_value(json_object_get(cond, "refused"));
+    if (refused) {
+        bench_progress("%s %d/%lld: refused: %s", name, k, (long long)o->runs, refused);
+        json_object_set_new(rec, "status", json_string("refused"));
+        json_object_set_new(rec, "reason", json_string(refused));
+        free(argv);
+        return rec;
+    }
+    bench_progress("%s %d/%lld: running", name, k, (long long)o->runs);
+    proc_result r;
+    proc_run(argv, o->timeout, &r);
+    free(argv);
+    json_object_set_new(rec, "after", e0_system_json());
+    json_object_set_new(rec, "wall_seconds", json_real(r.wall_seconds));
+    json_object_set_new(rec, "exit_status", r.started && r.exited ? json_integer(r.exit_status) : json_null());
+    if (o->raw) save_raw(o, name, k, &r);
+    json_t *row = r.started && r.exited && r.exit_status == 0 ? proc_last_json_row(r.out) : NULL;
+    if (row) {
+        json_object_set_new(rec, "status", json_string("ok"));
+        json_object_set_new(rec, "reason", json_null());
+        json_object_set_new(rec, "row", row);
+        double d = 0, t = 0;
+        int hd = json_path_number(row, "decode_tokens_per_second", &d) == 0;
+        int ht = json_path_number(row, "prefill_seconds", &t) == 0;
+        bench_progress("%s %d/%lld: ok, decode %s%.2f tok/s, first token %s%.3f s", name, k, (long long)o->runs,
+                       hd ? "" : "(missing) ", d, ht ? "" : "(missing) ", t);
+    } else {
+        char why[512];
+        proc_describe_failure(&r, why, sizeof why);
+        json_object_set_new(rec, "status", json_string(r.interrupted ? "interrupted" : "failed"));
+        json_object_set_new(rec, "reason", json_string(why));
+        json_object_set_new(rec, "row", json_null());
+        bench_progress("%s %d/%lld: FAILED: %s", name, k, (long long)o->runs, why);
+    }
+    proc_result_free(&r);
+    return rec;
+}
+
+/* Per configuration: effective config (from the rows; must agree), metrics. */
+static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings) {
+    json_t *args = json_array();
+    for (int i = 0; CONFIGS[cfg].args[i]; i++) json_array_append_new(args, json_string(CONFIGS[cfg].args[i]));
+    json_t *effective = NULL;
+    int consistent = 1, n_ok = 0, n_failed = 0, n_refused = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(processes, i, p) {
+        const char *st = json_string_value(json_object_get(p, "status"));
+        if (!strcmp(st, "refused")) n_refused++;
+        if (strcmp(st, "ok") != 0) {
+            if (strcmp(st, "refused") != 0) n_failed++;
+            continue;
+        }
+        n_ok++;
+        json_t *c = json_object_get(json_object_get(p, "row"), "config");
+        if (!c) c = json_null();
+        if (!effective) effective = json_incref(c);
+        else if (!json_equal(effective, c)) consistent = 0;
+    }
+    if (!consistent) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "configuration %s: the processes reported different effective configurations",
+                 CONFIGS[cfg].name);
+        json_array_append_new(warnings, json_string(buf));
+    }
+    json_t *metrics = json_object();
+    for (size_t m = 0; m < N_METRICS; m++)
+        json_object_set_new(metrics, METRICS[m].key, metric_summary_json(processes, &METRICS[m]));
+    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:i, s:i, s:o, s:o}", "name", CONFIGS[cfg].name, "args", args,
+                     "effective_config", effective ? effective : e0_unavailable("no successful process"),
+                     "effective_config_consistent", consistent, "ok", n_ok, "failed", n_failed, "refused",
+                     n_refused, "processes", processes, "metrics", metrics);
+}
+
+static int write_reports(const sweep_opts *o, json_t *report) {
+    char path[4200];
+    e0_err e;
+    snprintf(path, sizeof path, "%s/report.json", o->out);
+    if (json_dump_file(report, path, JSON_INDENT(1) | JSON_SORT_KEYS) != 0)
+        return bench_error("cannot write %s", path);
+    char *md = report_markdown(report), *svg = report_svg(report);
+    int rc = 0;
+    if (!md || !svg) rc = bench_error("out of memory while rendering the report");
+    snprintf(path, sizeof path, "%s/report.md", o->out);
+    if (!rc && write_text_file(path, md, &e)) rc = bench_error("%s", e.msg);
+    snprintf(path, sizeof path, "%s/report.svg", o->out);
+    if (!rc && write_text_file(path, svg, &e)) rc = bench_error("%s", e.msg);
+    free(md);
+    free(svg);
+    if (!rc) bench_progress("wrote %s/report.json, report.md, report.svg", o->out);
+    return rc;
+}
+
+int bench_sweep(int argc, char **argv) {
+    sweep_opts o;
+    int prc = parse_args(argc, argv, &o);
+    if (prc) {
+        free(o.options);
+        return prc == 2 ? 0 : 1;
+    }
+    int rc = 1;
+    json_t *report = NULL;
+    char prompt_path[4200];
+    snprintf(prompt_path, sizeof prompt_path, "%s/%s", o.fixtures, prompt_file(o.prompt));
+    struct stat st;
+    errno = 0;
+    if (stat(prompt_path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        bench_error("prompt %s: %s (run from the source tree or pass --fixtures)", prompt_path,
+                    errno ? strerror(errno) : "not a file");
+        goto out;
+    }
+    errno = 0;
+    if (stat(o.model, &st) != 0 || !S_ISREG(st.st_mode)) {
+        bench_error("model %s: %s", o.model, errno ? strerror(errno) : "not a file");
+        goto out;
+    }
+    double model_size = (double)st.st_size;
+    if (access(o.cli, X_OK) != 0) {
+        bench_error("--cli %s: not an executable file (%s)", o.cli, strerror(errno));
+        goto out;
+    }
+    if (make_dir(o.out)) goto out;
+    if (o.raw) {
+        char raw[4200];
+        snprintf(raw, sizeof raw, "%s/raw", o.out);
+        if (make_dir(raw)) goto out;
+    }
+    proc_install_signal_handlers();
+    bench_progress("hashing the model and binary (cached by path, size and mtime)");
+    json_t *options = json_array(), *configs = json_array();
+    for (int i = 0; i < o.n_options; i++) json_array_append_new(options, json_string(o.options[i]));
+    for (int c = 0; c < o.n_configs; c++) json_array_append_new(configs, json_string(CONFIGS[o.configs[c]].name));
+    json_t *protocol = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:o}", "prompt", o.prompt, "prompt_file",
+                                 prompt_file(o.prompt), "prompt_sha256", sha_json(prompt_path, 0), "warmup",
+                                 (json_int_t)o.warmup, "ntok", (json_int_t)o.ntok, "runs", (json_int_t)o.runs,
+                                 "cooldown_seconds", o.cooldown, "configs", configs, "options", options);
+    json_t *identity = json_pack("{s:s, s:o, s:s, s:o}", "cli", o.cli, "cli_sha256", sha_json(o.cli, 0), "model_path",
+                                 o.model, "model_sha256", sha_json(o.model, 1));
+    json_t *warnings = json_array(), *configurations = json_array();
+    report = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "format", REPORT_FORMAT, "created_utc",
+                       utc_now_json(), "harness", e0_build_json(), "protocol", protocol, "device", e0_device_json(),
+                       "identity", identity, "configurations", configurations, "warnings", warnings);
+    if (!report) {
+        bench_error("out of memory");
+        goto out;
+    }
+    int total = o.n_configs * (int)o.runs, done = 0, n_ok = 0;
+    for (int c = 0; c < o.n_configs && !proc_interrupted(); c++) {
+        json_t *processes = json_array();
+        for (int k = 1; k <= o.runs && !proc_interrupted(); k++) {
+            json_t *rec = measure_one(&o, o.configs[c], k, prompt_path, model_size);
+            if (!rec) break;
+            if (!strcmp(json_string_value(json_object_get(rec, "status")), "ok")) {
+                n_ok++;
+                json_t *row = json_object_get(rec, "row");
+                /* The first successful row names the engine and the model for the whole report. */
+                if (!json_object_get(identity, "engine") && json_object_get(row, "engine"))
+                    json_object_set(identity, "engine", json_object_get(row, "engine"));
+                if (!json_object_get(identity, "model") && json_object_get(row, "model"))
+                    json_object_set(identity, "model", json_object_get(row, "model"));
+            }
+            json_array_append_new(processes, rec);
+            if (++done < total && o.cooldown > 0 && !proc_interrupted()) {
+                bench_progress("cooling down %g s", o.cooldown);
+                proc_sleep(o.cooldown);
+            }
+        }
+        json_array_append_new(configurations, configuration_json(o.configs[c], processes, warnings));
+    }
+    if (proc_interrupted()) json_array_append_new(warnings, json_string("the sweep was interrupted; the report is partial"));
+    if (!json_object_get(identity, "engine"))
+        json_object_set_new(identity, "engine", e0_unavailable("no successful process"));
+    if (!json_object_get(identity, "model"))
+        json_object_set_new(identity, "model", e0_unavailable("no successful process"));
+    json_object_set_new(report, "summary", json_pack("{s:i, s:i}", "processes", done, "ok", n_ok));
+    if (write_reports(&o, report)) goto out;
+    if (n_ok == 0) {
+        bench_error("no process succeeded (see %s/report.md)", o.out);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(report);
+    free(o.options);
+    return rc;
+}

@@ -1,0 +1,310 @@
+/* cmd_bench.c — `bench`: measure one process: time to first token, prefill and decode speed,
+ * inter-token latencies, memory, energy, and where decode time goes; one JSON row per run on
+ * stdout (schema in docs/bench.md), a readable summary on stderr. */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "prompt.h"
+#include "quant.h"
+#include "stats.h"
+#include "sysinfo.h"
+
+static void help(void) {
+    puts("usage: edge0-infer bench --model F [--user-file F | --prompt long|medium|short] [--warmup 10]\n"
+         "         [--ntok 100] [--runs 1] [--breakdown] [--threads N] [--prefill-threads N] [--context N]\n"
+         "         [--mode single|sustained] [--duration S] [--raw] [--model-option k=v ...]\n"
+         "Prefills the prompt (with the model's chat template unless --raw), then decodes greedily:\n"
+         "--warmup untimed steps, then --ntok timed steps (512 for --prompt short). Prints one JSON\n"
+         "row per run on stdout (see docs/bench.md) and a summary on stderr.\n"
+         "  --prompt NAME     long = tests/fixtures/bench/library-report-prompt.txt (~3,000 tokens),\n"
+         "                    medium = library-report-prompt-head.txt (~600, the default),\n"
+         "                    short = short-story-prompt.txt\n"
+         "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
+         "  --breakdown       add the split of decode time per step part");
+}
+
+static const char *fixture_for(const char *name) {
+    if (!strcmp(name, "long")) return "library-report-prompt.txt";
+    if (!strcmp(name, "medium")) return "library-report-prompt-head.txt";
+    if (!strcmp(name, "short")) return "short-story-prompt.txt";
+    return NULL;
+}
+
+/* Find a fixture relative to the current directory, else to the binary (build/bin/..). */
+static char *read_fixture(const char *file, char *path, size_t cap, e0_err *e) {
+    snprintf(path, cap, "tests/fixtures/bench/%s", file);
+    if (access(path, R_OK) != 0) {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n > 0) {
+            exe[n] = 0;
+            char *slash = strrchr(exe, '/');
+            if (slash) *slash = 0;
+            snprintf(path, cap, "%s/../../tests/fixtures/bench/%s", exe, file);
+        }
+    }
+    return e0_read_file(path, 16 << 20, NULL, e);
+}
+
+static int argmax(const float *x, int64_t n) {
+    int best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = (int)i;
+    return best;
+}
+
+static json_t *tensor_types_json(const gguf_file *f) {
+    json_t *o = json_object();
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        char buf[32];
+        const char *name = e0_type_name(f->tensors[i].type, buf);
+        json_t *v = json_object_get(o, name);
+        json_object_set_new(o, name, json_integer(v ? json_integer_value(v) + 1 : 1));
+    }
+    return o;
+}
+
+typedef struct {
+    cli_model_opts o;
+    const char *user_file, *prompt_name, *mode;
+    int64_t warmup, ntok, runs, prefill_threads;
+    double duration;
+    bool breakdown, raw, ntok_given;
+} bench_args;
+
+static int parse_args(bench_args *a, int argc, char **argv) {
+    e0_err e;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_model_flag(&a->o, argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
+        const char *f = argv[i], *v;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) return help(), -1;
+        if (!strcmp(f, "--breakdown")) a->breakdown = true;
+        else if (!strcmp(f, "--raw")) a->raw = true;
+        else if (!(v = cli_value(argc, argv, &i))) return 1;
+        else if (!strcmp(f, "--user-file")) a->user_file = v;
+        else if (!strcmp(f, "--prompt")) a->prompt_name = v;
+        else if (!strcmp(f, "--mode")) a->mode = v;
+        else if (!strcmp(f, "--warmup") && e0_parse_i64(v, 0, 1 << 20, &a->warmup, f, &e) < 0) return cli_error("%s", e.msg);
+        else if (!strcmp(f, "--ntok") && e0_parse_i64(v, 1, 1 << 22, &a->ntok, f, &e) < 0) return cli_error("%s", e.msg);
+        else if (!strcmp(f, "--runs") && e0_parse_i64(v, 1, 1000, &a->runs, f, &e) < 0) return cli_error("%s", e.msg);
+        else if (!strcmp(f, "--prefill-threads") && e0_parse_i64(v, 1, 1024, &a->prefill_threads, f, &e) < 0)
+            return cli_error("%s", e.msg);
+        else if (!strcmp(f, "--duration") && e0_parse_f64(v, 0.1, 86400, &a->duration, f, &e) < 0) return cli_error("%s", e.msg);
+        else if (strcmp(f, "--user-file") && strcmp(f, "--prompt") && strcmp(f, "--mode") && strcmp(f, "--warmup") &&
+                 strcmp(f, "--ntok") && strcmp(f, "--runs") && strcmp(f, "--prefill-threads") && strcmp(f, "--duration"))
+            return cli_error("bench: unknown option '%s' (see --help)", f);
+        if (!strcmp(f, "--ntok")) a->ntok_given = true;
+    }
+    if (a->user_file && a->prompt_name) return cli_error("bench: give --user-file or --prompt, not both");
+    if (a->prompt_name && !fixture_for(a->prompt_name))
+        return cli_error("bench: --prompt must be long, medium or short (got '%s')", a->prompt_name);
+    if (strcmp(a->mode, "single") && strcmp(a->mode, "sustained"))
+        return cli_error("bench: --mode must be single or sustained (got '%s')", a->mode);
+    if (!a->ntok_given && a->prompt_name && !strcmp(a->prompt_name, "short")) a->ntok = 512;
+    return 0;
+}
+
+/* Everything measured in one run. */
+typedef struct {
+    double prefill_s, decode_s;
+    int n_decode;
+    double *itl; /* n_decode inter-token latencies */
+    double sustained_s, sustained_tps, sustained_slope;
+    e0_ctx_stats st; /* decode-phase stats */
+    double sampling_s;
+} run_result;
+
+static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_prompt, run_result *r,
+                    e0_energy_reading *en0, e0_energy_reading *en1, e0_err *e) {
+    const e0_model *m = e0_ctx_model(c);
+    const int64_t V = m->hp.n_vocab;
+    e0_ctx_truncate(c, 0);
+    double t0 = e0_now();
+    if (e0_eval(c, prompt, n_prompt, NULL, e) < 0) return -1;
+    int tok = argmax(e0_ctx_logits(c), V);
+    r->prefill_s = e0_now() - t0;
+    for (int64_t k = 0; k < a->warmup; k++) {
+        if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
+        tok = argmax(e0_ctx_logits(c), V);
+    }
+    e0_ctx_reset_stats(c);
+    e0_ctx_enable_timing(c, a->breakdown);
+    e0_energy_read(en0);
+    bool sustained = !strcmp(a->mode, "sustained");
+    double start = e0_now(), prev = start, *rate_t = NULL, *rate_y = NULL, window_start = start;
+    int n_rates = 0, cap = 0, window_start_count = 0;
+    int64_t steps = sustained ? INT64_MAX : a->ntok;
+    r->n_decode = 0;
+    for (int64_t k = 0; k < steps; k++) {
+        if (e0_ctx_pos(c) + 1 > e0_ctx_n_ctx(c)) {
+            if (!sustained) return e0_fail(e, "context full after %d tokens (raise --context)", e0_ctx_pos(c));
+            e0_ctx_truncate(c, n_prompt); /* sustained: start the continuation again */
+        }
+        if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
+        double ts = a->breakdown ? e0_now() : 0;
+        tok = argmax(e0_ctx_logits(c), V);
+        double now = e0_now();
+        if (a->breakdown) r->sampling_s += now - ts;
+        if (r->n_decode < a->ntok) r->itl[r->n_decode] = now - prev;
+        r->n_decode++;
+        prev = now;
+        if (sustained) {
+            if (now - start >= a->duration) break;
+            if (n_rates == cap) { /* one point per second of tok/s */
+                cap = cap ? cap * 2 : 256;
+                double *nt = realloc(rate_t, (size_t)cap * sizeof *rate_t), *ny = nt ? realloc(rate_y, (size_t)cap * sizeof *rate_y) : NULL;
+                if (nt) rate_t = nt;
+                if (ny) rate_y = ny;
+                if (!nt || !ny) {
+                    free(rate_t);
+                    free(rate_y);
+                    return e0_fail(e, "out of memory");
+                }
+            }
+            if (now - window_start >= 1.0) {
+                rate_t[n_rates] = now - start;
+                rate_y[n_rates++] = (r->n_decode - window_start_count) / (now - window_start);
+                window_start = now;
+                window_start_count = r->n_decode;
+            }
+        }
+    }
+    r->decode_s = prev - start;
+    e0_energy_read(en1);
+    e0_ctx_enable_timing(c, false);
+    r->st = *e0_ctx_get_stats(c);
+    if (sustained) {
+        r->sustained_s = r->decode_s;
+        r->sustained_tps = r->n_decode / r->decode_s;
+        r->sustained_slope = n_rates >= 2 ? e0_slope(rate_t, rate_y, (size_t)n_rates) * 60.0 : 0;
+    }
+    free(rate_t);
+    free(rate_y);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_args a = {.warmup = 10, .ntok = 100, .runs = 1, .mode = "single", .duration = 60};
+    int rc = parse_args(&a, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    e0_err e;
+    char prompt_path[PATH_MAX + 64];
+    char *text = a.user_file ? e0_read_file(a.user_file, 16 << 20, NULL, &e)
+                             : read_fixture(fixture_for(a.prompt_name ? a.prompt_name : "medium"), prompt_path,
+                                            sizeof prompt_path, &e);
+    if (a.user_file) snprintf(prompt_path, sizeof prompt_path, "%s", a.user_file);
+    if (!text) return cli_error("bench: %s", e.msg);
+    json_t *system_at_start = e0_system_json();
+
+    e0_model *m;
+    e0_ctx *c;
+    double load0 = e0_now();
+    if (!a.o.n_ctx) a.o.n_ctx = 4096; /* the spec's bench default; -c/--context overrides */
+    if (cli_load_ex(&a.o, 0, (int)a.prefill_threads, &m, &c)) return free(text), json_decref(system_at_start), 1;
+    double load_s = e0_now() - load0;
+    e0_prompt pr;
+    if (e0_prompt_build(m, text, a.raw, &pr, &e) < 0) {
+        e0_ctx_free(c);
+        e0_model_free(m);
+        free(text);
+        json_decref(system_at_start);
+        return cli_error("bench: %s", e.msg);
+    }
+    free(text);
+    int status = 0;
+    json_t *model_json = e0_model_json(m->gguf->path, m->hp.arch_name, tensor_types_json(m->gguf), m->params_total,
+                                       m->params_active, &e);
+    if (!model_json) model_json = e0_unavailable("%s", e.msg);
+    run_result r = {0};
+    r.itl = malloc((size_t)a.ntok * sizeof(double));
+    for (int64_t run = 0; run < a.runs && !status; run++) {
+        e0_energy_reading en0, en1;
+        double *itl = r.itl;
+        memset(&r, 0, sizeof r);
+        r.itl = itl;
+        if (run_once(c, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
+            status = cli_error("bench: %s", e.msg);
+            break;
+        }
+        int n_itl = r.n_decode < a.ntok ? r.n_decode : (int)a.ntok;
+        json_t *row = json_object();
+        json_object_set_new(row, "run", json_integer(run + 1));
+        json_object_set_new(row, "mode", json_string(a.mode));
+        json_object_set_new(row, "prompt_file", json_string(prompt_path));
+        json_object_set_new(row, "chat_template", json_boolean(pr.templated));
+        json_object_set_new(row, "load_seconds", json_real(load_s));
+        json_object_set_new(row, "prefill_seconds", json_real(r.prefill_s));
+        json_object_set_new(row, "prefill_tokens_per_second", json_real(pr.n / r.prefill_s));
+        json_object_set_new(row, "decode_tokens_per_second", json_real(r.n_decode / r.decode_s));
+        json_object_set_new(row, "n_prompt", json_integer(pr.n));
+        json_object_set_new(row, "n_decode", json_integer(r.n_decode));
+        json_object_set_new(row, "n_warmup", json_integer(a.warmup));
+        json_object_set_new(row, "itl", e0_distribution_json(r.itl, (size_t)n_itl));
+        if (!strcmp(a.mode, "sustained")) {
+            json_t *s = json_object();
+            json_object_set_new(s, "seconds", json_real(r.sustained_s));
+            json_object_set_new(s, "mean_tokens_per_second", json_real(r.sustained_tps));
+            json_object_set_new(s, "slope_tokens_per_second_per_minute", json_real(r.sustained_slope));
+            json_object_set_new(row, "sustained", s);
+        }
+        json_object_set_new(row, "memory", e0_memory_json());
+        json_t *io = json_object();
+        json_object_set_new(io, "experts", json_string(m->expert_buf || !m->hp.n_expert ? "resident" : "streamed"));
+        json_object_set_new(io, "expert_bytes_read", json_integer((json_int_t)r.st.expert_bytes_read));
+        json_object_set_new(io, "expert_reads", json_integer((json_int_t)r.st.expert_reads));
+        json_object_set_new(io, "expert_cache_hits", json_integer((json_int_t)r.st.expert_hits));
+        json_object_set_new(io, "expert_cache_misses", json_integer((json_int_t)r.st.expert_misses));
+        json_object_set_new(io, "expert_wait_seconds", json_real(r.st.expert_wait));
+        json_object_set_new(row, "io", io);
+        json_t *cfg = json_object();
+        json_object_set_new(cfg, "threads", json_integer(e0_ctx_n_threads(c)));
+        json_object_set_new(cfg, "prefill_threads", json_integer(e0_ctx_n_threads_prefill(c)));
+        json_object_set_new(cfg, "context", json_integer(e0_ctx_n_ctx(c)));
+        json_object_set_new(cfg, "routing", json_string("actual"));
+        json_object_set_new(cfg, "experts", json_string(m->hp.n_expert ? "resident" : "none (dense model)"));
+        json_object_set_new(cfg, "kv_type", json_string("f32"));
+        json_object_set_new(cfg, "sampling", json_string("greedy"));
+        json_object_set_new(cfg, "chat_template", json_boolean(pr.templated));
+        json_object_set_new(cfg, "warmup", json_integer(a.warmup));
+        json_object_set_new(cfg, "ntok", json_integer(a.ntok));
+        json_object_set_new(row, "config", cfg);
+        json_object_set_new(row, "engine", e0_engine_json(e0_simd_name(e0_simd_level())));
+        json_object_set_new(row, "model", json_deep_copy(model_json));
+        json_object_set_new(row, "system", json_deep_copy(system_at_start));
+        json_object_set_new(row, "energy", e0_energy_json(&en0, &en1, r.n_decode));
+        if (a.breakdown) {
+            double per = 1.0 / (r.n_decode ? r.n_decode : 1);
+            json_t *b = json_object();
+            json_object_set_new(b, "attention_seconds_per_token", json_real(r.st.attention * per));
+            json_object_set_new(b, "router_seconds_per_token", json_real(r.st.router * per));
+            json_object_set_new(b, "expert_compute_seconds_per_token", json_real(r.st.experts * per));
+            json_object_set_new(b, "dense_ffn_seconds_per_token", json_real(r.st.ffn_dense * per));
+            json_object_set_new(b, "expert_wait_seconds_per_token", json_real(r.st.expert_wait * per));
+            json_object_set_new(b, "output_seconds_per_token", json_real(r.st.output * per));
+            json_object_set_new(b, "sampling_seconds_per_token", json_real(r.sampling_s * per));
+            json_object_set_new(b, "total_seconds_per_token", json_real(r.decode_s * per));
+            json_object_set_new(row, "breakdown", b);
+        }
+        char *line = json_dumps(row, JSON_COMPACT);
+        if (line) printf("%s\n", line);
+        fflush(stdout);
+        free(line);
+        json_decref(row);
+        fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s\n",
+                (long long)(run + 1), pr.n, r.prefill_s, pr.n / r.prefill_s, r.n_decode, r.n_decode / r.decode_s);
+    }
+    free(r.itl);
+    json_decref(model_json);
+    json_decref(system_at_start);
+    e0_prompt_free(&pr);
+    e0_ctx_free(c);
+    e0_model_free(m);
+    return status;
+}

@@ -1,0 +1,524 @@
+/* forward.c — the transformer forward pass and the inference context (see engine.h).
+ *
+ * forward_chunk() is the whole model for a chunk of tokens, top to bottom:
+ *   embed -> per layer [RMSNorm -> q,k,v (+bias) -> (q/k norm) -> RoPE -> KV cache -> causal
+ *   attention -> output projection -> residual -> RMSNorm -> FFN (dense SwiGLU, or routed
+ *   experts (+ shared expert)) -> residual] -> final RMSNorm -> logits.
+ * Matrix products take activations converted to each weight type's vec_dot_type (like
+ * llama.cpp); `act` below caches those conversions so q, k and v share one.
+ * Routed experts are computed grouped by expert: every (token, slot) pair that chose expert x is
+ * gathered, so each expert's weights are streamed once per chunk, and results are summed per
+ * token in slot order — the same order whatever the grouping, so results are deterministic. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "kernels.h"
+#include "quant.h"
+
+#define N_ACT_TYPES 4
+
+/* Activations converted to the vec_dot_types they are needed in. */
+typedef struct act_cache {
+    const float *x;
+    int n_tok;
+    int64_t n;
+    uint32_t type[N_ACT_TYPES];
+    bool valid[N_ACT_TYPES];
+    uint8_t *buf[N_ACT_TYPES];
+    size_t stride[N_ACT_TYPES];
+} act_cache;
+
+struct e0_ctx {
+    const e0_model *m;
+    const e0_hparams *hp;
+    e0_pool *pool; /* the pool of the chunk being evaluated: prefill or decode */
+    e0_pool *pool_decode, *pool_prefill;
+    int n_ctx, n_batch, n_threads, n_threads_prefill, pos;
+    bool timing;
+    e0_ctx_stats stats;
+    int64_t q_dim, kv_dim, ff_max;
+    size_t max_act_row; /* bytes of the largest converted activation row */
+
+    float *k_cache, *v_cache; /* [n_layer][n_ctx][kv_dim] */
+    size_t kv_bytes;
+
+    /* scratch, sized for n_batch tokens */
+    float *x, *xn, *q, *k, *v, *att, *hb, *hb2, *logits, *scores;
+    act_cache act;
+    uint8_t *hq;              /* converted FFN hidden rows */
+    /* MoE */
+    float *router;            /* [B][n_expert] */
+    int *sel;                 /* [B][K] chosen experts */
+    float *sel_w;             /* [B][K] their weights */
+    int *pair_of;             /* [B][K] -> pair index (pairs sorted by expert) */
+    int *pair_tok;            /* [B*K] token of each pair */
+    int *expert_start;        /* [n_expert + 1] */
+    uint8_t *pair_xq;         /* gathered converted inputs, [B*K] rows */
+    float *pair_h, *pair_h2;  /* [B*K][n_ff_exp] */
+    float *pair_out;          /* [B*K][n_embd] */
+    e0_matmul *jobs;          /* [2 * n_expert + 4] */
+    size_t scratch_bytes;
+    uint8_t *scratch;
+};
+
+/* The clock, only when timing is on (0 otherwise, so differences are 0). */
+static double clock_if(const e0_ctx *c) { return c->timing ? e0_now() : 0; }
+
+/* ---- activation conversion ---- */
+
+static void act_reset(act_cache *a, const float *x, int n_tok, int64_t n) {
+    a->x = x;
+    a->n_tok = n_tok;
+    a->n = n;
+    memset(a->valid, 0, sizeof a->valid);
+}
+
+/* Rows of the current input converted to `type` (F32 is the input itself). */
+static const uint8_t *act_get(e0_ctx *c, uint32_t type, size_t *stride) {
+    act_cache *a = &c->act;
+    if (type == E0_TYPE_F32) {
+        *stride = (size_t)a->n * sizeof(float);
+        return (const uint8_t *)a->x;
+    }
+    int slot = -1;
+    for (int i = 0; i < N_ACT_TYPES; i++)
+        if (a->valid[i] && a->type[i] == type) {
+            *stride = a->stride[i];
+            return a->buf[i];
+        }
+    for (int i = 0; i < N_ACT_TYPES && slot < 0; i++)
+        if (!a->valid[i]) slot = i;
+    if (slot < 0) slot = 0;
+    a->type[slot] = type;
+    a->stride[slot] = e0_row_size(type, a->n);
+    e0_quantize_rows(c->pool, type, a->x, a->n_tok, a->n, a->buf[slot], a->stride[slot]);
+    a->valid[slot] = true;
+    *stride = a->stride[slot];
+    return a->buf[slot];
+}
+
+static uint32_t vec_dot_type(const e0_weight *w) { return (uint32_t)e0_type_traits_of(w->type)->vec_dot_type; }
+
+/* A job computing y = W x for the n_tok rows of the current activations. */
+static e0_matmul job_for(e0_ctx *c, const e0_weight *w, const uint8_t *wdata, float *y) {
+    size_t stride;
+    const uint8_t *xq = act_get(c, vec_dot_type(w), &stride);
+    return (e0_matmul){.w = wdata, .type = w->type, .n_in = w->ne[0], .n_out = w->ne[1], .row_bytes = w->row_bytes,
+                       .xq = xq, .xq_stride = stride, .n_tok = c->act.n_tok, .y = y, .y_stride = w->ne[1]};
+}
+
+/* y = W x for the current activations (one weight). */
+static void matmul(e0_ctx *c, const e0_weight *w, float *y) {
+    e0_matmul j = job_for(c, w, w->data, y);
+    e0_matmul_run(c->pool, &j, 1);
+}
+
+/* ---- attention ---- */
+
+typedef struct {
+    e0_ctx *c;
+    int il, n_tok, pos0;
+} attn_task;
+
+static void attention_worker(void *arg, int ith, int nth) {
+    const attn_task *t = arg;
+    e0_ctx *c = t->c;
+    const e0_hparams *hp = c->hp;
+    const int64_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *kc = c->k_cache + (size_t)t->il * c->n_ctx * c->kv_dim;
+    const float *vc = c->v_cache + (size_t)t->il * c->n_ctx * c->kv_dim;
+    float *scores = c->scores + (size_t)ith * c->n_ctx;
+    long lo, hi;
+    e0_split((long)t->n_tok * hp->n_head, ith, nth, &lo, &hi);
+    for (long item = lo; item < hi; item++) {
+        int i = (int)(item / hp->n_head);
+        int64_t h = item % hp->n_head, kvh = h / group;
+        int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
+        const float *q = c->q + (size_t)i * c->q_dim + h * hd;
+        for (int j = 0; j < n_keys; j++) {
+            const float *k = kc + (size_t)j * c->kv_dim + kvh * hd;
+            float s = 0;
+            for (int64_t d = 0; d < hd; d++) s += q[d] * k[d];
+            scores[j] = s * scale;
+        }
+        e0_softmax(scores, n_keys);
+        float *out = c->att + (size_t)i * c->q_dim + h * hd;
+        memset(out, 0, (size_t)hd * sizeof(float));
+        for (int j = 0; j < n_keys; j++) {
+            const float *v = vc + (size_t)j * c->kv_dim + kvh * hd;
+            const float p = scores[j];
+            for (int64_t d = 0; d < hd; d++) out[d] += p * v[d];
+        }
+    }
+}
+
+static void attention(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
+    const e0_hparams *hp = c->hp;
+    act_reset(&c->act, c->xn, n_tok, hp->n_embd);
+    e0_matmul qkv[3] = {job_for(c, &L->wq, L->wq.data, c->q), job_for(c, &L->wk, L->wk.data, c->k),
+                        job_for(c, &L->wv, L->wv.data, c->v)};
+    e0_matmul_run(c->pool, qkv, 3);
+    for (int i = 0; i < n_tok; i++) {
+        float *q = c->q + (size_t)i * c->q_dim, *k = c->k + (size_t)i * c->kv_dim, *v = c->v + (size_t)i * c->kv_dim;
+        if (L->bq) {
+            for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
+            for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
+        }
+        for (int64_t h = 0; h < hp->n_head; h++) {
+            float *qh = q + h * hp->head_dim;
+            if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
+            e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+        }
+        for (int64_t h = 0; h < hp->n_head_kv; h++) {
+            float *kh = k + h * hp->head_dim;
+            if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
+            e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+        }
+        size_t at = ((size_t)il * c->n_ctx + (size_t)(pos0 + i)) * c->kv_dim;
+        memcpy(c->k_cache + at, k, (size_t)c->kv_dim * sizeof(float));
+        memcpy(c->v_cache + at, v, (size_t)c->kv_dim * sizeof(float));
+    }
+    attn_task t = {c, il, n_tok, pos0};
+    e0_pool_run(c->pool, attention_worker, &t);
+    act_reset(&c->act, c->att, n_tok, c->q_dim);
+    matmul(c, &L->wo, c->xn); /* xn is free again: use it for the projection */
+}
+
+/* ---- feed-forward ---- */
+
+/* out = down(silu(gate(xn)) * up(xn)) for n_tok rows (dense FFN or shared expert). */
+static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, const e0_weight *down, int n_tok,
+                       float *out) {
+    const int64_t F = gate->ne[1];
+    act_reset(&c->act, c->xn, n_tok, c->hp->n_embd);
+    e0_matmul gu[2] = {job_for(c, gate, gate->data, c->hb), job_for(c, up, up->data, c->hb2)};
+    e0_matmul_run(c->pool, gu, 2);
+    e0_swiglu(c->hb, c->hb2, (int64_t)n_tok * F);
+    act_reset(&c->act, c->hb, n_tok, F);
+    matmul(c, down, out);
+}
+
+/* Route each token: softmax over all experts, keep the top k (ties: lower id), optionally
+ * renormalize the kept weights to sum 1. */
+static void route(e0_ctx *c, int n_tok) {
+    const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
+    for (int i = 0; i < n_tok; i++) {
+        float *p = c->router + (size_t)i * X;
+        e0_softmax(p, X);
+        int *sel = c->sel + (size_t)i * K;
+        float *w = c->sel_w + (size_t)i * K;
+        float sum = 0;
+        for (int64_t s = 0; s < K; s++) {
+            int best = -1;
+            for (int64_t x = 0; x < X; x++) {
+                bool taken = false;
+                for (int64_t r = 0; r < s; r++) taken |= sel[r] == x;
+                if (!taken && (best < 0 || p[x] > p[best])) best = (int)x;
+            }
+            sel[s] = best;
+            w[s] = p[best];
+            sum += p[best];
+        }
+        if (c->hp->moe_norm_topk) {
+            if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+            for (int64_t s = 0; s < K; s++) w[s] /= sum;
+        }
+    }
+}
+
+/* Routed experts for n_tok rows of xn; result (weighted sum) into out. */
+static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
+    const e0_hparams *hp = c->hp;
+    const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, F = hp->n_ff_exp;
+    double t0 = clock_if(c);
+    act_reset(&c->act, c->xn, n_tok, E);
+    matmul(c, &L->router, c->router);
+    route(c, n_tok);
+    double t1 = clock_if(c);
+    c->stats.router += t1 - t0;
+
+    /* Group (token, slot) pairs by expert (counting sort; stable in token order). */
+    int *start = c->expert_start;
+    memset(start, 0, (size_t)(X + 1) * sizeof *start);
+    for (int64_t i = 0; i < n_tok * K; i++) start[c->sel[i] + 1]++;
+    for (int64_t x = 0; x < X; x++) start[x + 1] += start[x];
+    for (int i = 0; i < n_tok; i++)
+        for (int64_t s = 0; s < K; s++) {
+            int x = c->sel[(size_t)i * K + s];
+            int p = start[x]++;
+            c->pair_of[(size_t)i * K + s] = p;
+            c->pair_tok[p] = i;
+        }
+    for (int64_t x = X; x > 0; x--) start[x] = start[x - 1];
+    start[0] = 0;
+
+    /* gate and up for every used expert in one dispatch. */
+    uint32_t tg = vec_dot_type(&L->gate_exps), tu = vec_dot_type(&L->up_exps);
+    size_t sg, su;
+    const uint8_t *xg = act_get(c, tg, &sg);
+    const uint8_t *xu = tu == tg ? xg : act_get(c, tu, &su);
+    if (tu == tg) su = sg;
+    /* Gathered inputs: gate's rows at pair_xq, up's (if another type) after them. */
+    size_t half = (size_t)n_tok * (size_t)K * c->max_act_row;
+    uint8_t *gx = c->pair_xq, *ux = tu == tg ? gx : c->pair_xq + half;
+    for (int p = 0; p < n_tok * K; p++) {
+        memcpy(gx + (size_t)p * sg, xg + (size_t)c->pair_tok[p] * sg, sg);
+        if (tu != tg) memcpy(ux + (size_t)p * su, xu + (size_t)c->pair_tok[p] * su, su);
+    }
+    int nj = 0;
+    for (int64_t x = 0; x < X; x++) {
+        int n = start[x + 1] - start[x];
+        if (!n) continue;
+        const e0_weight *g = &L->gate_exps, *u = &L->up_exps;
+        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(g, x), g->type, E, F, g->row_bytes, gx + (size_t)start[x] * sg, sg,
+                                    n, c->pair_h + (size_t)start[x] * F, F};
+        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(u, x), u->type, E, F, u->row_bytes, ux + (size_t)start[x] * su, su,
+                                    n, c->pair_h2 + (size_t)start[x] * F, F};
+    }
+    e0_matmul_run(c->pool, c->jobs, nj);
+    e0_swiglu(c->pair_h, c->pair_h2, (int64_t)n_tok * K * F);
+
+    /* down for every used expert in one dispatch. */
+    const e0_weight *d = &L->down_exps;
+    uint32_t td = vec_dot_type(d);
+    size_t sd = e0_row_size(td, F);
+    const uint8_t *hx = (const uint8_t *)c->pair_h;
+    if (td != E0_TYPE_F32) {
+        e0_quantize_rows(c->pool, td, c->pair_h, n_tok * (int)K, F, c->pair_xq, sd);
+        hx = c->pair_xq;
+    }
+    nj = 0;
+    for (int64_t x = 0; x < X; x++) {
+        int n = start[x + 1] - start[x];
+        if (!n) continue;
+        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(d, x), d->type, F, E, d->row_bytes, hx + (size_t)start[x] * sd, sd,
+                                    n, c->pair_out + (size_t)start[x] * E, E};
+    }
+    e0_matmul_run(c->pool, c->jobs, nj);
+
+    /* Weighted sum per token, in slot order. */
+    for (int i = 0; i < n_tok; i++) {
+        float *o = out + (size_t)i * E;
+        memset(o, 0, (size_t)E * sizeof(float));
+        for (int64_t s = 0; s < K; s++) {
+            const float w = c->sel_w[(size_t)i * K + s];
+            const float *y = c->pair_out + (size_t)c->pair_of[(size_t)i * K + s] * E;
+            for (int64_t e = 0; e < E; e++) o[e] += w * y[e];
+        }
+    }
+    c->stats.experts += clock_if(c) - t1;
+}
+
+static void ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
+    const e0_hparams *hp = c->hp;
+    double t0 = clock_if(c);
+    if (hp->n_expert == 0) {
+        swiglu_ffn(c, &L->ffn_gate, &L->ffn_up, &L->ffn_down, n_tok, out);
+        c->stats.ffn_dense += clock_if(c) - t0;
+        return;
+    }
+    moe_ffn(c, L, n_tok, out);
+    if (hp->shared_expert) {
+        /* out += sigmoid(w . xn) * shared_expert(xn); att is free here: use it for the result. */
+        float *sh = c->att;
+        swiglu_ffn(c, &L->gate_shexp, &L->up_shexp, &L->down_shexp, n_tok, sh);
+        for (int i = 0; i < n_tok; i++) {
+            const float *xn = c->xn + (size_t)i * hp->n_embd;
+            float g = 0;
+            for (int64_t e = 0; e < hp->n_embd; e++) g += L->shexp_gate_inp[e] * xn[e];
+            g = 1.0f / (1.0f + expf(-g));
+            for (int64_t e = 0; e < hp->n_embd; e++) out[(size_t)i * hp->n_embd + e] += g * sh[(size_t)i * hp->n_embd + e];
+        }
+        c->stats.ffn_dense += clock_if(c) - t0;
+    }
+}
+
+/* ---- the model ---- */
+
+static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
+    c->pool = n_tok > 1 ? c->pool_prefill : c->pool_decode;
+    const e0_model *m = c->m;
+    const e0_hparams *hp = c->hp;
+    const int64_t E = hp->n_embd;
+    const int pos0 = c->pos;
+    float *x = c->x;
+    float *ffn_out = c->q; /* q is free after attention; sized for max(q_dim, n_embd) per token */
+
+    for (int i = 0; i < n_tok; i++) e0_get_row(&m->tok_embd, tokens[i], x + (size_t)i * E);
+
+    for (int64_t il = 0; il < hp->n_layer; il++) {
+        const e0_layer *L = &m->layers[il];
+        double t0 = clock_if(c);
+        for (int i = 0; i < n_tok; i++) e0_rmsnorm(c->xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
+        attention(c, L, (int)il, n_tok, pos0); /* -> c->xn */
+        for (int64_t i = 0; i < n_tok * E; i++) x[i] += c->xn[i];
+        c->stats.attention += clock_if(c) - t0;
+
+        for (int i = 0; i < n_tok; i++) e0_rmsnorm(c->xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
+        ffn(c, L, n_tok, ffn_out);
+        for (int64_t i = 0; i < n_tok * E; i++) x[i] += ffn_out[i];
+    }
+    double t0 = clock_if(c);
+
+    /* Logits: for every token if asked, else only the last. */
+    int first = all_logits ? 0 : n_tok - 1;
+    for (int i = first; i < n_tok; i++) e0_rmsnorm(c->xn + (i - first) * E, x + i * E, m->output_norm, E, hp->rms_eps);
+    act_reset(&c->act, c->xn, n_tok - first, E);
+    float *out = all_logits ? all_logits : c->logits;
+    matmul(c, &m->output, out);
+    if (all_logits) memcpy(c->logits, all_logits + (size_t)(n_tok - 1) * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
+    c->stats.output += clock_if(c) - t0;
+    c->stats.tokens += (uint64_t)n_tok;
+    c->pos += n_tok;
+}
+
+int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
+    const e0_hparams *hp = c->hp;
+    if (n <= 0) return e0_fail(e, "no tokens to evaluate");
+    if ((int64_t)c->pos + n > c->n_ctx)
+        return e0_fail(e, "context overflow: %d tokens in the cache + %d new > context size %d (use -c to raise it)",
+                       c->pos, n, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            return e0_fail(e, "token id %d out of range (vocabulary size %lld)", tokens[i], (long long)hp->n_vocab);
+    for (int done = 0; done < n;) {
+        int chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        forward_chunk(c, tokens + done, chunk, all_logits ? all_logits + (size_t)done * hp->n_vocab : NULL);
+        done += chunk;
+    }
+    return 0;
+}
+
+/* ---- context ---- */
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
+    const e0_hparams *hp = &m->hp;
+    e0_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        e0_fail(e, "out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->hp = hp;
+    c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p && p->n_batch > 0 ? p->n_batch : 256;
+    c->n_threads = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
+    c->n_threads_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->n_threads;
+    int max_threads = c->n_threads > c->n_threads_prefill ? c->n_threads : c->n_threads_prefill;
+    if (c->n_ctx > hp->n_ctx_train) {
+        e0_fail(e, "context size %d exceeds the model's context_length %lld", c->n_ctx, (long long)hp->n_ctx_train);
+        goto fail;
+    }
+    c->q_dim = hp->n_head * hp->head_dim;
+    c->kv_dim = hp->n_head_kv * hp->head_dim;
+    c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
+    c->pool_decode = e0_pool_new(c->n_threads);
+    c->pool_prefill = c->n_threads_prefill == c->n_threads ? c->pool_decode : e0_pool_new(c->n_threads_prefill);
+    if (!c->pool_decode || !c->pool_prefill) {
+        e0_fail(e, "cannot start %d threads", max_threads);
+        goto fail;
+    }
+    c->pool = c->pool_decode;
+
+    /* KV cache */
+    c->kv_bytes = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->kv_dim * sizeof(float);
+    c->k_cache = e0_alloc(E0_MEM_KV, c->kv_bytes);
+    c->v_cache = e0_alloc(E0_MEM_KV, c->kv_bytes);
+    if (!c->k_cache || !c->v_cache) {
+        e0_fail(e, "cannot allocate the KV cache (2 x %zu bytes; lower -c)", c->kv_bytes);
+        goto fail;
+    }
+
+    /* Largest converted activation row: any vec_dot_type for any input width we use. */
+    int64_t widths[] = {hp->n_embd, c->q_dim, c->ff_max, hp->n_ff_exp};
+    uint32_t vtypes[] = {E0_TYPE_Q8_0, E0_TYPE_Q8_1, E0_TYPE_Q8_K, E0_TYPE_F32};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++) {
+            const e0_type_traits *tt = e0_type_traits_of(vtypes[j]);
+            int64_t w = widths[i];
+            if (w <= 0) continue;
+            int64_t blocks = (w + tt->block_size - 1) / tt->block_size;
+            c->max_act_row = max_sz(c->max_act_row, (size_t)blocks * tt->type_size);
+        }
+
+    /* Scratch: one allocation carved into buffers. */
+    const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, X = (size_t)hp->n_expert,
+                 K = (size_t)(hp->n_expert_used ? hp->n_expert_used : 1), F = (size_t)hp->n_ff_exp;
+    const size_t QE = max_sz((size_t)c->q_dim, E); /* q doubles as the FFN output buffer */
+    struct {
+        void **ptr;
+        size_t bytes;
+    } parts[] = {
+        {(void **)&c->x, B * E * 4},
+        {(void **)&c->xn, B * QE * 4},
+        {(void **)&c->q, B * QE * 4},
+        {(void **)&c->k, B * (size_t)c->kv_dim * 4},
+        {(void **)&c->v, B * (size_t)c->kv_dim * 4},
+        {(void **)&c->att, B * QE * 4},
+        {(void **)&c->hb, B * max_sz((size_t)c->ff_max, E) * 4},
+        {(void **)&c->hb2, B * max_sz((size_t)c->ff_max, E) * 4},
+        {(void **)&c->logits, (size_t)hp->n_vocab * 4},
+        {(void **)&c->scores, (size_t)max_threads * (size_t)c->n_ctx * 4},
+        {(void **)&c->act.buf[0], B * c->max_act_row},
+        {(void **)&c->act.buf[1], B * c->max_act_row},
+        {(void **)&c->act.buf[2], B * c->max_act_row},
+        {(void **)&c->act.buf[3], B * c->max_act_row},
+        {(void **)&c->router, X ? B * X * 4 : 0},
+        {(void **)&c->sel, X ? B * K * sizeof(int) : 0},
+        {(void **)&c->sel_w, X ? B * K * 4 : 0},
+        {(void **)&c->pair_of, X ? B * K * sizeof(int) : 0},
+        {(void **)&c->pair_tok, X ? B * K * sizeof(int) : 0},
+        {(void **)&c->expert_start, X ? (X + 1) * sizeof(int) : 0},
+        {(void **)&c->pair_xq, X ? 2 * B * K * c->max_act_row : 0},
+        {(void **)&c->pair_h, X ? B * K * F * 4 : 0},
+        {(void **)&c->pair_h2, X ? B * K * F * 4 : 0},
+        {(void **)&c->pair_out, X ? B * K * E * 4 : 0},
+        {(void **)&c->jobs, (2 * X + 4) * sizeof(e0_matmul)},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) total += (parts[i].bytes + 63) & ~(size_t)63;
+    c->scratch_bytes = total;
+    if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, total))) {
+        e0_fail(e, "cannot allocate %zu bytes of scratch buffers", total);
+        goto fail;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        *parts[i].ptr = parts[i].bytes ? c->scratch + off : NULL;
+        off += (parts[i].bytes + 63) & ~(size_t)63;
+    }
+    return c;
+fail:
+    e0_ctx_free(c);
+    return NULL;
+}
+
+void e0_ctx_free(e0_ctx *c) {
+    if (!c) return;
+    if (c->pool_prefill != c->pool_decode) e0_pool_free(c->pool_prefill);
+    e0_pool_free(c->pool_decode);
+    e0_free(E0_MEM_KV, c->k_cache, c->kv_bytes);
+    e0_free(E0_MEM_KV, c->v_cache, c->kv_bytes);
+    e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
+    free(c);
+}
+
+const float *e0_ctx_logits(const e0_ctx *c) { return c->logits; }
+int e0_ctx_pos(const e0_ctx *c) { return c->pos; }
+int e0_ctx_n_ctx(const e0_ctx *c) { return c->n_ctx; }
+int e0_ctx_n_threads(const e0_ctx *c) { return c->n_threads; }
+const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
+
+void e0_ctx_truncate(e0_ctx *c, int pos) {
+    if (pos >= 0 && pos < c->pos) c->pos = pos;
+}
+int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->n_threads_prefill; }
+void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->timing = on; }
+const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c) { return &c->stats; }
+void e0_ctx_reset_stats(e0_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }

@@ -1,0 +1,33 @@
+/* sample.h — choosing the next token from logits.
+ *
+ * The chain is llama.cpp's default order: repetition penalty -> top-k -> top-p -> min-p ->
+ * temperature -> draw. temp == 0 means greedy (argmax after the penalty). Same seed, same
+ * logits -> same tokens. The sampler allocates its buffers once; sampling allocates nothing. */
+#ifndef E0_SAMPLE_H
+#define E0_SAMPLE_H
+
+#include <stdint.h>
+
+typedef struct e0_sampler_params {
+    float temp;           /* 0 = greedy */
+    int top_k;            /* 0 = off */
+    float top_p;          /* 1 = off */
+    float min_p;          /* 0 = off */
+    float repeat_penalty; /* 1 = off */
+    int repeat_last_n;    /* how many recent tokens the penalty looks at */
+    uint64_t seed;
+} e0_sampler_params;
+
+/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.0 over 64. */
+e0_sampler_params e0_sampler_defaults(void);
+
+typedef struct e0_sampler e0_sampler;
+e0_sampler *e0_sampler_new(const e0_sampler_params *p, int64_t n_vocab);
+void e0_sampler_free(e0_sampler *s);
+/* Pick a token (does not record it; call e0_sampler_accept with what was actually used). */
+int e0_sample(e0_sampler *s, const float *logits);
+/* Record a token of the context (prompt or generated) for the repetition penalty. */
+void e0_sampler_accept(e0_sampler *s, int token);
+void e0_sampler_reset(e0_sampler *s);
+
+#endif

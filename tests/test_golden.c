@@ -1,0 +1,164 @@
+/* test_golden.c — every model in ../shared/golden against its reference (llama.cpp) outputs,
+ * through the CLI exactly as outside checks use it: `logits` rows within the README's tolerances
+ * (rows with near-tie routing excluded) and `run --print-ids` greedy prefixes (must_match ids).
+ * Any other *.gguf with a .golden.json placed there is checked the same way. */
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "t.h"
+
+static char *ids_csv(json_t *arr) {
+    size_t n = json_array_size(arr), cap = n * 12 + 2, len = 0;
+    char *s = malloc(cap);
+    s[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(arr, i)));
+    return s;
+}
+
+/* Run a shell command, capture stdout (up to cap bytes). Returns exit status. */
+static int run_cmd(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = out ? fread(out, 1, cap - 1, p) : 0;
+    if (out) out[n] = 0;
+    else {
+        char buf[4096];
+        while (fread(buf, 1, sizeof buf, p) > 0) {
+        }
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void check_logits_case(const char *model, json_t *gold, json_t *cs, int64_t n_vocab) {
+    double R = json_real_value(json_object_get(json_object_get(gold, "tolerance"), "rel_rms"));
+    double M = json_real_value(json_object_get(json_object_get(gold, "tolerance"), "max_abs_over_std"));
+    json_t *tokens = json_object_get(cs, "tokens"), *rows = json_object_get(cs, "rows"),
+           *ties = json_object_get(cs, "routing_near_tie_rows"), *ref = json_object_get(cs, "logits");
+    char out[256], *csv = ids_csv(tokens), *cmd = malloc(strlen(csv) + 1024);
+    snprintf(out, sizeof out, "%s/test-logits-%d.bin", t_build(), (int)getpid());
+    sprintf(cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s", t_build(), model, csv, out);
+    int rc = run_cmd(cmd, NULL, 0);
+    CHECKF(rc == 0, "logits exited %d", rc);
+    size_t n_tok = json_array_size(tokens), count = n_tok * (size_t)n_vocab;
+    float *x = malloc(count * sizeof(float));
+    FILE *f = fopen(out, "rb");
+    size_t got = f ? fread(x, sizeof(float), count, f) : 0;
+    if (f) {
+        CHECKF(fgetc(f) == EOF, "logits file longer than %zu floats", count);
+        fclose(f);
+    }
+    CHECKF(got == count, "logits file has %zu floats, expected %zu", got, count);
+    if (got == count) {
+        double worst_rel = 0, worst_abs = 0;
+        int checked = 0;
+        for (size_t j = 0; j < json_array_size(rows); j++) {
+            json_int_t pos = json_integer_value(json_array_get(rows, j));
+            int tie = 0;
+            for (size_t k = 0; k < json_array_size(ties); k++) tie |= json_integer_value(json_array_get(ties, k)) == pos;
+            if (tie) continue;
+            json_t *r = json_array_get(ref, j);
+            CHECKF((int64_t)json_array_size(r) == n_vocab, "reference row size");
+            double mean = 0, var = 0, se = 0, maxd = 0;
+            for (int64_t v = 0; v < n_vocab; v++) mean += json_number_value(json_array_get(r, (size_t)v));
+            mean /= (double)n_vocab;
+            for (int64_t v = 0; v < n_vocab; v++) {
+                double rv = json_number_value(json_array_get(r, (size_t)v)), d = x[(size_t)pos * n_vocab + v] - rv;
+                var += (rv - mean) * (rv - mean);
+                se += d * d;
+                if (fabs(d) > maxd || isnan(d)) maxd = isnan(d) ? INFINITY : fabs(d);
+            }
+            double sd = sqrt(var / (double)n_vocab), rel = sqrt(se / (double)n_vocab) / sd, mx = maxd / sd;
+            if (rel > worst_rel || isnan(rel)) worst_rel = rel;
+            if (mx > worst_abs || isnan(mx)) worst_abs = mx;
+            CHECKF(rel <= R && mx <= M, "%s row %lld: rel_rms %.3g (limit %g), max_abs/std %.3g (limit %g)",
+                   json_string_value(json_object_get(cs, "name")), (long long)pos, rel, R, mx, M);
+            checked++;
+        }
+        printf("  %s %s: %d rows, worst rel_rms %.2e, worst max_abs/std %.2e\n", model,
+               json_string_value(json_object_get(cs, "name")), checked, worst_rel, worst_abs);
+    }
+    unlink(out);
+    free(x);
+    free(csv);
+    free(cmd);
+}
+
+static void check_greedy(const char *model, json_t *g) {
+    json_t *prompt = json_object_get(g, "prompt"), *ids = json_object_get(g, "ids");
+    json_int_t n = json_integer_value(json_object_get(g, "n")), must = json_integer_value(json_object_get(g, "must_match"));
+    char *csv = ids_csv(prompt), *cmd = malloc(strlen(csv) + 1024), *out = malloc(1 << 16);
+    sprintf(cmd, "%s/bin/edge0-infer run --model %s --tokens %s -n %lld --temp 0 --print-ids", t_build(), model, csv,
+            (long long)n);
+    int rc = run_cmd(cmd, out, 1 << 16);
+    CHECKF(rc == 0, "run exited %d", rc);
+    char *p = out;
+    json_int_t k = 0, matched = 0;
+    int ok = 1;
+    for (; k < n; k++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        p = end;
+        if (k < must) {
+            if (v != json_integer_value(json_array_get(ids, (size_t)k))) ok = 0;
+            else if (ok) matched++;
+        }
+    }
+    CHECKF(k == n, "%s: got %lld ids, expected exactly %lld", json_string_value(json_object_get(g, "name")), (long long)k,
+           (long long)n);
+    CHECKF(ok && matched == must, "%s: first mismatch at %lld (must match %lld)", json_string_value(json_object_get(g, "name")),
+           (long long)matched, (long long)must);
+    free(csv);
+    free(cmd);
+    free(out);
+}
+
+static void check_model(const char *dir, const char *json_name) {
+    char path[1024], model[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, json_name);
+    json_error_t je;
+    json_t *gold = json_load_file(path, 0, &je);
+    CHECKF(gold != NULL, "cannot parse %s: %s", path, je.text);
+    if (!gold) return;
+    snprintf(model, sizeof model, "%s/%s", dir, json_string_value(json_object_get(gold, "model")));
+    int64_t n_vocab = json_integer_value(json_object_get(gold, "n_vocab"));
+    json_t *cs;
+    size_t i;
+    json_array_foreach(json_object_get(gold, "cases"), i, cs) check_logits_case(model, gold, cs, n_vocab);
+    json_array_foreach(json_object_get(gold, "greedy"), i, cs) check_greedy(model, cs);
+    json_decref(gold);
+}
+
+int main(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/golden", t_shared());
+    DIR *d = opendir(dir);
+    t_begin("golden directory present");
+    CHECKF(d != NULL, "cannot open %s", dir);
+    t_end();
+    if (!d) return T_DONE();
+    char *names[256];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 256) {
+        size_t len = strlen(de->d_name);
+        if (len > 12 && !strcmp(de->d_name + len - 12, ".golden.json")) names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "golden %s", names[i]);
+        t_begin(name);
+        check_model(dir, names[i]);
+        t_end();
+        free(names[i]);
+    }
+    return T_DONE();
+}

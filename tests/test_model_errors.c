@@ -1,0 +1,194 @@
+/* test_model_errors.c — malformed models and bad flags through the CLI: each must give exactly one
+ * clear error line on stderr and exit status 1 (never a crash or a silently wrong answer).
+ * Broken models are made by rewriting a small golden model with one thing changed. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "quant.h"
+#include "t.h"
+
+static char dir[512];
+
+/* A rewrite of `src`: kv `key` replaced by a u32/i-value or string (or dropped), tensor `drop`
+ * left out. */
+typedef struct {
+    const char *key;
+    int kind; /* 0: none, 1: u32 value, 2: string value, 3: drop key */
+    uint32_t u32;
+    const char *str;
+    const char *drop_tensor;
+    const char *short_arr; /* a string/number array key to shorten by one element */
+} mutation;
+
+static int rewrite(const char *src, const char *dst, const mutation *mu) {
+    e0_err e;
+    gguf_file *f = gguf_open(src, &e);
+    if (!f) return printf("  cannot open %s: %s\n", src, e.msg), -1;
+    gguf_writer *w = gguf_writer_open(dst, &e);
+    if (!w) return gguf_close(f), -1;
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        const gguf_kv *kv = &f->kv[i];
+        if (mu->key && !strcmp(kv->key, mu->key)) {
+            if (mu->kind == 1) gguf_writer_kv_u32(w, kv->key, mu->u32);
+            else if (mu->kind == 2) gguf_writer_kv_str(w, kv->key, mu->str);
+            continue;
+        }
+        if (mu->short_arr && !strcmp(kv->key, mu->short_arr) && kv->type == GGUF_ARR) {
+            gguf_kv copy = *kv;
+            copy.v.arr.n--;
+            gguf_writer_kv_copy(w, &copy);
+            continue;
+        }
+        gguf_writer_kv_copy(w, kv);
+    }
+    if (mu->key && mu->kind == 1 && !gguf_find(f, mu->key)) gguf_writer_kv_u32(w, mu->key, mu->u32);
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        if (mu->drop_tensor && !strcmp(t->name, mu->drop_tensor)) continue;
+        gguf_writer_tensor(w, t->name, t->n_dims, t->ne, t->type);
+    }
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        if (mu->drop_tensor && !strcmp(t->name, mu->drop_tensor)) continue;
+        void *buf = malloc(t->nbytes);
+        gguf_read(f, t->offset, buf, t->nbytes, &e);
+        gguf_writer_data(w, buf, t->nbytes);
+        free(buf);
+    }
+    gguf_close(f);
+    return gguf_writer_close(w, &e);
+}
+
+/* Run the CLI; expect exit 1 and exactly one non-empty stderr line containing `want`. */
+static void expect_error(const char *args, const char *want) {
+    char cmd[4096], errf[600], line[2048] = "";
+    snprintf(errf, sizeof errf, "%s/stderr.txt", dir);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer %s >/dev/null 2>%s", t_build(), args, errf);
+    int st = system(cmd);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    CHECKF(rc == 1, "'%s' exited %d, expected 1", args, rc);
+    FILE *f = fopen(errf, "r");
+    int lines = 0;
+    char buf[2048];
+    while (f && fgets(buf, sizeof buf, f)) {
+        if (!lines) snprintf(line, sizeof line, "%s", buf);
+        lines++;
+    }
+    if (f) fclose(f);
+    CHECKF(lines == 1, "'%s': %d stderr lines, expected 1", args, lines);
+    CHECKF(strstr(line, want) != NULL, "'%s': error '%s' does not mention '%s'", args, line, want);
+}
+
+static void broken_model(const char *name, const char *base, mutation mu, const char *want) {
+    char src[600], dst[700], args[1600];
+    snprintf(src, sizeof src, "%s/golden/%s", t_shared(), base);
+    snprintf(dst, sizeof dst, "%s/%s.gguf", dir, name);
+    for (char *c = dst + strlen(dir) + 1; *c; c++) /* a file name without spaces or shell characters */
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.')) *c = '_';
+    t_begin(name);
+    CHECKF(rewrite(src, dst, &mu) == 0, "could not write %s", dst);
+    snprintf(args, sizeof args, "logits --model %s --tokens 1,2 --out %s/x.bin", dst, dir);
+    expect_error(args, want);
+    snprintf(args, sizeof args, "info --model %s", dst);
+    expect_error(args, want);
+    t_end();
+    unlink(dst);
+}
+
+/* Patch the u32 type field of tensor `name`'s info in file `path`. */
+static int patch_tensor_type(const char *path, const char *name, uint32_t type) {
+    size_t len;
+    e0_err e;
+    char *buf = e0_read_file(path, 1 << 26, &len, &e);
+    if (!buf) return -1;
+    size_t nl = strlen(name);
+    for (size_t i = 8; i + nl + 4 < len; i++) {
+        uint64_t sl;
+        memcpy(&sl, buf + i - 8, 8);
+        if (sl != nl || memcmp(buf + i, name, nl)) continue;
+        uint32_t nd;
+        memcpy(&nd, buf + i + nl, 4);
+        size_t at = i + nl + 4 + (size_t)nd * 8;
+        memcpy(buf + at, &type, 4);
+        FILE *f = fopen(path, "wb");
+        fwrite(buf, 1, len, f);
+        fclose(f);
+        free(buf);
+        return 0;
+    }
+    free(buf);
+    return -1;
+}
+
+int main(void) {
+    e0_quant_init(E0_SIMD_AVX512);
+    snprintf(dir, sizeof dir, "%s/test-model-errors", t_build());
+    mkdir(dir, 0755);
+    const char *moe = "stories260K-moe4.gguf", *dense = "stories260K.gguf";
+    broken_model("block_count 100000", dense, (mutation){.key = "llama.block_count", .kind = 1, .u32 = 100000}, "block_count");
+    broken_model("embedding_length mismatch", dense, (mutation){.key = "llama.embedding_length", .kind = 1, .u32 = 128}, "shape");
+    broken_model("head_count 0", dense, (mutation){.key = "llama.attention.head_count", .kind = 1, .u32 = 0}, "head_count");
+    broken_model("expert_used_count > expert_count", moe, (mutation){.key = "llama.expert_used_count", .kind = 1, .u32 = 5}, "expert_used_count");
+    broken_model("missing tensor", dense, (mutation){.drop_tensor = "blk.1.ffn_norm.weight"}, "blk.1.ffn_norm.weight");
+    broken_model("missing rms epsilon", dense, (mutation){.key = "llama.attention.layer_norm_rms_epsilon", .kind = 3}, "layer_norm_rms_epsilon");
+    broken_model("unsupported architecture", dense, (mutation){.key = "general.architecture", .kind = 2, .str = "mamba"}, "mamba");
+    broken_model("scores shorter than tokens", dense, (mutation){.short_arr = "tokenizer.ggml.scores"}, "tokenizer.ggml.scores");
+    broken_model("token_type shorter than tokens", dense, (mutation){.short_arr = "tokenizer.ggml.token_type"}, "tokenizer.ggml.token_type");
+    broken_model("bos id >= n_vocab", dense, (mutation){.key = "tokenizer.ggml.bos_token_id", .kind = 1, .u32 = 512}, "bos");
+    broken_model("eos id >= n_vocab", dense, (mutation){.key = "tokenizer.ggml.eos_token_id", .kind = 1, .u32 = 70000}, "eos");
+
+    char model[600], args[1600], path[700];
+    snprintf(model, sizeof model, "%s/golden/%s", t_shared(), dense);
+
+    t_begin("unsupported tensor type names type and tensor");
+    snprintf(path, sizeof path, "%s/type4.gguf", dir);
+    mutation none = {0};
+    CHECK(rewrite(model, path, &none) == 0);
+    CHECK(patch_tensor_type(path, "output_norm.weight", 4) == 0);
+    snprintf(args, sizeof args, "logits --model %s --tokens 1 --out %s/x.bin", path, dir);
+    expect_error(args, "output_norm.weight");
+    expect_error(args, "4");
+    t_end();
+
+    t_begin("truncated file");
+    snprintf(args, sizeof args, "head -c 600000 %s > %s/trunc.gguf", model, dir);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "run --model %s/trunc.gguf --tokens 1 -n 2 --temp 0 --print-ids", dir);
+    expect_error(args, "trunc.gguf");
+    t_end();
+
+    t_begin("missing file, directory");
+    expect_error("info --model /nonexistent/model.gguf", "/nonexistent/model.gguf");
+    snprintf(args, sizeof args, "info --model %s", dir);
+    expect_error(args, dir);
+    t_end();
+
+    t_begin("context overflow");
+    snprintf(args, sizeof args, "run --model %s --tokens 1,2,3,4,5,6 -n 8 -c 8 --temp 0 --print-ids", model);
+    expect_error(args, "context");
+    snprintf(args, sizeof args, "logits --model %s -c 4 --tokens 1,2,3,4,5 --out %s/x.bin", model, dir);
+    expect_error(args, "context");
+    t_end();
+
+    t_begin("bad flag values");
+    snprintf(args, sizeof args, "run --model %s --tokens 1 -n abc --temp 0 --print-ids", model);
+    expect_error(args, "-n");
+    snprintf(args, sizeof args, "run --model %s --tokens 1 -n 4 -t 0 --temp 0", model);
+    expect_error(args, "-t");
+    snprintf(args, sizeof args, "run --model %s --tokens 1,,2 -n 4 --temp 0", model);
+    expect_error(args, "--tokens");
+    snprintf(args, sizeof args, "run --model %s --tokens 1,512 -n 4 --temp 0", model);
+    expect_error(args, "512");
+    snprintf(args, sizeof args, "run --model %s --tokens 1 -n 4 --bogus", model);
+    expect_error(args, "--bogus");
+    snprintf(args, sizeof args, "logits --model %s --tokens 1", model);
+    expect_error(args, "--out");
+    expect_error("frobnicate", "frobnicate");
+    t_end();
+    return T_DONE();
+}

@@ -1,0 +1,113 @@
+/* test_sample.c — the sampling chain: greedy, top-k against a full sort, top-p/min-p cut-offs,
+ * repetition penalty, seeds. */
+#include "sample.h"
+#include "t.h"
+
+#define NV 1000
+
+static void fill(float *l, unsigned seed) {
+    for (int i = 0; i < NV; i++) {
+        seed = seed * 1103515245u + 12345u;
+        l[i] = (float)((seed >> 8) % 10000) / 1000.0f - 5.0f;
+    }
+}
+
+static int argmax(const float *l) {
+    int b = 0;
+    for (int i = 1; i < NV; i++)
+        if (l[i] > l[b]) b = i;
+    return b;
+}
+
+static void test_greedy(void) {
+    float l[NV];
+    for (unsigned s = 1; s < 20; s++) {
+        fill(l, s);
+        e0_sampler_params p = e0_sampler_defaults();
+        p.temp = 0;
+        e0_sampler *sm = e0_sampler_new(&p, NV);
+        CHECK(e0_sample(sm, l) == argmax(l));
+        e0_sampler_free(sm);
+    }
+}
+
+static void test_top_k_membership(void) {
+    float l[NV];
+    fill(l, 7);
+    /* rank of every id */
+    int rank[NV];
+    for (int i = 0; i < NV; i++) {
+        rank[i] = 0;
+        for (int j = 0; j < NV; j++) rank[i] += l[j] > l[i] || (l[j] == l[i] && j < i);
+    }
+    for (int k = 1; k <= 50; k += 7) {
+        e0_sampler_params p = {.temp = 5.0f, .top_k = k, .top_p = 1, .min_p = 0, .repeat_penalty = 1, .seed = 3};
+        e0_sampler *sm = e0_sampler_new(&p, NV);
+        int seen_max_rank = 0;
+        for (int it = 0; it < 300; it++) {
+            int id = e0_sample(sm, l);
+            CHECKF(rank[id] < k, "k=%d drew rank %d", k, rank[id]);
+            if (rank[id] > seen_max_rank) seen_max_rank = rank[id];
+        }
+        if (k > 1) CHECKF(seen_max_rank > 0, "k=%d: a hot temperature should draw more than the top token", k);
+        e0_sampler_free(sm);
+    }
+}
+
+static void test_cutoffs(void) {
+    float l[NV];
+    fill(l, 11);
+    e0_sampler_params p = {.temp = 1.0f, .top_k = 0, .top_p = 1e-6f, .min_p = 0, .repeat_penalty = 1, .seed = 5};
+    e0_sampler *sm = e0_sampler_new(&p, NV);
+    for (int it = 0; it < 50; it++) CHECK(e0_sample(sm, l) == argmax(l));
+    e0_sampler_free(sm);
+    p.top_p = 1;
+    p.min_p = 1.0f;
+    sm = e0_sampler_new(&p, NV);
+    for (int it = 0; it < 50; it++) CHECK(e0_sample(sm, l) == argmax(l));
+    e0_sampler_free(sm);
+}
+
+static void test_seed(void) {
+    float l[NV];
+    fill(l, 13);
+    e0_sampler_params p = e0_sampler_defaults();
+    p.temp = 2.0f;
+    p.seed = 42;
+    int a[64], b[64], differ = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        e0_sampler *sm = e0_sampler_new(&p, NV);
+        for (int i = 0; i < 64; i++) (pass ? b : a)[i] = e0_sample(sm, l);
+        e0_sampler_free(sm);
+    }
+    for (int i = 0; i < 64; i++) CHECK(a[i] == b[i]);
+    p.seed = 43;
+    e0_sampler *sm = e0_sampler_new(&p, NV);
+    for (int i = 0; i < 64; i++) differ += e0_sample(sm, l) != a[i];
+    e0_sampler_free(sm);
+    CHECKF(differ > 0, "another seed should give another sequence");
+}
+
+static void test_repeat_penalty(void) {
+    float l[NV];
+    for (int i = 0; i < NV; i++) l[i] = 0;
+    l[10] = 2.0f;
+    l[20] = 1.5f;
+    e0_sampler_params p = {.temp = 0, .repeat_penalty = 2.0f, .repeat_last_n = 8};
+    e0_sampler *sm = e0_sampler_new(&p, NV);
+    CHECK(e0_sample(sm, l) == 10);
+    e0_sampler_accept(sm, 10); /* 2.0 / 2 = 1.0 < 1.5 */
+    CHECK(e0_sample(sm, l) == 20);
+    for (int i = 0; i < 8; i++) e0_sampler_accept(sm, 500); /* 10 falls out of the window */
+    CHECK(e0_sample(sm, l) == 10);
+    e0_sampler_free(sm);
+}
+
+int main(void) {
+    RUN(test_greedy);
+    RUN(test_top_k_membership);
+    RUN(test_cutoffs);
+    RUN(test_seed);
+    RUN(test_repeat_penalty);
+    return T_DONE();
+}
