@@ -7,7 +7,7 @@
  * file is written streaming, in parallel, with identical bytes for identical parameters.
  *
  * Quantized weights are by default drawn directly as blocks (random codes, random sub-block
- * scales and mins, an fp16 scale giving the intended std after dequantization): ~0.1 ns per
+ * scales and mins, an fp16 scale giving the intended std after dequantization): 0.2-1.5 ns per
  * weight, so a 30 B-parameter Q4_K model is limited by the disk, not the CPU. The alternative
  * (`quantize`: float weights through the type's reference quantizer, as llama-quantize would
  * store them) costs ~200 ns per weight for the K-quants — hours for such a model — and only

@@ -1,8 +1,9 @@
 /* synth_blocks.c — quantized synth weights drawn directly as blocks (the default path of
  * `synth`): random codes, random sub-block scales and mins, and an fp16 block scale chosen so
  * that the dequantized weights have mean ~0 and the requested standard deviation. This costs a
- * few PRNG words per block (~0.1 ns per weight) where float generation + the reference K-quant
- * quantizer costs ~200 ns per weight, which made a 30 B-parameter model take hours.
+ * few PRNG words per block (0.2-0.4 ns per weight for K-quants, ~1 ns for the 32-element
+ * types) where float generation + the reference K-quant quantizer costs ~200 ns per weight,
+ * which made a 30 B-parameter model take hours.
  *
  * Every block is a function of (tensor key, block index) only: word k of block b is
  * splitmix64 of counter b * WORDS_PER_BLOCK + k, so the bytes do not depend on how the tensor

@@ -9,7 +9,7 @@
  *
  * Two ways to produce a tensor's bytes:
  *  - direct (default for quantized types): blocks drawn from the PRNG by synth_blocks.c, with
- *    the intended mean and std after dequantization; ~0.1 ns per weight.
+ *    the intended mean and std after dequantization; 0.2-1.5 ns per weight.
  *  - float (F32/F16/BF16 always; quantized types with synth_params.quantize): element i of
  *    tensor T is a function of (seed, name of T, i) — splitmix64 of a counter turned into an
  *    approximately normal value (sum of four 16-bit uniforms) — then the type's reference

@@ -496,6 +496,17 @@ static void test_cli(void) {
         CHECK(gguf_get_str(f, "tokenizer.chat_template", &s, &e) == 1 && strstr(s->s, "m.content"));
         gguf_close(f);
     }
+    /* --quantize: the float + reference-quantizer path, other bytes than the default */
+    const char *qa = tmp_path("cli_q.gguf"), *qd = tmp_path("cli_d.gguf");
+    snprintf(args, sizeof args, "--arch llama --type q4_k --n-layer 1 --out %s --quantize", qa);
+    CHECKF(run_cli(args, err, sizeof err) == 0, "%s", err);
+    snprintf(args, sizeof args, "--arch llama --type q4_k --n-layer 1 --out %s", qd);
+    CHECKF(run_cli(args, err, sizeof err) == 0, "%s", err);
+    size_t na = 0, nd = 0;
+    uint8_t *ba = slurp(qa, &na), *bd = slurp(qd, &nd);
+    CHECK(ba && bd && na == nd && na > 0 && memcmp(ba, bd, na) != 0);
+    free(ba);
+    free(bd);
     static const char *const bad[][2] = {
         {"--out X", "--arch"},
         {"--arch llama", "--out"},

@@ -29,7 +29,7 @@ static void usage(FILE *f) {
             "  --quantize            quantized types: draw float weights and run the reference quantizer\n"
             "                        (codes like llama-quantize's, but ~200 ns/weight for K-quants: hours for\n"
             "                        a 30B model). Default: draw the quantized blocks directly (random codes and\n"
-            "                        sub-block scales with the same mean/std; ~0.1 ns/weight, disk-bound)\n"
+            "                        sub-block scales with the same mean/std; 0.2-1.5 ns/weight, disk-bound)\n"
             "  --threads N           generation/quantization threads (default 2)\n"
             "  --progress            progress on stderr even when it is not a terminal\n",
             synth_shape_names());
