@@ -112,9 +112,11 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         p->n_ff_exp = s->n_ff_exp;
         if (p->arch == SYNTH_QWEN2MOE) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
     } else if (p->arch == SYNTH_LLAMA && strcmp(s->name, "tiny") != 0) {
-        /* llama MoE (Mixtral): experts are n_ff wide; tiny llama stays dense */
+        /* llama MoE (Mixtral): experts are n_ff wide, so n_ff takes the shape's expert width;
+         * tiny llama stays dense */
         p->n_expert = s->n_expert;
         p->n_expert_used = s->n_expert_used;
+        p->n_ff = s->n_ff_exp;
     }
     p->rope_base = s->rope_base ? s->rope_base : qwen ? 1e6 : 1e4;
     p->rms_eps = s->rms_eps ? s->rms_eps : qwen ? 1e-6 : 1e-5;

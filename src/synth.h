@@ -4,7 +4,15 @@
  * architecture (llama, qwen2, qwen3, qwen2moe, qwen3moe), a usable tokenizer (SentencePiece-style
  * for llama, byte-level BPE for qwen*), and weights drawn from a counter-based PRNG keyed by
  * (seed, tensor name, element index): any tensor, any row, can be generated on its own, so the
- * file is written streaming, in parallel, with identical bytes for identical parameters. */
+ * file is written streaming, in parallel, with identical bytes for identical parameters.
+ *
+ * Quantized weights are by default drawn directly as blocks (random codes, random sub-block
+ * scales and mins, an fp16 scale giving the intended std after dequantization): 0.2-1.5 ns per
+ * weight, so a 30 B-parameter Q4_K model is limited by the disk, not the CPU. The alternative
+ * (`quantize`: float weights through the type's reference quantizer, as llama-quantize would
+ * store them) costs ~200 ns per weight for the K-quants — hours for such a model — and only
+ * matters when the codes must look like those of a real quantizer (e.g. quantization-error
+ * studies). F32/F16/BF16 weights are always generated as floats. */
 #ifndef E0_SYNTH_H
 #define E0_SYNTH_H
 
@@ -24,6 +32,9 @@ typedef struct synth_params {
     uint64_t seed;
     const char *name;          /* general.name; NULL = "synth-<arch>" */
     const char *chat_template; /* tokenizer.chat_template contents, or NULL */
+    int tied_output;           /* no output.weight: the output reuses token_embd.weight */
+    int quantize;              /* 1: quantized types from float weights via the reference quantizer
+                                  (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
     int progress;              /* print progress lines on stderr */
 } synth_params;

@@ -2,13 +2,13 @@
  * word list so that ordinary text tokenizes into real multi-character pieces.
  *
  * llama (SentencePiece, model "llama"): <unk> <s> </s>, the 256 <0xNN> byte tokens, "▁", the
- * printable ASCII characters, then every prefix of "▁word" for each word. Only "▁"-prefixed
- * multi-character pieces exist, so SentencePiece's merging always grows a word from its
- * beginning and a listed word becomes one piece.
+ * printable ASCII characters, then every prefix of "▁word" for each word (then of "▁Word").
+ * Only "▁"-prefixed multi-character pieces exist, so SentencePiece's merging always grows a word
+ * from its beginning and a listed word becomes one piece.
  *
  * qwen* (byte-level BPE, model "gpt2", pre "qwen2"): the 256 byte symbols in GPT-2 order, then
- * merges growing "Ġword" left to right (all of them ranked before the merges of bare words, so a
- * space-prefixed listed word always becomes one token), then bare words the same way, then
+ * merges growing "Ġword" and "ĠWord" left to right (all ranked before the merges of bare words,
+ * so a space-prefixed listed word always becomes one token), then bare words the same way, then
  * <|endoftext|> <|im_start|> <|im_end|> (control tokens, eos = <|im_end|> as in Qwen's chat
  * models).
  *
@@ -45,6 +45,15 @@ static const char *const words[] = {
     "able", "data", "model", "token", "code", "file", "text", "value", "function", "return", "error",
     "hello", "what", "why", "yes", "please", "answer", "user", "assistant", "system", "think",
 };
+
+#define N_WORDS (sizeof words / sizeof words[0])
+
+/* Word w, capitalized or not, into out (words are short ASCII); returns its length. */
+static size_t word_variant(size_t w, int capitalized, char out[48]) {
+    snprintf(out, 48, "%s", words[w]);
+    if (capitalized && out[0] >= 'a' && out[0] <= 'z') out[0] = (char)(out[0] - 'a' + 'A');
+    return strlen(out);
+}
 
 struct synth_vocab {
     uint64_t n, cap;      /* tokens so far, capacity (= n_vocab) */
@@ -143,13 +152,15 @@ static int build_spm(synth_vocab *v) {
         buf[1] = 0;
         if (add(v, buf, -(float)(v->n - 259), TOK_NORMAL) < 0) return -1;
     }
-    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
-        size_t len = strlen(words[w]);
-        for (size_t k = 1; k <= len; k++) {
-            snprintf(buf, sizeof buf, SPM_SPACE "%.*s", (int)k, words[w]);
-            if (add(v, buf, -(float)(v->n - 259), TOK_NORMAL) < 0) return -1;
+    char word[48];
+    for (int cap = 0; cap < 2; cap++)
+        for (size_t w = 0; w < N_WORDS; w++) {
+            size_t len = word_variant(w, cap, word);
+            for (size_t k = 1; k <= len; k++) {
+                snprintf(buf, sizeof buf, SPM_SPACE "%.*s", (int)k, word);
+                if (add(v, buf, -(float)(v->n - 259), TOK_NORMAL) < 0) return -1;
+            }
         }
-    }
     return pad(v, -1000.0f);
 }
 
@@ -225,9 +236,12 @@ static int build_bpe(synth_vocab *v) {
     byte_symbol(' ', space); /* "Ġ" */
     uint64_t cap = v->cap;
     v->cap = cap - 3; /* leave room for the special tokens */
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
-            if (add_word_merges(v, pass == 0 ? space : "", words[w]) < 0) return -1;
+    char word[48];
+    for (int pass = 0; pass < 4; pass++) /* " word", " Word", "word", "Word" */
+        for (size_t w = 0; w < N_WORDS; w++) {
+            word_variant(w, pass & 1, word);
+            if (add_word_merges(v, pass < 2 ? space : "", word) < 0) return -1;
+        }
     v->cap = cap;
     for (int i = 0; i < 3; i++)
         if (add(v, bpe_specials[i], 0, TOK_CONTROL) != 1) return -1;

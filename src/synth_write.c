@@ -1,13 +1,19 @@
 /* synth_write.c — writing a synth model: the tensor list of each architecture (llama.cpp's
- * names and shapes), the metadata, and the weights, generated and quantized in row chunks by
- * worker threads and written in order by the calling thread, so memory stays at a few chunks
- * whatever the model size.
+ * names and shapes), the metadata, and the weights, generated in row chunks by worker threads
+ * and written in order by the calling thread, so memory stays at a few chunks whatever the
+ * model size.
  *
- * Weights: element i of tensor T is a function of (seed, name of T, i) only — splitmix64 of a
- * counter — turned into an approximately normal value (sum of four 16-bit uniforms). Scales keep
- * activations near unit RMS through any depth: matrices N(0, 1/fan_in), token embeddings N(0, 1),
- * norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2), routers N(0, 4/n_embd) so that expert choice
- * clearly depends on the token. */
+ * Intended weight distributions keep activations near unit RMS through any depth: matrices
+ * N(0, 1/fan_in), token embeddings N(0, 1), norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2),
+ * routers N(0, 4/n_embd) so that expert choice clearly depends on the token.
+ *
+ * Two ways to produce a tensor's bytes:
+ *  - direct (default for quantized types): blocks drawn from the PRNG by synth_blocks.c, with
+ *    the intended mean and std after dequantization; 0.2-1.5 ns per weight.
+ *  - float (F32/F16/BF16 always; quantized types with synth_params.quantize): element i of
+ *    tensor T is a function of (seed, name of T, i) — splitmix64 of a counter turned into an
+ *    approximately normal value (sum of four 16-bit uniforms) — then the type's reference
+ *    quantizer (~200 ns per weight for the K-quants). */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -29,6 +35,7 @@ typedef struct synth_tensor {
     enum init_kind init;
     uint64_t nbytes;
     uint64_t key; /* PRNG key: hash of seed and name */
+    int direct;   /* bytes drawn as quantized blocks, not quantized from floats */
 } synth_tensor;
 
 typedef struct tensor_list {
@@ -36,38 +43,44 @@ typedef struct tensor_list {
     size_t n, cap;
 } tensor_list;
 
-/* ---- the PRNG ---- */
-static uint64_t splitmix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* ---- the PRNG (float path; the block path is in synth_blocks.c) ---- */
 static uint64_t name_key(uint64_t seed, const char *name) {
     uint64_t h = 1469598103934665603ull;
     for (; *name; name++) h = (h ^ (unsigned char)*name) * 1099511628211ull;
-    return splitmix64(splitmix64(seed) ^ h);
+    return synth_splitmix64(synth_splitmix64(seed) ^ h);
 }
 
 /* Approximately N(0, 1) for counter i (Irwin-Hall of four 16-bit uniforms, range +-3.46). */
 static inline float gauss(uint64_t key, uint64_t i) {
-    uint64_t r = splitmix64(key + (i + 1) * 0x9e3779b97f4a7c15ull);
+    uint64_t r = synth_splitmix64(key + (i + 1) * 0x9e3779b97f4a7c15ull);
     uint32_t s = (uint32_t)(r & 0xffff) + (uint32_t)((r >> 16) & 0xffff) + (uint32_t)((r >> 32) & 0xffff) +
                  (uint32_t)(r >> 48);
     return ((float)s - 131070.0f) * (1.0f / 37837.23f);
 }
 
+/* The intended mean and standard deviation of tensor t's elements. */
+static float init_std(const synth_tensor *t, float *mean) {
+    *mean = t->init == INIT_NORM ? 1.0f : 0.0f;
+    switch (t->init) {
+    case INIT_EMBED: return 1.0f;
+    case INIT_NORM: return 0.1f;
+    case INIT_BIAS: return 0.1f;
+    case INIT_ROUTER: return 2.0f / sqrtf((float)t->ne[0]);
+    default: return 1.0f / sqrtf((float)t->ne[0]);
+    }
+}
+
 /* Elements [first, first + n) of tensor t, as floats. */
 static void gen_values(const synth_tensor *t, uint64_t first, uint64_t n, float *dst) {
-    float mean = 0, std;
-    switch (t->init) {
-    case INIT_EMBED: std = 1.0f; break;
-    case INIT_NORM: mean = 1.0f, std = 0.1f; break;
-    case INIT_BIAS: std = 0.1f; break;
-    case INIT_ROUTER: std = 2.0f / sqrtf((float)t->ne[0]); break;
-    default: std = 1.0f / sqrtf((float)t->ne[0]); break;
-    }
+    float mean, std = init_std(t, &mean);
     for (uint64_t j = 0; j < n; j++) dst[j] = mean + std * gauss(t->key, first + j);
+}
+
+/* Whether t's bytes are drawn as blocks directly (see the top of the file). */
+static int use_direct(const synth_tensor *t, const synth_params *p) {
+    float mean;
+    init_std(t, &mean);
+    return !p->quantize && mean == 0.0f && synth_blocks_supported(t->type);
 }
 
 /* ---- the tensor list ---- */
@@ -92,6 +105,7 @@ static int push(tensor_list *l, const synth_params *p, const char *name, uint32_
     t->type = (n_dims == 1 || init == INIT_ROUTER) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
     t->nbytes = e0_row_size(t->type, (int64_t)ne0) * ne1 * ne2;
     t->key = name_key(p->seed, name);
+    t->direct = use_direct(t, p);
     return 0;
 }
 
@@ -143,7 +157,7 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
         }
     }
     T(1, E, 1, 1, INIT_NORM, "output_norm.weight");
-    T(2, E, V, 1, INIT_MATRIX, "output.weight");
+    if (!p->tied_output) T(2, E, V, 1, INIT_MATRIX, "output.weight");
 #undef T
     return 0;
 }
@@ -211,14 +225,20 @@ typedef struct pipeline {
 static void fill_job(const pipeline *pl, const job *j, float *scratch, uint8_t *out, uint64_t *len) {
     const synth_tensor *t = &pl->t[j->tensor];
     uint64_t ne0 = t->ne[0], n = j->nrows * ne0;
-    gen_values(t, j->row0 * ne0, n, scratch);
     size_t row_bytes = e0_row_size(t->type, (int64_t)ne0);
+    *len = row_bytes * j->nrows;
+    if (t->direct) { /* rows are whole blocks: block indices run on across rows */
+        float mean, std = init_std(t, &mean);
+        uint64_t bs = (uint64_t)e0_type_traits_of(t->type)->block_size;
+        synth_fill_blocks(t->type, t->key, j->row0 * ne0 / bs, n / bs, std, out);
+        return;
+    }
+    gen_values(t, j->row0 * ne0, n, scratch);
     if (t->type == E0_TYPE_F32) memcpy(out, scratch, n * sizeof(float));
     else {
         const e0_type_traits *tr = e0_type_traits_of(t->type);
         for (uint64_t r = 0; r < j->nrows; r++) tr->from_float_ref(scratch + r * ne0, out + r * row_bytes, (int64_t)ne0);
     }
-    *len = row_bytes * j->nrows;
 }
 
 static void *worker(void *arg) {

@@ -1,8 +1,11 @@
 /* test_synth.c — `synth`: small models of every architecture at several types open with
  * gguf_open and hold exactly the expected tensors (names, shapes, types, computed here from the
- * dimensions, independently of synth_write.c) and metadata; weights have the intended scale;
- * the tokenizer is consistent; same seed -> same bytes (whatever the thread count), another
- * seed -> other bytes; bad flags -> exit 1 with one clear line and no file. */
+ * dimensions, independently of synth_write.c) and metadata; weights have the intended scale
+ * (every weight tensor, dequantized); directly drawn blocks of every quantized type have mean ~0
+ * and the requested std, do not depend on how they are cut into calls, and differ from the
+ * --quantize path; the tokenizer is consistent; same seed -> same bytes (whatever the thread
+ * count), another seed -> other bytes; models made by the CLI run and give finite logits with a
+ * sane spread; bad flags -> exit 1 with one clear line and no file. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,9 +18,11 @@
 #include "gguf.h"
 #include "quant.h"
 #include "synth.h"
+#include "synth_impl.h"
 #include "t.h"
 
 static char tmpdir[64];
+static uint8_t *slurp(const char *path, size_t *n);
 
 static const char *tmp_path(const char *name) {
     static char buf[4][256];
@@ -72,7 +77,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
     } while (0)
     X(1, 2, E, p->n_vocab, 1, "token_embd.weight");
     X(0, 1, E, 1, 1, "output_norm.weight");
-    X(1, 2, E, p->n_vocab, 1, "output.weight");
+    if (!p->tied_output) X(1, 2, E, p->n_vocab, 1, "output.weight");
     for (int i = 0; i < p->n_layer; i++) {
         X(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
         X(1, 2, E, QD, 1, "blk.%d.attn_q.weight", i);
@@ -203,11 +208,12 @@ static void check_model(const synth_params *p, const char *file) {
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");
     if (t && tensor_stats(f, t, &mean, &std) == 0) CHECKF(fabs(mean - 1) < 0.05 && std > 0.05 && std < 0.2, "norm %g %g", mean, std);
-    t = gguf_find_tensor(f, "blk.0.attn_q.weight");
-    if (t && tensor_stats(f, t, &mean, &std) == 0) {
-        double want_std = 1 / sqrt((double)p->n_embd);
-        CHECKF(fabs(mean) < 0.1 * want_std && std > 0.8 * want_std && std < 1.2 * want_std, "attn_q %g %g (want %g)",
-               mean, std, want_std);
+    for (int i = 0; i < n; i++) { /* every weight matrix: N(0, 1/fan_in); embeddings N(0, 1) */
+        t = gguf_find_tensor(f, ex[i].name);
+        if (!t || !ex[i].quantized || tensor_stats(f, t, &mean, &std) != 0) continue;
+        double want_std = strcmp(t->name, "token_embd.weight") ? 1 / sqrt((double)t->ne[0]) : 1.0;
+        CHECKF(fabs(mean) < 0.1 * want_std && std > 0.8 * want_std && std < 1.2 * want_std, "%s %s: mean %g std %g (want %g)",
+               t->name, e0_type_name(t->type, tb), mean, std, want_std);
     }
     gguf_close(f);
 }
@@ -230,6 +236,84 @@ static void test_every_arch_and_type(void) {
     synth_params p = small(SYNTH_LLAMA, E0_TYPE_Q6_K, 256); /* Mixtral-style llama MoE */
     p.n_expert = 4, p.n_expert_used = 2;
     check_model(&p, "m.gguf");
+    p = small(SYNTH_QWEN2, E0_TYPE_Q5_K, 256); /* tied output */
+    p.tied_output = 1;
+    check_model(&p, "tied.gguf");
+}
+
+static const uint32_t quant_types[] = {E0_TYPE_Q4_0, E0_TYPE_Q4_1, E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q8_0,
+                                       E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
+#define N_QUANT (sizeof quant_types / sizeof quant_types[0])
+
+/* Blocks drawn directly: dequantized mean ~0 and std within 5% of the target, for small and
+ * unit targets; 32-element groups centered (mins packed right); same bytes when drawn in pieces. */
+static void test_direct_blocks(void) {
+    const int64_t n = 256 * 512; /* whole blocks of every type */
+    uint8_t *a = malloc((size_t)n * 2), *b = malloc((size_t)n * 2);
+    float *x = malloc((size_t)n * sizeof *x);
+    CHECK(a && b && x);
+    if (!a || !b || !x) goto out;
+    for (size_t k = 0; k < N_QUANT; k++) {
+        const uint32_t type = quant_types[k];
+        const e0_type_traits *tr = e0_type_traits_of(type);
+        const uint64_t nb = (uint64_t)(n / tr->block_size);
+        char tb[32];
+        CHECK(synth_blocks_supported(type));
+        for (int s = 0; s < 2; s++) {
+            const double want = s ? 1.0 : 1 / sqrt(2048.0);
+            CHECK(synth_fill_blocks(type, 12345 + k, 0, nb, want, a) == 0);
+            tr->to_float(a, x, n);
+            double sum = 0, sum2 = 0, worst_group = 0;
+            int finite = 1;
+            for (int64_t i = 0; i < n; i += 32) {
+                double g = 0;
+                for (int64_t l = i; l < i + 32; l++) finite &= isfinite(x[l]) != 0, g += x[l], sum2 += (double)x[l] * x[l];
+                sum += g;
+                if (fabs(g / 32) > worst_group) worst_group = fabs(g / 32);
+            }
+            double mean = sum / (double)n, std = sqrt(sum2 / (double)n - mean * mean);
+            CHECKF(finite, "%s: non-finite weights", e0_type_name(type, tb));
+            CHECKF(fabs(mean) < 0.02 * want && fabs(std / want - 1) < 0.05, "%s: mean %g std %g (want 0, %g)",
+                   e0_type_name(type, tb), mean, std, want);
+            /* a group's mean is ~N(0, std^2/32) plus small offsets; mis-packed mins would add ~std */
+            CHECKF(worst_group < 1.5 * want, "%s: a 32-weight group has mean %g (std %g)", e0_type_name(type, tb),
+                   worst_group, want);
+        }
+        /* the same blocks when drawn in two pieces; another key gives other bytes */
+        const uint64_t cut = nb / 3;
+        CHECK(synth_fill_blocks(type, 99, 0, nb, 0.5, a) == 0);
+        CHECK(synth_fill_blocks(type, 99, 0, cut, 0.5, b) == 0);
+        CHECK(synth_fill_blocks(type, 99, cut, nb - cut, 0.5, b + cut * tr->type_size) == 0);
+        CHECKF(!memcmp(a, b, nb * tr->type_size), "%s: pieces differ", e0_type_name(type, tb));
+        CHECK(synth_fill_blocks(type, 100, 0, nb, 0.5, b) == 0);
+        CHECK(memcmp(a, b, nb * tr->type_size) != 0);
+    }
+    CHECK(!synth_blocks_supported(E0_TYPE_F16) && !synth_blocks_supported(E0_TYPE_Q8_K));
+    CHECK(synth_fill_blocks(E0_TYPE_F32, 1, 0, 1, 1.0, a) == -1);
+    CHECK(synth_fill_blocks(E0_TYPE_Q4_K, 1, 0, 1, 0.0, a) == -1);
+    CHECK(synth_fill_blocks(E0_TYPE_Q4_K, 1, 0, 1, NAN, a) == -1);
+out:
+    free(a);
+    free(b);
+    free(x);
+}
+
+/* quantize = 1: the float + reference-quantizer path still writes models of the intended scale,
+ * with other bytes than the direct path. */
+static void test_quantize_path(void) {
+    const uint32_t types[] = {E0_TYPE_Q4_K, E0_TYPE_Q8_0};
+    for (size_t i = 0; i < 2; i++) {
+        synth_params p = small(SYNTH_QWEN3MOE, types[i], 256);
+        p.quantize = 1;
+        check_model(&p, "q.gguf");
+        p.quantize = 0;
+        check_model(&p, "d.gguf");
+        size_t n1 = 0, n2 = 0;
+        uint8_t *a = slurp(tmp_path("q.gguf"), &n1), *b = slurp(tmp_path("d.gguf"), &n2);
+        CHECK(a && b && n1 == n2 && memcmp(a, b, n1) != 0);
+        free(a);
+        free(b);
+    }
 }
 
 static void test_fallback_types(void) {
@@ -250,8 +334,13 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return (uint8_t *)e0_read_file(path, 1 << 30, n, &e);
 }
 
+static void check_determinism(uint32_t type);
 static void test_determinism(void) {
-    synth_params p = small(SYNTH_QWEN2MOE, E0_TYPE_Q8_0, 256);
+    for (int k = 0; k < 2; k++) check_determinism(k ? E0_TYPE_Q4_K : E0_TYPE_Q8_0);
+}
+
+static void check_determinism(uint32_t type) {
+    synth_params p = small(SYNTH_QWEN2MOE, type, 256);
     e0_err e;
     p.n_threads = 1;
     CHECK(synth_write(&p, tmp_path("d1.gguf"), NULL, &e) == 0);
@@ -288,7 +377,7 @@ static void test_tokenizers(void) {
     e0_err e;
     /* BPE (qwen*): specials, merges that only produce tokens that exist */
     synth_params p = small(SYNTH_QWEN3, E0_TYPE_Q8_0, 256);
-    p.n_vocab = 2000;
+    p.n_vocab = 3000;
     p.chat_template = "{{ messages }}";
     CHECK(synth_write(&p, tmp_path("bpe.gguf"), NULL, &e) == 0);
     gguf_file *f = gguf_open(tmp_path("bpe.gguf"), &e);
@@ -296,8 +385,8 @@ static void test_tokenizers(void) {
     if (f) {
         const void *tok, *types, *merges;
         uint64_t nt = 0, ny = 0, nm = 0;
-        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &tok, &nt, &e) == 1 && nt == 2000);
-        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 2000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STR, &tok, &nt, &e) == 1 && nt == 3000);
+        CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32, &types, &ny, &e) == 1 && ny == 3000);
         CHECK(gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_STR, &merges, &nm, &e) == 1 && nm > 500);
         const gguf_string *s;
         CHECK(gguf_get_str(f, "tokenizer.ggml.model", &s, &e) == 1 && !strcmp(s->s, "gpt2"));
@@ -309,8 +398,8 @@ static void test_tokenizers(void) {
         CHECK(bos >= 0 && str_at(f, "tokenizer.ggml.tokens", (uint64_t)bos, &t) == 0 && !strcmp(t, "<|endoftext|>"));
         if (eos >= 0 && (uint64_t)eos < ny) CHECK(((const int32_t *)types)[eos] == 3);
         CHECK(str_at(f, "tokenizer.ggml.tokens", 0, &t) == 0 && !strcmp(t, "!"));
-        CHECK(str_at(f, "tokenizer.ggml.tokens", 1999, &t) == 0 && !strcmp(t, "[PAD1999]"));
-        if (nt == 2000 && nm > 0) {
+        CHECK(str_at(f, "tokenizer.ggml.tokens", 2999, &t) == 0 && !strcmp(t, "[PAD2999]"));
+        if (nt == 3000 && nm > 0) {
             const gguf_string *ts = tok, *ms = merges;
             int bad = 0, has_the = 0;
             for (uint64_t m = 0; m < nm; m++) { /* "a b" -> token "ab" exists */
@@ -407,6 +496,17 @@ static void test_cli(void) {
         CHECK(gguf_get_str(f, "tokenizer.chat_template", &s, &e) == 1 && strstr(s->s, "m.content"));
         gguf_close(f);
     }
+    /* --quantize: the float + reference-quantizer path, other bytes than the default */
+    const char *qa = tmp_path("cli_q.gguf"), *qd = tmp_path("cli_d.gguf");
+    snprintf(args, sizeof args, "--arch llama --type q4_k --n-layer 1 --out %s --quantize", qa);
+    CHECKF(run_cli(args, err, sizeof err) == 0, "%s", err);
+    snprintf(args, sizeof args, "--arch llama --type q4_k --n-layer 1 --out %s", qd);
+    CHECKF(run_cli(args, err, sizeof err) == 0, "%s", err);
+    size_t na = 0, nd = 0;
+    uint8_t *ba = slurp(qa, &na), *bd = slurp(qd, &nd);
+    CHECK(ba && bd && na == nd && na > 0 && memcmp(ba, bd, na) != 0);
+    free(ba);
+    free(bd);
     static const char *const bad[][2] = {
         {"--out X", "--arch"},
         {"--arch llama", "--out"},
@@ -429,6 +529,7 @@ static void test_cli(void) {
         {"--arch llama --out X --n-layer 2 --n-layer 3", "twice"},
         {"--arch llama --out X --chat-template-file /nonexistent/t.jinja", "/nonexistent/t.jinja"},
         {"--arch llama --out /nonexistent/dir/m.gguf", "/nonexistent/dir"},
+        {"--arch llama --out /tmp", "directory"},
         {"--arch qwen3moe --out X --shape qwen3-30b-a3b --n-embd 65536 --n-ff-exp 1048576", "too large"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -451,6 +552,66 @@ static void test_cli(void) {
     }
 }
 
+/* Run a shell command line; its exit status (stdout/stderr go where the line sends them). */
+static int sh(const char *cmd) {
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Models written by the CLI's default (direct-block) path load and run: `run` generates 4
+ * tokens, `logits` gives finite values with a sane spread that depend on the position. */
+static void test_cli_models_run(void) {
+    static const char *const archs[] = {"qwen3moe", "llama"};
+    const int n_vocab = 512, n_tok = 3;
+    for (int k = 0; k < 2; k++) {
+        char cmd[2048];
+        const char *model = tmp_path("run.gguf"), *ids = tmp_path("ids.txt"), *lf = tmp_path("logits.bin");
+        snprintf(cmd, sizeof cmd,
+                 "%s/bin/edge0-infer synth --arch %s --type q4_k --n-layer 2 --n-embd 256 --n-head 4 --n-head-kv 2 "
+                 "--head-dim 64 --n-ff 512 %s --n-vocab %d --seed 5 --out %s >/dev/null",
+                 t_build(), archs[k], k == 0 ? "--n-ff-exp 256" : "", n_vocab, model);
+        CHECKF(sh(cmd) == 0, "%s: synth failed", archs[k]);
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s --tokens 1,2,3 -n 4 --temp 0 --print-ids >%s", t_build(),
+                 model, ids);
+        CHECKF(sh(cmd) == 0, "%s: run failed", archs[k]);
+        size_t n = 0;
+        char *out = (char *)slurp(ids, &n);
+        int got = 0, bad = 0;
+        for (char *c = out, *end; c && *c; c = end) {
+            long v = strtol(c, &end, 10);
+            if (end == c) { end = c + 1; continue; }
+            got++;
+            bad += v < 0 || v >= n_vocab;
+        }
+        CHECKF(got == 4 && !bad, "%s: run printed '%s'", archs[k], out ? out : "");
+        free(out);
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens 1,2,3 --out %s", t_build(), model, lf);
+        CHECKF(sh(cmd) == 0, "%s: logits failed", archs[k]);
+        float *l = (float *)slurp(lf, &n);
+        CHECKF(l && n == (size_t)n_tok * n_vocab * sizeof(float), "%s: %zu logit bytes", archs[k], n);
+        if (l && n == (size_t)n_tok * n_vocab * sizeof(float)) {
+            int finite = 1;
+            double row_std[3];
+            for (int r = 0; r < n_tok; r++) {
+                double s = 0, s2 = 0;
+                for (int i = 0; i < n_vocab; i++) {
+                    float v = l[r * n_vocab + i];
+                    finite &= isfinite(v) != 0;
+                    s += v, s2 += (double)v * v;
+                }
+                double m = s / n_vocab;
+                row_std[r] = sqrt(s2 / n_vocab - m * m);
+                CHECKF(fabs(m) < row_std[r], "%s: row %d logits mean %g std %g", archs[k], r, m, row_std[r]);
+            }
+            CHECKF(finite, "%s: non-finite logits", archs[k]);
+            for (int r = 0; r < n_tok; r++)
+                CHECKF(row_std[r] > 0.1 && row_std[r] < 20, "%s: row %d logit std %g", archs[k], r, row_std[r]);
+            CHECK(memcmp(l, l + n_vocab, (size_t)n_vocab * sizeof(float)) != 0);
+        }
+        free(l);
+    }
+}
+
 static void cleanup(void) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
@@ -465,11 +626,14 @@ int main(void) {
         return 1;
     }
     RUN(test_every_arch_and_type);
+    RUN(test_direct_blocks);
+    RUN(test_quantize_path);
     RUN(test_fallback_types);
     RUN(test_determinism);
     RUN(test_tokenizers);
     RUN(test_shapes);
     RUN(test_cli);
+    RUN(test_cli_models_run);
     cleanup();
     return T_DONE();
 }
