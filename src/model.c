@@ -416,9 +416,14 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
             goto fail;
         }
     }
+    uint64_t total = 0, done_bytes = 0;
+    for (size_t i = 0; i < bd.n; i++)
+        if (!bd.b[i].expert || m->expert_buf) total += bd.b[i].t->nbytes;
     for (size_t i = 0; i < bd.n; i++) {
         if (bd.b[i].expert && !m->expert_buf) continue;
         if (load_binding(m, &bd.b[i], e) < 0) goto fail;
+        done_bytes += bd.b[i].t->nbytes;
+        if (mp && mp->progress) mp->progress(mp->progress_user, done_bytes, total);
     }
     if (m->tied_output) m->output = m->tok_embd;
 done:

@@ -55,6 +55,9 @@ typedef struct e0_layer {
 
 typedef struct e0_model_params {
     bool experts_resident; /* read routed expert tensors at load time */
+    /* Called after each tensor is read (may be NULL): bytes read so far and in all. */
+    void (*progress)(void *user, uint64_t done, uint64_t total);
+    void *progress_user;
 } e0_model_params;
 
 typedef struct e0_model {

@@ -139,8 +139,6 @@ int cmd_run(int argc, char **argv) {
     e0_err e;
     char *text = NULL;
     if (a.user_file && !(text = e0_read_file(a.user_file, 64 << 20, NULL, &e))) return cli_error("%s", e.msg);
-    bool tty = isatty(STDERR_FILENO);
-    if (tty) fprintf(stderr, "loading %s ...\n", a.o.model ? a.o.model : "");
     e0_model *m;
     e0_ctx *c;
     double t_load = e0_now();

@@ -1,6 +1,7 @@
 /* common.c — flags shared by the commands that load a model (-m/--model, -t, -c), and loading. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -30,10 +31,25 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
 
 int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c) { return cli_load_ex(o, min_ctx, 0, m, c); }
 
+/* Loading progress on a terminal: "loading F: 42%" rewritten in place. */
+static void show_progress(void *user, uint64_t done, uint64_t total) {
+    static int last = -1;
+    int pct = total ? (int)(done * 100 / total) : 100;
+    if (pct == last) return;
+    last = pct;
+    fprintf(stderr, "\rloading %s: %3d%%%s", (const char *)user, pct, done == total ? "\n" : "");
+}
+
 int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c) {
     e0_err e;
     if (!o->model) return cli_error("--model is required");
-    *m = e0_model_load(o->model, &(e0_model_params){.experts_resident = true}, true, &e);
+    e0_model_params mp = {.experts_resident = true};
+    if (isatty(STDERR_FILENO)) {
+        mp.progress = show_progress;
+        mp.progress_user = (void *)o->model;
+    }
+    *m = e0_model_load(o->model, &mp, true, &e);
+    if (!*m && mp.progress) fputc('\n', stderr);
     if (!*m) return cli_error("%s", e.msg);
     e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads};
     if (!p.n_ctx) {
