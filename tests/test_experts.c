@@ -1,0 +1,377 @@
+/* test_experts.c — the routed-expert cache (experts.c) on the golden MoE models: every pointer
+ * acquire returns holds exactly the resident copy's bytes (random expert sets, random layers,
+ * several slot counts, cached and O_DIRECT reads, LRU and LFU), pins keep pointers stable,
+ * prefetch turns misses into hits, the counters add up, eviction follows the policy, and the
+ * error paths (bad slots, too many experts, bad ids, a file truncated after load) are clear. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "experts.h"
+#include "quant.h"
+#include "t.h"
+
+static const char *const models[] = {"llama-moe.gguf", "qwen3moe.gguf", "qwen2moe.gguf", "stories260K-moe4.gguf"};
+#define N_MODELS (int)(sizeof models / sizeof models[0])
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+typedef struct pair {
+    e0_model *res, *str; /* experts resident (the reference) / streamed */
+} pair;
+
+static int load_pair(const char *name, pair *p) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/%s", t_shared(), name);
+    e0_err e = {0};
+    p->res = e0_model_load(path, &(e0_model_params){.experts_resident = true}, true, &e);
+    CHECKF(p->res, "%s", e.msg);
+    p->str = e0_model_load(path, &(e0_model_params){.experts_resident = false}, true, &e);
+    CHECKF(p->str, "%s", e.msg);
+    if (p->str) CHECK(p->str->expert_buf == NULL);
+    return p->res && p->str ? 0 : -1;
+}
+
+static void free_pair(pair *p) {
+    e0_model_free(p->res);
+    e0_model_free(p->str);
+}
+
+/* Do the three matrices at ptr equal the resident copy of expert id of layer il? */
+static bool same_bytes(const e0_model *res, int il, int id, const e0_expert_ptrs *ptr) {
+    const e0_layer *L = &res->layers[il];
+    return !memcmp(ptr->gate, e0_expert_matrix(&L->gate_exps, id), L->gate_exps.matrix_bytes) &&
+           !memcmp(ptr->up, e0_expert_matrix(&L->up_exps, id), L->up_exps.matrix_bytes) &&
+           !memcmp(ptr->down, e0_expert_matrix(&L->down_exps, id), L->down_exps.matrix_bytes);
+}
+
+static void random_distinct(int *ids, int n, int n_expert) {
+    for (int i = 0; i < n; i++) {
+        int again;
+        do {
+            ids[i] = (int)rnd((uint32_t)n_expert);
+            again = 0;
+            for (int j = 0; j < i; j++) again |= ids[j] == ids[i];
+        } while (again);
+    }
+}
+
+/* Many steps of random acquires (sometimes two per layer before release, sometimes a prefetch
+ * first) against one cache configuration; checks bytes, pointer stability and the counters. */
+static void exercise(const pair *p, int64_t slots, int read_mode, int evict, int steps) {
+    const e0_hparams *hp = &p->str->hp;
+    e0_err e = {0};
+    e0_experts *x = e0_experts_new(p->str, &(e0_experts_params){.slots = slots, .read_mode = read_mode, .evict = evict}, &e);
+    CHECKF(x, "%s", e.msg);
+    if (!x) return;
+    const char *why;
+    int mode = e0_experts_read_mode(x, &why);
+    CHECK(mode == read_mode || (mode == E0_READ_CACHED && why && *why));
+    int n_expert = (int)hp->n_expert, k = (int)hp->n_expert_used;
+    int ids[64], ids2[64];
+    uint64_t want_bytes = 0;
+    bool seen[64][64] = {{false}};
+    uint64_t distinct = 0;
+    for (int step = 0; step < steps; step++) {
+        int il = (int)rnd((uint32_t)hp->n_layer);
+        uint64_t eb = e0_expert_bytes(p->str, il);
+        e0_experts_stats before = *e0_experts_get_stats(x);
+        if (rnd(4) == 0) { /* prefetch some ids first */
+            int np = 1 + (int)rnd((uint32_t)n_expert);
+            random_distinct(ids2, np, n_expert);
+            e0_experts_prefetch(x, il, ids2, np);
+        }
+        int max_n = slots < k ? (int)slots : k;
+        int n = 1 + (int)rnd((uint32_t)max_n);
+        random_distinct(ids, n, n_expert);
+        if (n > 1 && rnd(3) == 0) ids[n - 1] = ids[0]; /* a repeated id */
+        e0_expert_ptrs ptr[64], ptr2[64];
+        int rc = e0_experts_acquire(x, il, ids, n, ptr, &e);
+        CHECKF(rc == 0, "%s", e.msg);
+        if (rc) break;
+        for (int i = 0; i < n; i++) {
+            CHECKF(same_bytes(p->res, il, ids[i], &ptr[i]), "layer %d expert %d", il, ids[i]);
+            if (!seen[il][ids[i]]) distinct++;
+            seen[il][ids[i]] = true;
+        }
+        /* A second acquire in the same layer while the first is pinned, if it fits. */
+        int free_slots = (int)slots - n;
+        if (free_slots > 0 && rnd(2) == 0) {
+            int n2 = 1 + (int)rnd((uint32_t)(free_slots < k ? free_slots : k));
+            random_distinct(ids2, n2, n_expert);
+            rc = e0_experts_acquire(x, il, ids2, n2, ptr2, &e);
+            CHECKF(rc == 0, "%s", e.msg);
+            for (int i = 0; rc == 0 && i < n2; i++) {
+                CHECKF(same_bytes(p->res, il, ids2[i], &ptr2[i]), "layer %d expert %d", il, ids2[i]);
+                if (!seen[il][ids2[i]]) distinct++;
+                seen[il][ids2[i]] = true;
+            }
+            e0_expert_ptrs again[64];
+            rc = e0_experts_acquire(x, il, ids, n, again, &e); /* still pinned: same pointers */
+            CHECKF(rc == 0, "%s", e.msg);
+            for (int i = 0; rc == 0 && i < n; i++)
+                CHECK(again[i].gate == ptr[i].gate && again[i].up == ptr[i].up && again[i].down == ptr[i].down);
+            for (int i = 0; i < n; i++) CHECKF(same_bytes(p->res, il, ids[i], &ptr[i]), "pinned expert %d changed", ids[i]);
+        }
+        e0_experts_release(x, il);
+        const e0_experts_stats *st = e0_experts_get_stats(x);
+        want_bytes += (st->misses - before.misses + st->prefetched - before.prefetched) * eb;
+    }
+    const e0_experts_stats *st = e0_experts_get_stats(x);
+    CHECKF(st->hits + st->misses == st->requests, "hits %llu misses %llu requests %llu", (unsigned long long)st->hits,
+           (unsigned long long)st->misses, (unsigned long long)st->requests);
+    CHECK(st->bytes_read == want_bytes);
+    CHECK(st->reads == 3 * (st->misses + st->prefetched));
+    CHECK(st->prefetch_hits <= st->hits && st->prefetch_hits <= st->prefetched);
+    if (mode == E0_READ_CACHED) CHECK(st->bytes_device == st->bytes_read);
+    else CHECK(st->bytes_device >= st->bytes_read);
+    if (slots == hp->n_expert) { /* nothing is ever evicted: each expert is read at most once */
+        CHECK(st->evictions == 0);
+        CHECKF(st->misses + st->prefetched <= (uint64_t)hp->n_layer * (uint64_t)n_expert, "%llu reads",
+               (unsigned long long)(st->misses + st->prefetched));
+        CHECK(st->misses <= distinct);
+    }
+    e0_experts_free(x);
+}
+
+static void test_random_sets(void) {
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        pair p;
+        if (load_pair(models[mi], &p) == 0) {
+            const e0_hparams *hp = &p.str->hp;
+            CHECK(hp->n_expert <= 64 && hp->n_layer <= 64);
+            int64_t k = hp->n_expert_used, X = hp->n_expert;
+            int64_t slot_values[] = {k, k + 1 < X ? k + 1 : X, (k + X) / 2, X};
+            for (int si = 0; si < 4; si++)
+                for (int mode = 0; mode < 2; mode++)
+                    for (int ev = 0; ev < 2; ev++) exercise(&p, slot_values[si], mode, ev, 150);
+            uint64_t eb = 0;
+            for (int il = 0; il < hp->n_layer; il++) {
+                const e0_layer *L = &p.str->layers[il];
+                eb = L->gate_exps.matrix_bytes + L->up_exps.matrix_bytes + L->down_exps.matrix_bytes;
+                CHECK(e0_expert_bytes(p.str, il) == eb);
+            }
+            CHECK(e0_expert_bytes(p.str, -1) == 0 && e0_expert_bytes(p.str, (int)hp->n_layer) == 0);
+        }
+        free_pair(&p);
+    }
+}
+
+static e0_experts *new_cache(const e0_model *m, int64_t slots, int mode, int evict) {
+    e0_err e = {0};
+    e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slots, .read_mode = mode, .evict = evict}, &e);
+    CHECKF(x, "%s", e.msg);
+    return x;
+}
+
+static int acquire1(e0_experts *x, int il, int id) {
+    e0_expert_ptrs ptr;
+    e0_err e = {0};
+    int rc = e0_experts_acquire(x, il, &id, 1, &ptr, &e);
+    CHECKF(rc == 0, "%s", e.msg);
+    e0_experts_release(x, il);
+    return rc;
+}
+
+/* Two slots: LRU evicts the least recently used, LFU the least often used. */
+static void test_eviction_order(void) {
+    pair p;
+    if (load_pair("qwen3moe.gguf", &p) == 0) {
+        for (int ev = 0; ev < 2; ev++) {
+            e0_experts *x = new_cache(p.str, 2, E0_READ_CACHED, ev);
+            if (!x) continue;
+            acquire1(x, 0, 0);
+            acquire1(x, 0, 0);
+            acquire1(x, 0, 0);
+            acquire1(x, 0, 1); /* 1 is the most recent, 0 the most frequent */
+            acquire1(x, 0, 2);
+            bool r0 = e0_experts_resident(x, 0, 0), r1 = e0_experts_resident(x, 0, 1);
+            CHECK(e0_experts_resident(x, 0, 2));
+            if (ev == E0_EVICT_LRU) CHECKF(!r0 && r1, "LRU kept %d %d", r0, r1);
+            else CHECKF(r0 && !r1, "LFU kept %d %d", r0, r1);
+            const e0_experts_stats *st = e0_experts_get_stats(x);
+            CHECK(st->evictions == 1 && st->misses == 3 && st->hits == 2 && st->requests == 5);
+            CHECK(!e0_experts_resident(x, 1, 0)); /* layers are separate */
+            e0_experts_reset_stats(x);
+            CHECK(e0_experts_get_stats(x)->requests == 0);
+            e0_experts_free(x);
+        }
+    }
+    free_pair(&p);
+}
+
+/* Prefetch then acquire: hits, no second read (also when acquire comes while the read is in flight). */
+static void test_prefetch(void) {
+    pair p;
+    if (load_pair("qwen3moe.gguf", &p) == 0) {
+        const e0_hparams *hp = &p.str->hp;
+        int k = (int)hp->n_expert_used;
+        for (int mode = 0; mode < 2; mode++) {
+            e0_experts *x = new_cache(p.str, hp->n_expert, mode, E0_EVICT_LRU);
+            if (!x) continue;
+            int ids[16];
+            for (int i = 0; i < k; i++) ids[i] = 2 * i + 1;
+            e0_experts_prefetch(x, 1, ids, k);
+            e0_expert_ptrs ptr[16];
+            e0_err e = {0};
+            CHECKF(e0_experts_acquire(x, 1, ids, k, ptr, &e) == 0, "%s", e.msg); /* may still be in flight */
+            for (int i = 0; i < k; i++) CHECK(same_bytes(p.res, 1, ids[i], &ptr[i]));
+            const e0_experts_stats *st = e0_experts_get_stats(x);
+            CHECK(st->hits == (uint64_t)k && st->misses == 0 && st->prefetched == (uint64_t)k);
+            CHECK(st->prefetch_hits == (uint64_t)k && st->reads == 3 * (uint64_t)k);
+            e0_experts_prefetch(x, 1, ids, k); /* already resident: nothing to do */
+            CHECK(st->prefetched == (uint64_t)k);
+            e0_experts_release(x, 1);
+            e0_experts_free(x);
+        }
+        /* All slots pinned: prefetch reads nothing and the pinned experts stay intact. */
+        e0_experts *x = new_cache(p.str, k, E0_READ_CACHED, E0_EVICT_LRU);
+        if (x) {
+            int ids[16], other[16];
+            for (int i = 0; i < k; i++) ids[i] = i, other[i] = k + i;
+            e0_expert_ptrs ptr[16];
+            e0_err e = {0};
+            CHECKF(e0_experts_acquire(x, 0, ids, k, ptr, &e) == 0, "%s", e.msg);
+            e0_experts_prefetch(x, 0, other, k);
+            CHECK(e0_experts_get_stats(x)->prefetched == 0);
+            for (int i = 0; i < k; i++) CHECK(same_bytes(p.res, 0, ids[i], &ptr[i]));
+            e0_experts_release(x, 0);
+            e0_experts_prefetch(x, 0, other, k); /* now it may evict */
+            CHECK(e0_experts_get_stats(x)->prefetched == (uint64_t)k);
+            CHECKF(e0_experts_acquire(x, 0, other, k, ptr, &e) == 0, "%s", e.msg);
+            for (int i = 0; i < k; i++) CHECK(same_bytes(p.res, 0, other[i], &ptr[i]));
+            CHECK(e0_experts_get_stats(x)->misses == (uint64_t)k); /* only the first acquire missed */
+            e0_experts_release(x, 0);
+            e0_experts_free(x);
+        }
+    }
+    free_pair(&p);
+}
+
+static void test_errors(void) {
+    pair p;
+    if (load_pair("llama-moe.gguf", &p) == 0) {
+        const e0_hparams *hp = &p.str->hp;
+        e0_err e = {0};
+        size_t exp0 = e0_mem_current(E0_MEM_EXPERTS), stg0 = e0_mem_current(E0_MEM_STAGING);
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = 0}, &e) && strstr(e.msg, "expert_slots"));
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = hp->n_expert + 1}, &e) && strstr(e.msg, "out of range"));
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = 2, .read_mode = 7}, &e));
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = 2, .evict = 7}, &e));
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = 2, .n_io_threads = 1000}, &e));
+        char dense[512];
+        snprintf(dense, sizeof dense, "%s/golden/llama-dense.gguf", t_shared());
+        e0_model *d = e0_model_load(dense, NULL, true, &e);
+        CHECK(d && !e0_experts_new(d, &(e0_experts_params){.slots = 1}, &e) && strstr(e.msg, "no routed experts"));
+        e0_model_free(d);
+
+        int k = (int)hp->n_expert_used;
+        e0_experts *x = new_cache(p.str, k, E0_READ_DIRECT, E0_EVICT_LRU);
+        if (x) {
+            CHECK(e0_mem_current(E0_MEM_EXPERTS) > exp0);
+            int ids[16];
+            e0_expert_ptrs ptr[16];
+            for (int i = 0; i <= k; i++) ids[i] = i;
+            CHECK(e0_experts_acquire(x, 0, ids, k + 1, ptr, &e) < 0 && strstr(e.msg, "slots"));
+            ids[0] = -1;
+            CHECK(e0_experts_acquire(x, 0, ids, 1, ptr, &e) < 0 && strstr(e.msg, "out of range"));
+            ids[0] = (int)hp->n_expert;
+            CHECK(e0_experts_acquire(x, 0, ids, 1, ptr, &e) < 0 && strstr(e.msg, "out of range"));
+            ids[0] = 0;
+            CHECK(e0_experts_acquire(x, (int)hp->n_layer, ids, 1, ptr, &e) < 0 && strstr(e.msg, "layer"));
+            /* Pins add up: k pinned, one more distinct is too many, a pinned one again is fine. */
+            for (int i = 0; i < k; i++) ids[i] = i;
+            CHECKF(e0_experts_acquire(x, 0, ids, k, ptr, &e) == 0, "%s", e.msg);
+            ids[0] = k;
+            CHECK(e0_experts_acquire(x, 0, ids, 1, ptr, &e) < 0 && strstr(e.msg, "already pinned"));
+            ids[0] = 0;
+            CHECKF(e0_experts_acquire(x, 0, ids, 1, ptr, &e) == 0, "%s", e.msg);
+            e0_experts_release(x, 0);
+            ids[0] = k;
+            CHECKF(e0_experts_acquire(x, 0, ids, 1, ptr, &e) == 0, "%s", e.msg);
+            CHECK(e0_experts_acquire(x, 0, ids, 0, ptr, &e) == 0);
+            e0_experts_release(x, 0);
+            e0_experts_free(x);
+        }
+        CHECK(e0_mem_current(E0_MEM_EXPERTS) == exp0 && e0_mem_current(E0_MEM_STAGING) == stg0);
+    }
+    free_pair(&p);
+}
+
+/* A copy of a golden file, truncated after the model was loaded: acquire of an expert past the
+ * new end fails with a clear message (also after a prefetch of it), experts before it still read. */
+static void test_truncated(void) {
+    char src[512], dst[512];
+    snprintf(src, sizeof src, "%s/golden/qwen3moe.gguf", t_shared());
+    snprintf(dst, sizeof dst, "%s/test_experts_truncated.gguf", t_build());
+    size_t len = 0;
+    e0_err e = {0};
+    char *data = e0_read_file(src, 64u << 20, &len, &e);
+    CHECKF(data, "%s", e.msg);
+    if (!data) return;
+    for (int mode = 0; mode < 2; mode++) {
+        pair p;
+        p.res = e0_model_load(src, &(e0_model_params){.experts_resident = true}, true, &e);
+        FILE *f = fopen(dst, "wb"); /* a fresh full copy */
+        CHECKF(f, "cannot write %s", dst);
+        if (!f) break;
+        CHECK(fwrite(data, 1, len, f) == len);
+        fclose(f);
+        p.str = e0_model_load(dst, &(e0_model_params){.experts_resident = false}, true, &e);
+        CHECKF(p.res && p.str, "%s", e.msg);
+        if (!p.res || !p.str) {
+            free_pair(&p);
+            continue;
+        }
+        /* Cut inside expert 5 of the last layer's down matrices. */
+        int il = (int)p.str->hp.n_layer - 1;
+        const e0_weight *dw = &p.str->layers[il].down_exps;
+        uint64_t cut = dw->t->offset + 5 * (uint64_t)dw->matrix_bytes + 100;
+        e0_experts *x = new_cache(p.str, p.str->hp.n_expert, mode, E0_EVICT_LRU);
+        CHECK(truncate(dst, (off_t)cut) == 0);
+        if (x) {
+            int id = 5;
+            e0_expert_ptrs ptr;
+            char want[600];
+            snprintf(want, sizeof want, "%s: unexpected end of file reading expert 5 of layer %d", dst, il);
+            int rc = e0_experts_acquire(x, il, &id, 1, &ptr, &e);
+            CHECKF(rc < 0 && strstr(e.msg, want), "got: %s", rc < 0 ? e.msg : "success");
+            e0_experts_prefetch(x, il, &id, 1);
+            rc = e0_experts_acquire(x, il, &id, 1, &ptr, &e);
+            CHECKF(rc < 0 && strstr(e.msg, want), "after prefetch got: %s", rc < 0 ? e.msg : "success");
+            CHECK(!e0_experts_resident(x, il, 5));
+            /* An expert wholly before the cut still reads correctly. */
+            for (int L = 0; L <= il; L++) {
+                const e0_layer *Ls = &p.str->layers[L];
+                int ok_id = 0;
+                if (Ls->gate_exps.t->offset + Ls->gate_exps.matrix_bytes > cut ||
+                    Ls->up_exps.t->offset + Ls->up_exps.matrix_bytes > cut ||
+                    Ls->down_exps.t->offset + Ls->down_exps.matrix_bytes > cut)
+                    continue;
+                rc = e0_experts_acquire(x, L, &ok_id, 1, &ptr, &e);
+                CHECKF(rc == 0 && same_bytes(p.res, L, 0, &ptr), "layer %d: %s", L, e.msg);
+                e0_experts_release(x, L);
+            }
+            e0_experts_free(x);
+        }
+        free_pair(&p);
+    }
+    free(data);
+    unlink(dst);
+}
+
+int main(void) {
+    e0_quant_init(E0_SIMD_AVX512);
+    RUN(test_random_sets);
+    RUN(test_eviction_order);
+    RUN(test_prefetch);
+    RUN(test_errors);
+    RUN(test_truncated);
+    return T_DONE();
+}
