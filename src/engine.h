@@ -37,6 +37,17 @@ void e0_ctx_truncate(e0_ctx *c, int pos);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
 
+/* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
+ * slots = the cache's slots per layer (experts are taken in batches of at most that many). */
+struct e0_experts;
+void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc, int64_t slots);
+/* predicted: layers from predict_from on compute with the experts predicted one layer ahead
+ * (the next layer's router applied to this layer's hidden state), read in the background;
+ * prefetch (actual routing): read those predictions ahead but compute with the actual experts. */
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, bool prefetch);
+/* Per layer: predicted experts that the actual router also chose, out of all predicted. */
+void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
+
 /* Where evaluation time goes (seconds, summed over calls since the last reset) and the expert
  * I/O accounting. Timing is only collected while enabled (it costs a clock read per phase). */
 typedef struct e0_ctx_stats {

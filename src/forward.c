@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "experts.h"
 #include "kernels.h"
 #include "quant.h"
 
@@ -56,7 +57,20 @@ struct e0_ctx {
     int *pair_of;             /* [B][K] -> pair index (pairs sorted by expert) */
     int *pair_tok;            /* [B*K] token of each pair */
     int *expert_start;        /* [n_expert + 1] */
-    uint8_t *pair_xq;         /* gathered converted inputs, [B*K] rows */
+    uint8_t *pair_xq;         /* gathered converted inputs, 2 x [B*K] rows */
+    uint8_t *pair_hq;         /* converted hidden rows for down, [B*K] */
+    int *used;                /* [n_expert] experts used by the chunk, in id order */
+    e0_expert_ptrs *ptrs;     /* [n_expert] their matrices */
+    e0_experts *xc;           /* the expert cache when experts stream, else NULL */
+    int64_t expert_slots;
+    e0_err *err;              /* where a failing step reports (set by e0_eval) */
+    /* routing */
+    bool predicted, prefetch;
+    int predict_from;
+    int *pred;                /* [n_layer][K] experts predicted for the next decode step's layer */
+    bool *pred_valid;         /* [n_layer] */
+    float *pred_logits;       /* [n_expert] */
+    uint64_t *pred_hits, *pred_total; /* [n_layer] */
     float *pair_h, *pair_h2;  /* [B*K][n_ff_exp] */
     float *pair_out;          /* [B*K][n_embd] */
     e0_matmul *jobs;          /* [2 * n_expert + 4] */
@@ -221,14 +235,89 @@ static void route(e0_ctx *c, int n_tok) {
     }
 }
 
+/* Pointers to experts ids[0..n) of layer il into c->ptrs: from the resident tensors, or
+ * acquired (read if missing, pinned) from the expert cache. */
+static int experts_get(e0_ctx *c, int il, const int *ids, int n) {
+    const e0_layer *L = &c->m->layers[il];
+    if (!c->xc) {
+        for (int k = 0; k < n; k++)
+            c->ptrs[k] = (e0_expert_ptrs){e0_expert_matrix(&L->gate_exps, ids[k]), e0_expert_matrix(&L->up_exps, ids[k]),
+                                          e0_expert_matrix(&L->down_exps, ids[k])};
+        return 0;
+    }
+    double t0 = e0_now();
+    int rc = e0_experts_acquire(c->xc, il, ids, n, c->ptrs, c->err);
+    c->stats.expert_wait += e0_now() - t0;
+    return rc;
+}
+
+/* Top-k of probabilities p[0..X) into ids (descending; ties: lower id). */
+static void top_k(const float *p, int64_t X, int64_t K, int *ids) {
+    for (int64_t s = 0; s < K; s++) {
+        int best = -1;
+        for (int64_t x = 0; x < X; x++) {
+            bool taken = false;
+            for (int64_t r = 0; r < s; r++) taken |= ids[r] == x;
+            if (!taken && (best < 0 || p[x] > p[best])) best = (int)x;
+        }
+        ids[s] = best;
+    }
+}
+
+/* Decode step, layer il: predict layer il+1's experts from this layer's FFN input (the residual
+ * stream changes slowly, so the next router applied to it mostly agrees) and start reading them. */
+static void predict_next(e0_ctx *c, int il) {
+    const e0_hparams *hp = c->hp;
+    int next = il + 1;
+    if (next >= hp->n_layer || next < c->predict_from) return;
+    const e0_layer *N = &c->m->layers[next];
+    act_reset(&c->act, c->xn, 1, hp->n_embd);
+    matmul(c, &N->router, c->pred_logits);
+    e0_softmax(c->pred_logits, hp->n_expert);
+    int *ids = c->pred + (size_t)next * hp->n_expert_used;
+    top_k(c->pred_logits, hp->n_expert, hp->n_expert_used, ids);
+    c->pred_valid[next] = true;
+    if (c->xc) e0_experts_prefetch(c->xc, next, ids, (int)hp->n_expert_used);
+}
+
+/* Predicted routing for one token: compute with the predicted experts, weighted by the actual
+ * router's probabilities of them (renormalized like the model's own top-k). */
+static void use_prediction(e0_ctx *c, int il) {
+    const e0_hparams *hp = c->hp;
+    const int64_t K = hp->n_expert_used;
+    const int *pred = c->pred + (size_t)il * K;
+    const float *p = c->router; /* probabilities after route() */
+    float sum = 0;
+    for (int64_t s = 0; s < K; s++) {
+        c->sel[s] = pred[s];
+        c->sel_w[s] = p[pred[s]];
+        sum += p[pred[s]];
+    }
+    if (hp->moe_norm_topk) {
+        if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+        for (int64_t s = 0; s < K; s++) c->sel_w[s] /= sum;
+    }
+}
+
 /* Routed experts for n_tok rows of xn; result (weighted sum) into out. */
-static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
+static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
+    const e0_layer *L = &c->m->layers[il];
     const e0_hparams *hp = c->hp;
     const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, F = hp->n_ff_exp;
     double t0 = clock_if(c);
     act_reset(&c->act, c->xn, n_tok, E);
     matmul(c, &L->router, c->router);
     route(c, n_tok);
+    if (n_tok == 1 && c->pred_valid[il]) { /* how good was the prediction for this layer? */
+        const int *pred = c->pred + (size_t)il * K;
+        for (int64_t s = 0; s < K; s++)
+            for (int64_t r = 0; r < K; r++) c->pred_hits[il] += pred[s] == c->sel[r];
+        c->pred_total[il] += (uint64_t)K;
+        if (c->predicted) use_prediction(c, il);
+        c->pred_valid[il] = false;
+    }
+    if (n_tok == 1 && (c->predicted || c->prefetch)) predict_next(c, il);
+    act_reset(&c->act, c->xn, n_tok, E); /* predict_next used the activation cache */
     double t1 = clock_if(c);
     c->stats.router += t1 - t0;
 
@@ -247,49 +336,58 @@ static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
     for (int64_t x = X; x > 0; x--) start[x] = start[x - 1];
     start[0] = 0;
 
-    /* gate and up for every used expert in one dispatch. */
+    /* Inputs gathered per pair: gate's rows at pair_xq, up's (if another type) after them. */
     uint32_t tg = vec_dot_type(&L->gate_exps), tu = vec_dot_type(&L->up_exps);
     size_t sg, su;
     const uint8_t *xg = act_get(c, tg, &sg);
     const uint8_t *xu = tu == tg ? xg : act_get(c, tu, &su);
     if (tu == tg) su = sg;
-    /* Gathered inputs: gate's rows at pair_xq, up's (if another type) after them. */
     size_t half = (size_t)n_tok * (size_t)K * c->max_act_row;
     uint8_t *gx = c->pair_xq, *ux = tu == tg ? gx : c->pair_xq + half;
     for (int p = 0; p < n_tok * K; p++) {
         memcpy(gx + (size_t)p * sg, xg + (size_t)c->pair_tok[p] * sg, sg);
         if (tu != tg) memcpy(ux + (size_t)p * su, xu + (size_t)c->pair_tok[p] * su, su);
     }
-    int nj = 0;
-    for (int64_t x = 0; x < X; x++) {
-        int n = start[x + 1] - start[x];
-        if (!n) continue;
-        const e0_weight *g = &L->gate_exps, *u = &L->up_exps;
-        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(g, x), g->type, E, F, g->row_bytes, gx + (size_t)start[x] * sg, sg,
-                                    n, c->pair_h + (size_t)start[x] * F, F};
-        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(u, x), u->type, E, F, u->row_bytes, ux + (size_t)start[x] * su, su,
-                                    n, c->pair_h2 + (size_t)start[x] * F, F};
+    /* The experts used, in id order; streamed ones are taken in batches that fit the slots. */
+    int n_used = 0;
+    for (int64_t x = 0; x < X; x++)
+        if (start[x + 1] > start[x]) c->used[n_used++] = (int)x;
+    const e0_weight *g = &L->gate_exps, *u = &L->up_exps, *d = &L->down_exps;
+    const uint32_t td = vec_dot_type(d);
+    const size_t sd = e0_row_size(td, F);
+    const int batch = c->xc ? (int)c->expert_slots : n_used;
+    for (int b0 = 0; b0 < n_used; b0 += batch) {
+        int nb = n_used - b0 < batch ? n_used - b0 : batch;
+        if (experts_get(c, il, c->used + b0, nb) < 0) return -1;
+        int p0 = start[c->used[b0]], p1 = start[c->used[b0 + nb - 1] + 1]; /* this batch's pairs */
+        /* gate and up of the batch's experts in one dispatch */
+        int nj = 0;
+        for (int k = 0; k < nb; k++) {
+            int x = c->used[b0 + k], n = start[x + 1] - start[x];
+            c->jobs[nj++] = (e0_matmul){c->ptrs[k].gate, g->type, E, F, g->row_bytes, gx + (size_t)start[x] * sg, sg, n,
+                                        c->pair_h + (size_t)start[x] * F, F};
+            c->jobs[nj++] = (e0_matmul){c->ptrs[k].up, u->type, E, F, u->row_bytes, ux + (size_t)start[x] * su, su, n,
+                                        c->pair_h2 + (size_t)start[x] * F, F};
+        }
+        e0_matmul_run(c->pool, c->jobs, nj);
+        e0_swiglu(c->pair_h + (size_t)p0 * F, c->pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+        /* down of the batch's experts in one dispatch */
+        const uint8_t *hx = (const uint8_t *)c->pair_h;
+        size_t hstride = (size_t)F * sizeof(float);
+        if (td != E0_TYPE_F32) {
+            e0_quantize_rows(c->pool, td, c->pair_h + (size_t)p0 * F, p1 - p0, F, c->pair_hq + (size_t)p0 * sd, sd);
+            hx = c->pair_hq;
+            hstride = sd;
+        }
+        nj = 0;
+        for (int k = 0; k < nb; k++) {
+            int x = c->used[b0 + k], n = start[x + 1] - start[x];
+            c->jobs[nj++] = (e0_matmul){c->ptrs[k].down, d->type, F, E, d->row_bytes, hx + (size_t)start[x] * hstride,
+                                        hstride, n, c->pair_out + (size_t)start[x] * E, E};
+        }
+        e0_matmul_run(c->pool, c->jobs, nj);
+        if (c->xc) e0_experts_release(c->xc, il);
     }
-    e0_matmul_run(c->pool, c->jobs, nj);
-    e0_swiglu(c->pair_h, c->pair_h2, (int64_t)n_tok * K * F);
-
-    /* down for every used expert in one dispatch. */
-    const e0_weight *d = &L->down_exps;
-    uint32_t td = vec_dot_type(d);
-    size_t sd = e0_row_size(td, F);
-    const uint8_t *hx = (const uint8_t *)c->pair_h;
-    if (td != E0_TYPE_F32) {
-        e0_quantize_rows(c->pool, td, c->pair_h, n_tok * (int)K, F, c->pair_xq, sd);
-        hx = c->pair_xq;
-    }
-    nj = 0;
-    for (int64_t x = 0; x < X; x++) {
-        int n = start[x + 1] - start[x];
-        if (!n) continue;
-        c->jobs[nj++] = (e0_matmul){e0_expert_matrix(d, x), d->type, F, E, d->row_bytes, hx + (size_t)start[x] * sd, sd,
-                                    n, c->pair_out + (size_t)start[x] * E, E};
-    }
-    e0_matmul_run(c->pool, c->jobs, nj);
 
     /* Weighted sum per token, in slot order. */
     for (int i = 0; i < n_tok; i++) {
@@ -302,17 +400,20 @@ static void moe_ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
         }
     }
     c->stats.experts += clock_if(c) - t1;
+    return 0;
 }
 
-static void ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
+static int ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_hparams *hp = c->hp;
+    const e0_layer *L = &c->m->layers[il];
     double t0 = clock_if(c);
     if (hp->n_expert == 0) {
         swiglu_ffn(c, &L->ffn_gate, &L->ffn_up, &L->ffn_down, n_tok, out);
         c->stats.ffn_dense += clock_if(c) - t0;
-        return;
+        return 0;
     }
-    moe_ffn(c, L, n_tok, out);
+    if (moe_ffn(c, il, n_tok, out) < 0) return -1;
+    t0 = clock_if(c);
     if (hp->shared_expert) {
         /* out += sigmoid(w . xn) * shared_expert(xn); att is free here: use it for the result. */
         float *sh = c->att;
@@ -326,11 +427,12 @@ static void ffn(e0_ctx *c, const e0_layer *L, int n_tok, float *out) {
         }
         c->stats.ffn_dense += clock_if(c) - t0;
     }
+    return 0;
 }
 
 /* ---- the model ---- */
 
-static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
+static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
     c->pool = n_tok > 1 ? c->pool_prefill : c->pool_decode;
     const e0_model *m = c->m;
     const e0_hparams *hp = c->hp;
@@ -350,7 +452,7 @@ static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_lo
         c->stats.attention += clock_if(c) - t0;
 
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(c->xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
-        ffn(c, L, n_tok, ffn_out);
+        if (ffn(c, (int)il, n_tok, ffn_out) < 0) return -1;
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += ffn_out[i];
     }
     double t0 = clock_if(c);
@@ -365,6 +467,7 @@ static void forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_lo
     c->stats.output += clock_if(c) - t0;
     c->stats.tokens += (uint64_t)n_tok;
     c->pos += n_tok;
+    return 0;
 }
 
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
@@ -378,7 +481,11 @@ int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
             return e0_fail(e, "token id %d out of range (vocabulary size %lld)", tokens[i], (long long)hp->n_vocab);
     for (int done = 0; done < n;) {
         int chunk = n - done < c->n_batch ? n - done : c->n_batch;
-        forward_chunk(c, tokens + done, chunk, all_logits ? all_logits + (size_t)done * hp->n_vocab : NULL);
+        c->err = e;
+        if (forward_chunk(c, tokens + done, chunk, all_logits ? all_logits + (size_t)done * hp->n_vocab : NULL) < 0) {
+            /* The KV cache holds a partial chunk: forget it, keep what was complete before. */
+            return -1;
+        }
         done += chunk;
     }
     return 0;
@@ -467,6 +574,14 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         {(void **)&c->pair_tok, X ? B * K * sizeof(int) : 0},
         {(void **)&c->expert_start, X ? (X + 1) * sizeof(int) : 0},
         {(void **)&c->pair_xq, X ? 2 * B * K * c->max_act_row : 0},
+        {(void **)&c->pair_hq, X ? B * K * c->max_act_row : 0},
+        {(void **)&c->used, X * sizeof(int)},
+        {(void **)&c->ptrs, X * sizeof(e0_expert_ptrs)},
+        {(void **)&c->pred, X ? (size_t)hp->n_layer * K * sizeof(int) : 0},
+        {(void **)&c->pred_valid, X ? (size_t)hp->n_layer * sizeof(bool) : 0},
+        {(void **)&c->pred_logits, X * sizeof(float)},
+        {(void **)&c->pred_hits, X ? (size_t)hp->n_layer * sizeof(uint64_t) : 0},
+        {(void **)&c->pred_total, X ? (size_t)hp->n_layer * sizeof(uint64_t) : 0},
         {(void **)&c->pair_h, X ? B * K * F * 4 : 0},
         {(void **)&c->pair_h2, X ? B * K * F * 4 : 0},
         {(void **)&c->pair_out, X ? B * K * E * 4 : 0},
@@ -484,6 +599,12 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         *parts[i].ptr = parts[i].bytes ? c->scratch + off : NULL;
         off += (parts[i].bytes + 63) & ~(size_t)63;
     }
+    if (X) {
+        memset(c->pred_valid, 0, (size_t)hp->n_layer * sizeof(bool));
+        memset(c->pred_hits, 0, (size_t)hp->n_layer * sizeof(uint64_t));
+        memset(c->pred_total, 0, (size_t)hp->n_layer * sizeof(uint64_t));
+    }
+    c->predict_from = 1;
     return c;
 fail:
     e0_ctx_free(c);
@@ -508,8 +629,32 @@ const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
 
 void e0_ctx_truncate(e0_ctx *c, int pos) {
     if (pos >= 0 && pos < c->pos) c->pos = pos;
+    if (c->pred_valid) memset(c->pred_valid, 0, (size_t)c->hp->n_layer * sizeof(bool));
 }
 int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->n_threads_prefill; }
+
+void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
+    c->xc = xc;
+    c->expert_slots = slots;
+}
+
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, bool prefetch) {
+    c->predicted = predicted && c->hp->n_expert > 0;
+    c->prefetch = prefetch && c->hp->n_expert > 0;
+    c->predict_from = predict_from < 1 ? 1 : predict_from;
+}
+
+void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total) {
+    bool ok = c->pred_hits && layer >= 0 && layer < c->hp->n_layer;
+    *hits = ok ? c->pred_hits[layer] : 0;
+    *total = ok ? c->pred_total[layer] : 0;
+}
 void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->timing = on; }
 const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c) { return &c->stats; }
-void e0_ctx_reset_stats(e0_ctx *c) { memset(&c->stats, 0, sizeof c->stats); }
+void e0_ctx_reset_stats(e0_ctx *c) {
+    memset(&c->stats, 0, sizeof c->stats);
+    if (c->pred_hits) {
+        memset(c->pred_hits, 0, (size_t)c->hp->n_layer * sizeof(uint64_t));
+        memset(c->pred_total, 0, (size_t)c->hp->n_layer * sizeof(uint64_t));
+    }
+}

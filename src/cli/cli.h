@@ -4,6 +4,7 @@
 #define E0_CLI_H
 
 #include "engine.h"
+#include "load.h"
 #include "util.h"
 
 /* Each returns the process exit status. argv[0] is the command name. */
@@ -30,14 +31,19 @@ typedef struct cli_model_opts {
     const char *model;
     int threads; /* 0 = default */
     int n_ctx;   /* 0 = default */
+    bool options_init;
+    e0_options opt;     /* --model-option key=value ... */
+    e0_session session; /* filled by cli_load */
 } cli_model_opts;
 /* If argv[*i] is a shared model flag, consume it (and its value): 1; not one: 0; bad value: -1
  * (message printed). */
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i);
 /* Load model and context (context at least min_ctx tokens when -c is not given). 0 or exit status 1
  * (message printed). */
-int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);
+int cli_load(cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);
 /* The same with a separate prefill thread count (0 = same as decode). */
-int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c);
+int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c);
+/* Free what cli_load made. */
+void cli_unload(cli_model_opts *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include "prompt.h"
 #include "quant.h"
 #include "stats.h"
+#include "experts.h"
 #include "sysinfo.h"
 
 static void help(void) {
@@ -118,10 +119,11 @@ typedef struct {
     double *itl; /* n_decode inter-token latencies */
     double sustained_s, sustained_tps, sustained_slope;
     e0_ctx_stats st; /* decode-phase stats */
+    e0_experts_stats xs; /* expert cache, decode phase */
     double sampling_s;
 } run_result;
 
-static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_prompt, run_result *r,
+static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *prompt, int n_prompt, run_result *r,
                     e0_energy_reading *en0, e0_energy_reading *en1, e0_err *e) {
     const e0_model *m = e0_ctx_model(c);
     const int64_t V = m->hp.n_vocab;
@@ -135,6 +137,7 @@ static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_pro
         tok = argmax(e0_ctx_logits(c), V);
     }
     e0_ctx_reset_stats(c);
+    if (xc) e0_experts_reset_stats(xc);
     e0_ctx_enable_timing(c, a->breakdown);
     e0_energy_read(en0);
     bool sustained = !strcmp(a->mode, "sustained");
@@ -180,6 +183,7 @@ static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_pro
     e0_energy_read(en1);
     e0_ctx_enable_timing(c, false);
     r->st = *e0_ctx_get_stats(c);
+    if (xc) r->xs = *e0_experts_get_stats(xc);
     if (sustained) {
         r->sustained_s = r->decode_s;
         r->sustained_tps = r->n_decode / r->decode_s;
@@ -188,6 +192,48 @@ static int run_once(e0_ctx *c, const bench_args *a, const int *prompt, int n_pro
     free(rate_t);
     free(rate_y);
     return 0;
+}
+
+/* The streaming accounting of the timed decode steps. */
+static json_t *io_json(const e0_session *ses, const run_result *r) {
+    json_t *io = json_object();
+    const e0_model *m = ses->m;
+    json_object_set_new(io, "experts", json_string(!m->hp.n_expert ? "none (dense model)" : ses->streamed ? "stream" : "resident"));
+    double per = r->n_decode ? 1.0 / r->n_decode : 0;
+    if (ses->xc) {
+        const e0_experts_stats *x = &r->xs;
+        json_object_set_new(io, "bytes_read", json_integer((json_int_t)x->bytes_read));
+        json_object_set_new(io, "bytes_read_per_token", json_real((double)x->bytes_read * per));
+        json_object_set_new(io, "bytes_device", json_integer((json_int_t)x->bytes_device));
+        json_object_set_new(io, "reads", json_integer((json_int_t)x->reads));
+        json_object_set_new(io, "reads_per_token", json_real((double)x->reads * per));
+        json_object_set_new(io, "cache_requests", json_integer((json_int_t)x->requests));
+        json_object_set_new(io, "cache_hits", json_integer((json_int_t)x->hits));
+        json_object_set_new(io, "cache_misses", json_integer((json_int_t)x->misses));
+        json_object_set_new(io, "cache_hit_rate", x->requests ? json_real((double)x->hits / (double)x->requests)
+                                                              : e0_unavailable("no expert requests"));
+        json_object_set_new(io, "prefetched", json_integer((json_int_t)x->prefetched));
+        json_object_set_new(io, "prefetch_hits", json_integer((json_int_t)x->prefetch_hits));
+        json_object_set_new(io, "evictions", json_integer((json_int_t)x->evictions));
+        json_object_set_new(io, "wait_seconds", json_real(x->wait_seconds));
+        json_object_set_new(io, "wait_seconds_per_token", json_real(x->wait_seconds * per));
+    } else {
+        json_object_set_new(io, "bytes_read", json_integer(0));
+        json_object_set_new(io, "note", json_string("no expert streaming: every weight is resident"));
+    }
+    uint64_t hits = 0, total = 0;
+    json_t *layers = json_array();
+    for (int64_t il = 0; il < m->hp.n_layer && m->hp.n_expert; il++) {
+        uint64_t h, t;
+        e0_ctx_prediction_stats(ses->c, (int)il, &h, &t);
+        hits += h;
+        total += t;
+        json_array_append_new(layers, t ? json_real((double)h / (double)t) : json_null());
+    }
+    json_object_set_new(io, "prediction_hit_rate", total ? json_real((double)hits / (double)total)
+                                                         : e0_unavailable("no predictions (actual routing without prefetch, or a dense model)"));
+    json_object_set_new(io, "prediction_hit_rate_per_layer", layers);
+    return io;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -210,8 +256,7 @@ int cmd_bench(int argc, char **argv) {
     double load_s = e0_now() - load0;
     e0_prompt pr;
     if (e0_prompt_build(m, text, a.raw, &pr, &e) < 0) {
-        e0_ctx_free(c);
-        e0_model_free(m);
+        cli_unload(&a.o);
         free(text);
         json_decref(system_at_start);
         return cli_error("bench: %s", e.msg);
@@ -228,7 +273,7 @@ int cmd_bench(int argc, char **argv) {
         double *itl = r.itl;
         memset(&r, 0, sizeof r);
         r.itl = itl;
-        if (run_once(c, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
+        if (run_once(c, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
             status = cli_error("bench: %s", e.msg);
             break;
         }
@@ -257,21 +302,8 @@ int cmd_bench(int argc, char **argv) {
             json_object_set_new(row, "sustained", s);
         }
         json_object_set_new(row, "memory", e0_memory_json());
-        json_t *io = json_object();
-        json_object_set_new(io, "experts", json_string(m->expert_buf || !m->hp.n_expert ? "resident" : "streamed"));
-        json_object_set_new(io, "expert_bytes_read", json_integer((json_int_t)r.st.expert_bytes_read));
-        json_object_set_new(io, "expert_reads", json_integer((json_int_t)r.st.expert_reads));
-        json_object_set_new(io, "expert_cache_hits", json_integer((json_int_t)r.st.expert_hits));
-        json_object_set_new(io, "expert_cache_misses", json_integer((json_int_t)r.st.expert_misses));
-        json_object_set_new(io, "expert_wait_seconds", json_real(r.st.expert_wait));
-        json_object_set_new(row, "io", io);
-        json_t *cfg = json_object();
-        json_object_set_new(cfg, "threads", json_integer(e0_ctx_n_threads(c)));
-        json_object_set_new(cfg, "prefill_threads", json_integer(e0_ctx_n_threads_prefill(c)));
-        json_object_set_new(cfg, "context", json_integer(e0_ctx_n_ctx(c)));
-        json_object_set_new(cfg, "routing", json_string("actual"));
-        json_object_set_new(cfg, "experts", json_string(m->hp.n_expert ? "resident" : "none (dense model)"));
-        json_object_set_new(cfg, "kv_type", json_string("f32"));
+        json_object_set_new(row, "io", io_json(&a.o.session, &r));
+        json_t *cfg = e0_session_config_json(&a.o.session);
         json_object_set_new(cfg, "sampling", json_string("greedy"));
         json_object_set_new(cfg, "chat_template", json_boolean(pr.templated));
         json_object_set_new(cfg, "warmup", json_integer(a.warmup));
@@ -306,7 +338,6 @@ int cmd_bench(int argc, char **argv) {
     json_decref(model_json);
     json_decref(system_at_start);
     e0_prompt_free(&pr);
-    e0_ctx_free(c);
-    e0_model_free(m);
+    cli_unload(&a.o);
     return status;
 }

@@ -153,7 +153,6 @@ int cmd_chat(int argc, char **argv) {
     json_decref(msgs);
     e0_sampler_free(s);
     e0_tokenizer_free(tok);
-    e0_ctx_free(c);
-    e0_model_free(m);
+    cli_unload(&o);
     return status;
 }

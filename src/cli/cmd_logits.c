@@ -44,7 +44,6 @@ int cmd_logits(int argc, char **argv) {
     if (f && fclose(f) != 0 && !status) status = cli_error("cannot write %s", out_path);
     free(logits);
     free(ids);
-    e0_ctx_free(c);
-    e0_model_free(m);
+    cli_unload(&o);
     return status;
 }

@@ -123,8 +123,7 @@ static int run_ids(run_args *a) {
     if (!status) putchar('\n');
     e0_sampler_free(s);
     free(ids);
-    e0_ctx_free(c);
-    e0_model_free(m);
+    cli_unload(&a->o);
     return status;
 }
 
@@ -171,8 +170,7 @@ int cmd_run(int argc, char **argv) {
     e0_sampler_free(s);
     e0_prompt_free(&p);
     e0_tokenizer_free(tok);
-    e0_ctx_free(c);
-    e0_model_free(m);
+    cli_unload(&a.o);
     free(text);
     return status;
 }

@@ -9,6 +9,15 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
     e0_err e;
     int64_t n;
+    if (!o->options_init) {
+        e0_options_init(&o->opt);
+        o->options_init = true;
+    }
+    if (!strcmp(a, "--model-option")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (e0_options_parse(&o->opt, v, &e) < 0) return cli_error("%s", e.msg), -1;
+        return 1;
+    }
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         o->model = v;
@@ -29,7 +38,9 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     return 0;
 }
 
-int cli_load(const cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c) { return cli_load_ex(o, min_ctx, 0, m, c); }
+int cli_load(cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c) { return cli_load_ex(o, min_ctx, 0, m, c); }
+
+void cli_unload(cli_model_opts *o) { e0_close(&o->session); }
 
 /* Loading progress on a terminal: "loading F: 42%" rewritten in place. */
 static void show_progress(void *user, uint64_t done, uint64_t total) {
@@ -40,7 +51,7 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
     fprintf(stderr, "\rloading %s: %3d%%%s", (const char *)user, pct, done == total ? "\n" : "");
 }
 
-int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c) {
+int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c) {
     e0_err e;
     if (!o->model) return cli_error("--model is required");
     e0_model_params mp = {.experts_resident = true};
@@ -48,20 +59,23 @@ int cli_load_ex(const cli_model_opts *o, int min_ctx, int prefill_threads, e0_mo
         mp.progress = show_progress;
         mp.progress_user = (void *)o->model;
     }
-    *m = e0_model_load(o->model, &mp, true, &e);
-    if (!*m && mp.progress) fputc('\n', stderr);
-    if (!*m) return cli_error("%s", e.msg);
-    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads};
-    if (!p.n_ctx) {
-        int64_t def = (*m)->hp.n_ctx_train < 4096 ? (*m)->hp.n_ctx_train : 4096;
-        if (def < min_ctx) def = min_ctx < (*m)->hp.n_ctx_train ? min_ctx : (*m)->hp.n_ctx_train;
-        p.n_ctx = (int)def;
+    if (!o->options_init) {
+        e0_options_init(&o->opt);
+        o->options_init = true;
     }
-    *c = e0_ctx_new(*m, &p, &e);
-    if (!*c) {
-        e0_model_free(*m);
-        *m = NULL;
+    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads};
+    if (!p.n_ctx && min_ctx > 4096) {
+        /* the default context (min(model, 4096)) grows to what the command needs, up to the model's */
+        e0_model *probe = e0_model_load(o->model, NULL, false, &e);
+        if (!probe) return cli_error("%s", e.msg);
+        p.n_ctx = (int)(min_ctx < probe->hp.n_ctx_train ? min_ctx : probe->hp.n_ctx_train);
+        e0_model_free(probe);
+    }
+    if (e0_open(o->model, &o->opt, &p, &mp, &o->session, &e) < 0) {
+        if (mp.progress) fputc('\n', stderr);
         return cli_error("%s", e.msg);
     }
+    *m = o->session.m;
+    *c = o->session.c;
     return 0;
 }
