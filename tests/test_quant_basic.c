@@ -311,6 +311,9 @@ static double dot64(uint32_t type, const uint8_t *w, const uint8_t *a, int64_t n
     float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
     t->to_float(w, x, n);
     at->to_float(a, y, n);
+    /* F16/BF16 weights meet activations rounded to their own type (llama.cpp's vec_dot_type) */
+    for (int64_t i = 0; i < n && type == E0_TYPE_F16; i++) y[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(y[i]));
+    for (int64_t i = 0; i < n && type == E0_TYPE_BF16; i++) y[i] = e0_bf16_to_fp32(e0_fp32_to_bf16(y[i]));
     double sum = 0, abs = 0;
     *s_err = 0;
     for (int64_t i = 0; i < n; i++) sum += (double)x[i] * y[i], abs += fabs((double)x[i] * y[i]);
