@@ -5,8 +5,9 @@
  * Float types: 512-bit FMAs (F16/BF16 widened on load). Block types: 256-bit, one block per
  * vector, with vpdpbusd (u8 x s8 -> int32, no saturation) giving each block's exact integer lane
  * sums in fewer uops than AVX2's maddubs chain, accumulated in llama.cpp's order (see
- * VNNI_DOT_LOOP). A 512-bit two-blocks-per-vector Q8_0 was ~8% faster from DRAM but cannot keep
- * that order, and the order changed golden logits by ~1% through activation rounding flips. */
+ * VNNI_DOT_LOOP). Q8_0 has no kernel here: VNNI measured no faster than AVX2 for it, and a
+ * 512-bit two-blocks-per-vector version (~8% faster from DRAM) cannot keep llama.cpp's order,
+ * which moved golden logits by ~1% through activation rounding flips. */
 #include <immintrin.h>
 
 #include "quant_basic.h"
@@ -114,12 +115,6 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(r);
 }
 
-/* Per-4-byte sums of x * y for signed x (any byte, |-128| = 128 unsigned) and signed y (never
- * -128): |x| as vpdpbusd's unsigned operand, x's sign moved onto y. */
-static inline __m256i dot_ss8_256(__m256i qx, __m256i qy) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qx), _mm256_sign_epi8(qy, qx));
-}
-
 /* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31). */
 static inline __m256i nibbles32(const uint8_t *qs) {
     __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
@@ -178,12 +173,4 @@ void e0_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a) {
 }
 void e0_vec_dot_q5_1_avx512(int64_t n, float *s, const void *w, const void *a) {
     VNNI_DOT_LOOP(q5_1_dot256, Q5_1_SIZE, Q8_1_SIZE, 1, Q5_1_M);
-}
-
-static inline __m256i q8_0_dot256(const uint8_t *x, const uint8_t *y) {
-    return dot_ss8_256(load32(x + Q8_0_QS), load32(y + Q8_0_QS));
-}
-
-void e0_vec_dot_q8_0_avx512(int64_t n, float *s, const void *w, const void *a) {
-    VNNI_DOT_LOOP(q8_0_dot256, Q8_0_SIZE, Q8_0_SIZE, 0, 0);
 }
