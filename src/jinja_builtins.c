@@ -361,7 +361,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
     else if (IS("true")) *res = v.t == JT_BOOL && v.u.b;
     else if (IS("false")) *res = v.t == JT_BOOL && !v.u.b;
     else if (IS("mapping")) *res = v.t == JT_DICT;
-    else if (IS("sequence")) *res = v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
+    else if (IS("sequence")) *res = v.t == JT_STR || (v.t == JT_LIST && !(v.flags & JF_GEN)) || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
     else if (IS("iterable")) *res = v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
     else if (IS("callable")) *res = v.t == JT_MACRO || v.t == JT_FUNC || v.t == JT_METHOD;
     else if (IS("escaped")) *res = false;
@@ -421,7 +421,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 
 /* select/reject/selectattr/rejectattr */
 static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool keep, int line) {
-    if (!jv_truthy(seq)) return jv_list(c, 0); /* jinja2: `if seq:` first, so None selects nothing */
+    if (!jv_truthy(seq)) { jval e = jv_list(c, 0); e.flags = JF_GEN; return e; } /* jinja2: `if seq:` first */
     jlist *l = jv_iter_list(c, seq);
     size_t first = attr ? 1 : 0;
     const jval *attr_name = attr ? jarg(c, a, 0, NULL) : NULL;
@@ -441,19 +441,8 @@ static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool
         }
         if (r == keep) out = list_push(c, out, item);
     }
+    out.flags = JF_GEN;
     return out;
-}
-
-static jval html_escape(jctx *c, jval v) {
-    jval s = jv_to_string(c, v);
-    jbuf b = {0};
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        char ch = s.u.s.s[i];
-        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
-        if (r) jbuf_put(c, &b, r, strlen(r));
-        else jbuf_putc(c, &b, ch);
-    }
-    return bufval(&b);
 }
 
 static jval to_int(jctx *c, jval v, jval def) {
@@ -603,8 +592,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         *res = (v.t == JT_UNDEF || (boolean && !jv_truthy(v))) ? def : v;
         return 1;
     }
-    if (IS("safe")) { *res = v; return 1; }
-    if (IS("string")) { *res = jv_to_string(c, v); return 1; }
+    if (IS("safe")) { *res = jv_to_string(c, v); res->flags = JF_MARKUP; return 1; }
+    if (IS("string")) { *res = jv_to_string(c, v); return 1; } /* keeps Markup, like soft_str */
     if (IS("length") || IS("count")) { *res = jv_int(jv_len(c, v)); return 1; }
     if (IS("tojson")) {
         const jval *ind = jarg(c, a, 1, "indent");
@@ -635,9 +624,10 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         *res = r;
         return 1;
     }
-    if (IS("items")) { *res = items_of(c, v, line); return 1; }
+    if (IS("items")) { *res = items_of(c, v, line); res->flags = JF_GEN; return 1; }
     if (IS("first") || IS("last")) {
         if (v.t == JT_UNDEF) jfail_at(c, line, "%s", v.u.undef);
+        if (IS("last") && (v.flags & JF_GEN)) jfail_at(c, line, "'generator' object is not reversible");
         jlist *l = jv_iter_list(c, v);
         *res = l->n ? l->v[IS("first") ? 0 : l->n - 1] : jv_undef(c, "No %s item, sequence was empty.", name);
         return 1;
@@ -654,6 +644,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             for (size_t j = 0; j < keys.u.l->n && !seen; j++) seen = jv_equal(c, keys.u.l->v[j], k);
             if (!seen) { keys = list_push(c, keys, k); out = list_push(c, out, l->v[i]); }
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
@@ -684,11 +675,12 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         jlist *l = jv_iter_list(c, v);
         jval r = jv_list(c, l->n);
         for (size_t i = 0; i < l->n; i++) r.u.l->v[i] = l->v[l->n - 1 - i];
+        if (v.t == JT_LIST && !(v.flags & JF_GEN)) r.flags = JF_GEN; /* reversed(list): an iterator */
         *res = r;
         return 1;
     }
     if (IS("map")) {
-        if (!jv_truthy(v)) { *res = jv_list(c, 0); return 1; } /* jinja2: `if value:` first */
+        if (!jv_truthy(v)) { *res = jv_list(c, 0); res->flags = JF_GEN; return 1; } /* jinja2: `if value:` first */
         jlist *l = jv_iter_list(c, v);
         const jval *attr = jarg(c, a, SIZE_MAX, "attribute");
         jval out = jv_list(c, l->n);
@@ -709,6 +701,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             for (size_t i = 0; i < l->n; i++)
                 if (!jfilter_apply(c, s, fname, l->v[i], &fa, line, &out.u.l->v[i])) jfail_at(c, line, "unsupported filter '%s'", fname);
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
@@ -746,6 +739,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             while (fill && (int64_t)cur.u.l->n < n) cur = list_push(c, cur, *fill);
             out = list_push(c, out, cur);
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
@@ -767,7 +761,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         return 1;
     }
     if (IS("round")) { *res = round_value(c, v, a, line); return 1; }
-    if (IS("escape") || IS("e") || IS("forceescape")) { *res = html_escape(c, v); return 1; }
+    if (IS("escape") || IS("e")) { *res = jv_html_escape(c, v); return 1; }
+    if (IS("forceescape")) { v.flags &= (uint8_t)~JF_MARKUP; *res = jv_html_escape(c, v); return 1; }
     /* string filters: the value is converted with str() first */
     if (IS("trim") || IS("upper") || IS("lower") || IS("title") || IS("capitalize") || IS("replace") || IS("indent") ||
         IS("center") || IS("wordcount")) {

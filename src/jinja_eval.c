@@ -130,6 +130,7 @@ jval jgetitem(jctx *c, jval obj, jval key, int line) {
         jv_repr_to(c, &b, key);
         return jv_undef(c, "'dict object' has no attribute %s", b.p ? b.p : "");
     }
+    if (obj.flags & JF_GEN) return jv_undef(c, "'generator' object is not subscriptable");
     if (key.t == JT_INT || key.t == JT_BOOL) {
         int64_t i = key.t == JT_INT ? key.u.i : key.u.b;
         if (obj.t == JT_LIST || obj.t == JT_RANGE) {
@@ -166,6 +167,7 @@ static jval do_slice(jctx *c, jval obj, jval a, jval b, jval st, int line) {
     else if (st.t != JT_NONE && st.t != JT_UNDEF) jfail_at(c, line, "slice indices must be integers or None");
     if (step == 0) jfail_at(c, line, "slice step cannot be zero");
     if (obj.t == JT_UNDEF) undefined_error(c, obj, line);
+    if (obj.flags & JF_GEN) return jv_undef(c, "'generator' object is not subscriptable");
     if (obj.t != JT_STR && obj.t != JT_LIST && obj.t != JT_RANGE)
         jfail_at(c, line, "'%s' object is not subscriptable", jtype_name(obj));
     int64_t n = jv_len(c, obj);
@@ -329,11 +331,17 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
     }
     if (op == '+' && a.t == JT_STR && b.t == JT_STR) {
         jbuf r = {0};
+        bool markup = (a.flags | b.flags) & JF_MARKUP;
+        /* Markup + str (either order) HTML-escapes the plain str, as markupsafe does */
+        if (markup && !(a.flags & JF_MARKUP)) a = jv_html_escape(c, a);
+        if (markup && !(b.flags & JF_MARKUP)) b = jv_html_escape(c, b);
         jbuf_put(c, &r, a.u.s.s, a.u.s.n);
         jbuf_put(c, &r, b.u.s.s, b.u.s.n);
-        return jv_str(r.p ? r.p : "", r.n);
+        jval res = jv_str(r.p ? r.p : "", r.n);
+        if (markup) res.flags = JF_MARKUP;
+        return res;
     }
-    if (op == '+' && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple) {
+    if (op == '+' && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple && !((a.flags | b.flags) & JF_GEN)) {
         jval r = jv_list(c, a.u.l->n + b.u.l->n);
         r.u.l->tuple = a.u.l->tuple;
         memcpy(r.u.l->v, a.u.l->v, a.u.l->n * sizeof(jval));

@@ -25,8 +25,15 @@ typedef struct jloop jloop;
 typedef struct jnode jnode;
 typedef struct jscope jscope;
 
+/* jval.flags: Python types that behave like str/list but differ in jinja2 */
+enum {
+    JF_MARKUP = 1, /* str is a markupsafe.Markup (from |safe, |escape): `+` escapes plain str operands */
+    JF_GEN = 2,    /* list is really a generator/iterator (map, select, ...): always true, no len(), not JSON */
+};
+
 struct jval {
     jtype t;
+    uint8_t flags;
     union {
         bool b;
         int64_t i;
@@ -106,6 +113,7 @@ void jv_repr_to(jctx *c, jbuf *b, jval v);
 void jv_tojson_to(jctx *c, jbuf *b, jval v, const char *indent, int level, bool sort_keys, const char *item_sep,
                   const char *key_sep);
 jval jv_to_string(jctx *c, jval v); /* str(v) as a JT_STR value */
+jval jv_html_escape(jctx *c, jval v); /* markupsafe.escape(v): a Markup string */
 void jfmt_float(double f, char *buf, size_t cap);
 
 /* Sequences: length and items of anything iterable (strings by code point, dicts by key). */

@@ -297,7 +297,7 @@ const char *jtype_name(jval v) {
     case JT_INT: return "int";
     case JT_FLOAT: return "float";
     case JT_STR: return "str";
-    case JT_LIST: return v.u.l->tuple ? "tuple" : "list";
+    case JT_LIST: return (v.flags & JF_GEN) ? "generator" : v.u.l->tuple ? "tuple" : "list";
     case JT_DICT: return "dict";
     case JT_NS: return "Namespace";
     case JT_RANGE: return "range";
@@ -314,7 +314,7 @@ bool jv_truthy(jval v) {
     case JT_INT: return v.u.i != 0;
     case JT_FLOAT: return v.u.f != 0;
     case JT_STR: return v.u.s.n != 0;
-    case JT_LIST: return v.u.l->n != 0;
+    case JT_LIST: return (v.flags & JF_GEN) || v.u.l->n != 0; /* a generator object is always true */
     case JT_DICT: return v.u.d->n != 0;
     case JT_RANGE: return v.u.r->len != 0;
     default: return true;
@@ -347,6 +347,7 @@ bool jv_equal(jctx *c, jval a, jval b) {
     case JT_UNDEF: case JT_NONE: return true;
     case JT_STR: return a.u.s.n == b.u.s.n && !memcmp(a.u.s.s, b.u.s.s, a.u.s.n);
     case JT_LIST:
+        if ((a.flags | b.flags) & JF_GEN) return a.u.l == b.u.l;
         if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return false;
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!jv_equal(c, a.u.l->v[i], b.u.l->v[i])) return false;
@@ -396,7 +397,9 @@ int64_t jv_len(jctx *c, jval v) {
     switch (v.t) {
     case JT_UNDEF: return 0;
     case JT_STR: return (int64_t)ju_count(v.u.s.s, v.u.s.n);
-    case JT_LIST: return (int64_t)v.u.l->n;
+    case JT_LIST:
+        if (v.flags & JF_GEN) jfail(c, "object of type 'generator' has no len()");
+        return (int64_t)v.u.l->n;
     case JT_DICT: case JT_NS: return (int64_t)v.u.d->n;
     case JT_RANGE: return v.u.r->len;
     default: jfail(c, "object of type '%s' has no len()", jtype_name(v));
@@ -511,8 +514,13 @@ void jv_repr_to(jctx *c, jbuf *b, jval v) {
     jstep(c, 1);
     if (c->depth > c->lim.max_depth) jfail(c, "value nested too deeply to print");
     switch (v.t) {
-    case JT_STR: repr_str(c, b, v.u.s.s, v.u.s.n); return;
+    case JT_STR:
+        if (v.flags & JF_MARKUP) jbuf_puts(c, b, "Markup(");
+        repr_str(c, b, v.u.s.s, v.u.s.n);
+        if (v.flags & JF_MARKUP) jbuf_puts(c, b, ")");
+        return;
     case JT_LIST: {
+        if (v.flags & JF_GEN) { jbuf_puts(c, b, "<generator object>"); return; }
         bool tup = v.u.l->tuple;
         jbuf_putc(c, b, tup ? '(' : '[');
         c->depth++;
@@ -575,6 +583,21 @@ jval jv_to_string(jctx *c, jval v) {
     return jv_str(b.p ? b.p : "", b.n);
 }
 
+jval jv_html_escape(jctx *c, jval v) {
+    if (v.t == JT_STR && (v.flags & JF_MARKUP)) return v;
+    jval s = jv_to_string(c, v);
+    jbuf b = {0};
+    for (size_t i = 0; i < s.u.s.n; i++) {
+        char ch = s.u.s.s[i];
+        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
+        if (r) jbuf_puts(c, &b, r);
+        else jbuf_putc(c, &b, ch);
+    }
+    jval r = jv_str(b.p ? b.p : "", b.n);
+    r.flags = JF_MARKUP;
+    return r;
+}
+
 static void json_str(jctx *c, jbuf *b, const char *s, size_t n) {
     jbuf_putc(c, b, '"');
     size_t start = 0;
@@ -633,6 +656,7 @@ void jv_tojson_to(jctx *c, jbuf *b, jval v, const char *indent, int level, bool 
         return;
     case JT_STR: json_str(c, b, v.u.s.s, v.u.s.n); return;
     case JT_LIST: case JT_RANGE: {
+        if (v.flags & JF_GEN) jfail(c, "Object of type generator is not JSON serializable");
         jlist *l = jv_iter_list(c, v);
         if (l->n == 0) { jbuf_puts(c, b, "[]"); return; }
         jbuf_putc(c, b, '[');
