@@ -44,25 +44,64 @@ static jval bufval(jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 
 /* ---- string helpers (code points) ---- */
 
-typedef uint32_t (*cpmap)(uint32_t);
+/* Python's str.upper/lower/capitalize/title (mode 'u', 'l', 'c', 't') and jinja2's |title
+ * filter ('j': words start after whitespace or -([{<; first letter upper, rest lower), with full
+ * case mappings (U+00DF -> "SS") and the final-sigma rule of lower(). */
+/* Unicode Case_Ignorable, approximately: apostrophes, dots, colons, modifiers, combining marks. */
+static bool case_ignorable(uint32_t cp) {
+    return cp == '\'' || cp == '.' || cp == ':' || cp == '^' || cp == '`' || cp == 0xa8 || cp == 0xad || cp == 0xaf ||
+           cp == 0xb4 || cp == 0xb7 || cp == 0xb8 || cp == 0x2018 || cp == 0x2019 || cp == 0x2024 || cp == 0x2027 ||
+           (cp >= 0x2b0 && cp <= 0x36f) || (cp >= 0x483 && cp <= 0x489) || (cp >= 0x1ab0 && cp <= 0x1aff) ||
+           (cp >= 0x1dc0 && cp <= 0x1dff) || (cp >= 0x20d0 && cp <= 0x20ff) || (cp >= 0xfe20 && cp <= 0xfe2f);
+}
 
-static jval map_cps(jctx *c, jval s, cpmap first, cpmap rest, bool title_mode) {
-    jbuf b = {0};
-    size_t i = 0;
-    bool prev_cased = false;
-    jstep(c, s.u.s.n / 64);
-    while (i < s.u.s.n) {
+/* Python's final-sigma context: a capital sigma at i, preceded by a cased letter, lowers to ς unless
+ * a cased letter follows (case-ignorable characters are skipped both ways). */
+static bool sigma_is_final(const char *s, size_t n, size_t after) {
+    while (after < n) {
         size_t adv;
-        uint32_t cp = ju_decode(s.u.s.s + i, s.u.s.n - i, &adv);
-        uint32_t m;
-        if (title_mode) {
-            bool cased = ju_upper(cp) != cp || ju_lower(cp) != cp || (cp >= 0x80 && cp != ju_upper(cp));
-            m = cased ? (prev_cased ? ju_lower(cp) : ju_upper(cp)) : cp;
-            prev_cased = cased;
-        } else m = i == 0 ? first(cp) : rest(cp);
-        char t[4];
-        if (m == cp) jbuf_put(c, &b, s.u.s.s + i, adv);
-        else jbuf_put(c, &b, t, ju_encode(m, t));
+        uint32_t cp = ju_decode(s + after, n - after, &adv);
+        if (!case_ignorable(cp)) return !ju_cased(cp);
+        after += adv;
+    }
+    return true;
+}
+
+static jval case_map(jctx *c, jval s, int mode) {
+    jbuf b = {0};
+    size_t i = 0, n = s.u.s.n;
+    bool prev_cased = false;  /* str.title(): was the previous character cased */
+    bool sigma_ctx = false;   /* final-sigma rule: last non-ignorable character was cased */
+    bool word_start = true;
+    jstep(c, n / 64);
+    while (i < n) {
+        size_t adv;
+        uint32_t cp = ju_decode(s.u.s.s + i, n - i, &adv), out[3];
+        int kind;
+        bool first_of_word = false;
+        if (mode == 'u') kind = 'u';
+        else if (mode == 'l') kind = 'l';
+        else if (mode == 'c') kind = i == 0 ? 't' : 'l';
+        else if (mode == 't') kind = prev_cased ? 'l' : 't';
+        else { /* jinja2 |title: item[0].upper() + item[1:].lower() per word */
+            bool sep = ju_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+            kind = sep ? 0 : word_start ? 'u' : 'l';
+            first_of_word = !sep && word_start;
+            word_start = sep;
+        }
+        int k = 1;
+        out[0] = cp;
+        if (kind) k = ju_full_case(cp, kind, out);
+        if (kind == 'l' && cp == 0x3a3 && sigma_ctx && sigma_is_final(s.u.s.s, n, i + adv)) out[0] = 0x3c2;
+        prev_cased = ju_cased(cp);
+        if (!case_ignorable(cp)) sigma_ctx = ju_cased(cp);
+        if (first_of_word || (mode == 'j' && kind == 0)) sigma_ctx = false; /* item[1:] is lowered on its own */
+        if (k == 1 && out[0] == cp) jbuf_put(c, &b, s.u.s.s + i, adv);
+        else
+            for (int j = 0; j < k; j++) {
+                char t[4];
+                jbuf_put(c, &b, t, ju_encode(out[j], t));
+            }
         i += adv;
     }
     return bufval(&b);
@@ -308,7 +347,7 @@ static jval sort_key(jctx *c, jval item, const jval *attribute, bool case_sensit
     jval k = item;
     if (attribute && attribute->t == JT_STR) k = jgetattr(c, item, jstrndup(c, attribute->u.s.s, attribute->u.s.n), line);
     else if (attribute && attribute->t == JT_INT) k = jgetitem(c, item, *attribute, line);
-    if (!case_sensitive && k.t == JT_STR) k = map_cps(c, k, ju_lower, ju_lower, false);
+    if (!case_sensitive && k.t == JT_STR) k = case_map(c, k, 'l');
     return k;
 }
 
@@ -768,25 +807,11 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         IS("center") || IS("wordcount")) {
         jval str = jv_to_string(c, v);
         if (IS("trim")) *res = strip(str, arg_or(c, a, 0, "chars", jv_none()), true, true);
-        else if (IS("upper")) *res = map_cps(c, str, ju_upper, ju_upper, false);
-        else if (IS("lower")) *res = map_cps(c, str, ju_lower, ju_lower, false);
-        else if (IS("capitalize")) *res = map_cps(c, str, ju_upper, ju_lower, false);
-        else if (IS("title")) {
-            /* jinja2: words start after whitespace or one of -([{< */
-            jbuf b = {0};
-            size_t i = 0, adv;
-            bool start = true;
-            while (i < str.u.s.n) {
-                uint32_t cp = ju_decode(str.u.s.s + i, str.u.s.n - i, &adv);
-                bool sepc = ju_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-                uint32_t m = sepc ? cp : start ? ju_upper(cp) : ju_lower(cp);
-                char t[4];
-                jbuf_put(c, &b, t, ju_encode(m, t));
-                start = sepc;
-                i += adv;
-            }
-            *res = bufval(&b);
-        } else if (IS("replace")) {
+        else if (IS("upper")) *res = case_map(c, str, 'u');
+        else if (IS("lower")) *res = case_map(c, str, 'l');
+        else if (IS("capitalize")) *res = case_map(c, str, 'c');
+        else if (IS("title")) *res = case_map(c, str, 'j');
+        else if (IS("replace")) {
             const jval *o = jarg(c, a, 0, "old"), *n = jarg(c, a, 1, "new");
             if (!o || !n) jfail_at(c, line, "replace needs old and new strings");
             const jval *cnt = jarg(c, a, 2, "count");
@@ -890,10 +915,10 @@ static jval str_method(jctx *c, jval s, const char *name, jcall *a, int line) {
         if (chars.t != JT_NONE) need_str(c, chars, name, line);
         return strip(s, chars, !IS("rstrip"), !IS("lstrip"));
     }
-    if (IS("upper")) return map_cps(c, s, ju_upper, ju_upper, false);
-    if (IS("lower")) return map_cps(c, s, ju_lower, ju_lower, false);
-    if (IS("capitalize")) return map_cps(c, s, ju_upper, ju_lower, false);
-    if (IS("title")) return map_cps(c, s, NULL, NULL, true);
+    if (IS("upper")) return case_map(c, s, 'u');
+    if (IS("lower")) return case_map(c, s, 'l');
+    if (IS("capitalize")) return case_map(c, s, 'c');
+    if (IS("title")) return case_map(c, s, 't');
     if (IS("replace")) {
         const jval *n = jarg(c, a, 1, NULL);
         if (!a0 || !n) jfail_at(c, line, "replace() needs 2 arguments");

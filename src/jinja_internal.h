@@ -129,8 +129,15 @@ size_t ju_offset(const char *s, size_t n, size_t cp); /* byte offset of code poi
 uint32_t ju_decode(const char *s, size_t n, size_t *adv);
 size_t ju_encode(uint32_t cp, char *out);
 bool ju_isspace(uint32_t cp);
-uint32_t ju_upper(uint32_t cp);
+/* case mapping (jinja_unicode.c, generated from the Unicode data files) */
+typedef struct ju_case_range { uint32_t lo, hi; int32_t delta; uint32_t stride; } ju_case_range;
+typedef struct ju_special { uint32_t cp; int nl; uint32_t l[3]; int nt; uint32_t t[3]; int nu; uint32_t u[3]; } ju_special;
+uint32_t ju_upper(uint32_t cp); /* simple (one code point) mappings */
 uint32_t ju_lower(uint32_t cp);
+uint32_t ju_title(uint32_t cp);
+bool ju_cased(uint32_t cp);
+/* Full mapping (kind 'u', 'l' or 't'), up to 3 code points into out; returns how many. */
+int ju_full_case(uint32_t cp, int kind, uint32_t out[3]);
 bool ju_valid(const char *s, size_t n);
 
 /* ---- lexer (jinja_lex.c) ---- */

@@ -157,44 +157,6 @@ bool ju_isspace(uint32_t c) {
            (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-/* Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic. */
-uint32_t ju_upper(uint32_t c) {
-    if (c >= 'a' && c <= 'z') return c - 32;
-    if (c < 0x80) return c;
-    if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
-    if (c == 0xff) return 0x178;
-    if (c == 0xb5) return 0x39c;
-    if (c >= 0x100 && c <= 0x17f) {
-        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c : c - 1;
-        if (c == 0x131) return 'I';
-        if (c == 0x17f) return 'S';
-        if (c == 0x138 || c == 0x149 || c == 0x130) return c;
-        return (c & 1) ? c - 1 : c;
-    }
-    if (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) return c - 32;
-    if (c == 0x3c2) return 0x3a3;
-    if (c >= 0x430 && c <= 0x44f) return c - 32;
-    if (c >= 0x450 && c <= 0x45f) return c - 80;
-    return c;
-}
-
-uint32_t ju_lower(uint32_t c) {
-    if (c >= 'A' && c <= 'Z') return c + 32;
-    if (c < 0x80) return c;
-    if ((c >= 0xc0 && c <= 0xde && c != 0xd7)) return c + 32;
-    if (c == 0x178) return 0xff;
-    if (c >= 0x100 && c <= 0x17f) {
-        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c + 1 : c;
-        if (c == 0x130) return 'i';
-        if (c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17f) return c;
-        return (c & 1) ? c : c + 1;
-    }
-    if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
-    if (c >= 0x410 && c <= 0x42f) return c + 32;
-    if (c >= 0x400 && c <= 0x40f) return c + 80;
-    return c;
-}
-
 /* ---- construction ---- */
 
 jval jv_undef(jctx *c, const char *fmt, ...) {
