@@ -339,6 +339,34 @@ static jval str_format(jctx *c, jval fmt, jcall *a, int line) {
     return bufval(&b);
 }
 
+jval jpercent_format(jctx *c, jval fmt, jval args, int line) {
+    jval one[1] = {args};
+    const jval *v = one;
+    size_t nargs = 1, used = 0;
+    if (args.t == JT_LIST && args.u.l->tuple && !(args.flags & JF_GEN)) { v = args.u.l->v; nargs = args.u.l->n; }
+    jbuf b = {0};
+    const char *s = fmt.u.s.s;
+    for (size_t i = 0; i < fmt.u.s.n; i++) {
+        if (s[i] != '%') { jbuf_putc(c, &b, s[i]); continue; }
+        char k = i + 1 < fmt.u.s.n ? s[++i] : 0;
+        if (k == '%') { jbuf_putc(c, &b, '%'); continue; }
+        if (k != 's' && k != 'r' && k != 'd' && k != 'i')
+            jfail_at(c, line, "unsupported construct: '%%%c' in %%-formatting (only %%s %%r %%d %%i %%%%)", k ? k : '?');
+        if (used >= nargs) jfail_at(c, line, "not enough arguments for format string");
+        jval x = v[used++];
+        if (k == 's') jv_str_to(c, &b, x);
+        else if (k == 'r') jv_repr_to(c, &b, x);
+        else {
+            if (!jv_is_number(x)) jfail_at(c, line, "%%%c format: a real number is required, not %s", k, jtype_name(x));
+            jval iv = x.t == JT_FLOAT ? jv_int((int64_t)x.u.f) : x;
+            if (x.t == JT_FLOAT && (isnan(x.u.f) || fabs(x.u.f) >= 9.2e18)) jfail_at(c, line, "%%d format: number out of range");
+            jv_str_to(c, &b, iv.t == JT_BOOL ? jv_int(iv.u.b) : iv);
+        }
+    }
+    if (used < nargs && !(nargs == 1 && (args.t == JT_DICT))) jfail_at(c, line, "not all arguments converted during string formatting");
+    return bufval(&b);
+}
+
 /* ---- sorting (stable merge sort; comparisons may fail the render) ---- */
 
 typedef struct sortkey { jval key, item; } sortkey;

@@ -351,7 +351,7 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
     }
     if (op == '*' && (a.t == JT_STR || a.t == JT_LIST) && is_intlike(b)) return repeat(c, a, as_int(b), line);
     if (op == '*' && (b.t == JT_STR || b.t == JT_LIST) && is_intlike(a)) return repeat(c, b, as_int(a), line);
-    if (op == '%' && a.t == JT_STR) jfail_at(c, line, "unsupported construct: printf-style '%%' string formatting");
+    if (op == '%' && a.t == JT_STR) return jpercent_format(c, a, b, line);
     bad_operands(c, opname, a, b, line);
 }
 
@@ -619,7 +619,13 @@ static int exec_node(jctx *c, jscope *s, const jnode *n) {
         scope_set(c, s, n->name, m);
         return FLOW_NORMAL;
     }
-    case N_SCOPE: exec_body(c, scope_new(c, s), &n->body); return FLOW_NORMAL;
+    case N_SCOPE: { /* {% generation %} and {% with %}: a scope of their own */
+        jval *vals = jalloc(c, (n->kwargs.n + 1) * sizeof *vals);
+        for (size_t i = 0; i < n->kwargs.n; i++) vals[i] = jeval(c, s, n->kwargs.v[i]);
+        jscope *inner = scope_new(c, s);
+        for (size_t i = 0; i < n->kwargs.n; i++) assign(c, inner, n->orelse.v[i], vals[i], n->line);
+        return exec_body(c, inner, &n->body); /* a break inside {% with %} ends the enclosing loop */
+    }
     case N_BREAK: return FLOW_BREAK;
     case N_CONTINUE: return FLOW_CONTINUE;
     default: jfail_at(c, n->line, "internal error: expression used as statement");

@@ -206,6 +206,8 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line);
 bool jmethod_exists(jval self, const char *name);
 jval jglobal_call(jctx *c, const char *name, jcall *a, int line);
+/* Python's `fmt % args` for %s %r %d %i %%. */
+jval jpercent_format(jctx *c, jval fmt, jval args, int line);
 bool jglobal_exists(const char *name);
 /* Argument i (positional) or kw (keyword), else NULL; too many arguments fail. */
 const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw);

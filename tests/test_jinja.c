@@ -129,6 +129,10 @@ static const struct unit_case { const char *src, *expected; } UNIT_CASES[] = {
      "2.5 2 1.4142135623730951 1000.0 1e+20 1.5e-10 6.0 -2 0.5 0.30000000000000004"},
     {"{{ '\316\221\316\243.'|lower }}|{{ '\307\260\305\270\341\217\270\316\243.\341\276\274'|lower }}|{{ '\341\272\236\316\243_\303\277'|title }}|{{ '\357\254\203 \305\211'|upper }}|{{ '\307\206a'|capitalize }}|{{ '\307\206a b\316\243'.title() }}|{{ '\304\260'|lower|length }}",
      "\316\261\317\202.|\307\260\303\277\341\217\270\317\203.\341\276\263|\341\272\236\317\203_\303\277|FFI \312\274N|\307\205a|\307\205a B\317\202|2"},
+    {"{% with a = 1, b = n %}{{ a + b }}{% set c = 3 %}{% endwith %}{{ a is defined }}{{ c is defined }}|{% for i in l %}{% with j = i * 2 %}{% if j > 4 %}{% break %}{% endif %}{{ j }}{% endwith %}{% endfor %}",
+     "8FalseFalse|"},
+    {"{{ '%s and %s' % ('a', 1) }}|{{ '%d%%' % 42 }}|{{ 'x=%r' % ('q',) }}|{{ '%s' % none }}|{{ '%i' % 3.9 }}|{{ '%s' % [1, 2] }}",
+     "a and 1|42%|x='q'|None|3|[1, 2]"},
     {"{{ 'a' ~ 1.0 ~ [1.5] ~ {'x': none} }}|{{ 10000000000000000.0 }}|{{ 123456789012345.6 }}|{{ 0.0001 }}|{{ 0.00001 }}|{{ -0.0 }}|{{ 1e300 * 1e300 }}",
      "a1.0[1.5]{'x': None}|1e+16|123456789012345.6|0.0001|1e-05|-0.0|inf"},
 };
@@ -419,7 +423,11 @@ static void test_unsupported_and_syntax(void) {
     expect_error("{% extends 'base' %}", "unsupported tag 'extends'", NULL);
     expect_error("{% for x in y recursive %}{% endfor %}", "unsupported construct 'recursive'", NULL);
     expect_error("{{ cycler() }}", "'cycler' is undefined", NULL);
-    expect_error("{{ '%s' % 1 }}", "unsupported construct", NULL);
+    expect_error("{{ '%x' % 1 }}", "unsupported construct: '%x'", NULL);
+    expect_error("{{ '%s %s' % (1,) }}", "not enough arguments", NULL);
+    expect_error("{% break %}", "'break' outside of a loop", NULL);
+    expect_error("{% for i in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", "'continue' outside of a loop", NULL);
+    expect_error("{% with x %}{% endwith %}", "syntax error", NULL);
     expect_error("{% if true %}never closed", "missing {% endif %}", NULL);
     expect_error("{% for x in y %}", "missing {% endfor %}", NULL);
     expect_error("{% endif %}", "unexpected tag 'endif'", NULL);
