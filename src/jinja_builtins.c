@@ -42,6 +42,25 @@ static int64_t need_int(jctx *c, jval v, const char *what, int line) {
 
 static jval bufval(jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 
+/* Item `attr` of v for attribute= arguments, like jinja2's make_attrgetter: an integer indexes;
+ * a string is a dotted path whose all-digit parts index ("function.name", "items.0"). */
+static jval get_attr_arg(jctx *c, jval v, jval attr, int line) {
+    if (attr.t == JT_INT) return jgetitem(c, v, attr, line);
+    jval path = jv_to_string(c, attr);
+    size_t i = 0;
+    do {
+        size_t e = i;
+        while (e < path.u.s.n && path.u.s.s[e] != '.') e++;
+        const char *part = jstrndup(c, path.u.s.s + i, e - i);
+        bool digits = e > i;
+        for (size_t k = i; k < e; k++) digits &= path.u.s.s[k] >= '0' && path.u.s.s[k] <= '9';
+        if (digits && e - i < 18) v = jgetitem(c, v, jv_int(strtoll(part, NULL, 10)), line);
+        else v = jgetattr(c, v, part, line);
+        i = e + 1;
+    } while (i <= path.u.s.n);
+    return v;
+}
+
 /* ---- string helpers (code points) ---- */
 
 /* Python's str.upper/lower/capitalize/title (mode 'u', 'l', 'c', 't') and jinja2's |title
@@ -372,9 +391,7 @@ jval jpercent_format(jctx *c, jval fmt, jval args, int line) {
 typedef struct sortkey { jval key, item; } sortkey;
 
 static jval sort_key(jctx *c, jval item, const jval *attribute, bool case_sensitive, int line) {
-    jval k = item;
-    if (attribute && attribute->t == JT_STR) k = jgetattr(c, item, jstrndup(c, attribute->u.s.s, attribute->u.s.n), line);
-    else if (attribute && attribute->t == JT_INT) k = jgetitem(c, item, *attribute, line);
+    jval k = attribute && attribute->t != JT_NONE ? get_attr_arg(c, item, *attribute, line) : item;
     if (!case_sensitive && k.t == JT_STR) k = case_map(c, k, 'l');
     return k;
 }
@@ -643,7 +660,7 @@ static jval join(jctx *c, jval v, jcall *a, int line) {
     for (size_t i = 0; i < l->n; i++) {
         if (i) jbuf_put(c, &b, sep.u.s.s, sep.u.s.n);
         jval it = l->v[i];
-        if (attr) it = jgetattr(c, it, jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line);
+        if (attr) it = get_attr_arg(c, it, *attr, line);
         jv_str_to(c, &b, it);
     }
     return bufval(&b);
@@ -731,11 +748,9 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     }
     if (IS("reverse")) {
         if (v.t == JT_STR) {
-            jval st = jv_int(-1);
             jbuf b = {0};
             jlist *l = jv_iter_list(c, v);
             for (size_t i = l->n; i > 0; i--) jbuf_put(c, &b, l->v[i - 1].u.s.s, l->v[i - 1].u.s.n);
-            (void)st;
             *res = bufval(&b);
             return 1;
         }
@@ -755,8 +770,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             jval def = arg_or(c, a, SIZE_MAX, "default", jv_undef(c, "no default"));
             bool has_def = jarg(c, a, SIZE_MAX, "default") != NULL;
             for (size_t i = 0; i < l->n; i++) {
-                jval x = attr->t == JT_INT ? jgetitem(c, l->v[i], *attr, line)
-                                           : jgetattr(c, l->v[i], jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line);
+                jval x = get_attr_arg(c, l->v[i], *attr, line);
                 out.u.l->v[i] = (x.t == JT_UNDEF && has_def) ? def : x;
             }
         } else {
@@ -779,7 +793,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         const jval *attr = jarg(c, a, 0, "attribute");
         jval acc = arg_or(c, a, 1, "start", jv_int(0));
         for (size_t i = 0; i < l->n; i++) {
-            jval x = attr ? jgetattr(c, l->v[i], jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line) : l->v[i];
+            jval x = attr ? get_attr_arg(c, l->v[i], *attr, line) : l->v[i];
             if (!jv_is_number(x) || !jv_is_number(acc)) jfail_at(c, line, "sum: unsupported operand types '%s' and '%s'", jtype_name(acc), jtype_name(x));
             if (acc.t == JT_FLOAT || x.t == JT_FLOAT) acc = jv_float(jv_as_double(acc) + jv_as_double(x));
             else {

@@ -476,6 +476,7 @@ void jv_repr_to(jctx *c, jbuf *b, jval v) {
     jstep(c, 1);
     if (c->depth > c->lim.max_depth) jfail(c, "value nested too deeply to print");
     switch (v.t) {
+    case JT_UNDEF: jbuf_puts(c, b, "Undefined"); return;
     case JT_STR:
         if (v.flags & JF_MARKUP) jbuf_puts(c, b, "Markup(");
         repr_str(c, b, v.u.s.s, v.u.s.n);
