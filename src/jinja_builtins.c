@@ -449,14 +449,16 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
     else if (IS("iterable")) *res = v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
     else if (IS("callable")) *res = v.t == JT_MACRO || v.t == JT_FUNC || v.t == JT_METHOD;
     else if (IS("escaped")) *res = false;
-    else if (IS("odd") || IS("even")) {
-        int64_t i = need_int(c, v, name, line);
-        *res = ((i % 2) != 0) == IS("odd");
-    } else if (IS("divisibleby")) {
-        if (!x) jfail_at(c, line, "test 'divisibleby' needs an argument");
-        int64_t d = need_int(c, *x, name, line);
-        if (d == 0) jfail_at(c, line, "integer division or modulo by zero");
-        *res = need_int(c, v, name, line) % d == 0;
+    else if (IS("odd") || IS("even") || IS("divisibleby")) {
+        /* Python: value % 2 == 1 / value % 2 == 0 / value % num == 0 (floats allowed) */
+        jval d = jv_int(2);
+        if (IS("divisibleby")) {
+            if (!x) jfail_at(c, line, "test 'divisibleby' needs an argument");
+            d = *x;
+        }
+        if (!jv_is_number(v) || !jv_is_number(d)) jfail_at(c, line, "test '%s' expects numbers, got '%s'", name, jtype_name(v));
+        jval m = jv_arith_mod(c, v, d, line);
+        *res = jv_as_double(m) == (IS("odd") ? 1 : 0);
     } else if (IS("eq") || IS("equalto") || IS("==") || IS("ne") || IS("!=")) {
         if (!x) jfail_at(c, line, "test '%s' needs an argument", name);
         *res = jv_equal(c, v, *x) == !(IS("ne") || IS("!="));
@@ -484,7 +486,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
         *res = false;
         for (size_t i = 0; i < l->n && !*res; i++) *res = jv_equal(c, l->v[i], v);
     } else if (IS("lower") || IS("upper")) {
-        if (v.t != JT_STR) { *res = false; return 1; }
+        v = jv_to_string(c, v); /* jinja2: str(value).islower() */
         bool any = false, ok = true;
         size_t i = 0, adv;
         while (i < v.u.s.n) {
@@ -642,6 +644,8 @@ static jval round_value(jctx *c, jval v, jcall *a, int line) {
     jval m = arg_or(c, a, 1, "method", jv_cstr(c, "common"));
     double x = jv_as_double(v);
     if (!jv_is_number(v)) jfail_at(c, line, "round expects a number, got '%s'", jtype_name(v));
+    bool common = !(m.t == JT_STR && ((m.u.s.n == 5 && !memcmp(m.u.s.s, "floor", 5)) || (m.u.s.n == 4 && !memcmp(m.u.s.s, "ceil", 4))));
+    if (common && v.t != JT_FLOAT) return jv_int(v.t == JT_INT ? v.u.i : v.u.b); /* round(int, n) is the int */
     if (prec < 0 || prec > 15) jfail_at(c, line, "round precision out of range");
     double p = pow(10, (double)prec);
     if (m.t == JT_STR && m.u.s.n == 5 && !memcmp(m.u.s.s, "floor", 5)) return jv_float(floor(x * p) / p);
@@ -666,9 +670,31 @@ static jval join(jctx *c, jval v, jcall *a, int line) {
     return bufval(&b);
 }
 
+static bool iterable(jval v) { return v.t == JT_UNDEF || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_STR || v.t == JT_RANGE; }
+
+/* jinja2's generator filters fail only when their result is iterated. */
+static jval lazy_failure(jctx *c, const char *msg) {
+    jval g = jv_list(c, 0);
+    g.flags = JF_GEN;
+    g.u.l->lazy_error = jstrndup(c, msg, strlen(msg));
+    return g;
+}
+
 int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line, jval *res) {
     jstep(c, 1);
 #define IS(n) (!strcmp(name, n))
+    bool lazy = IS("map") || IS("select") || IS("reject") || IS("selectattr") || IS("rejectattr") ? jv_truthy(v) : IS("unique") || IS("batch");
+    if (lazy && v.t == JT_LIST && v.u.l->lazy_error) { *res = v; return 1; } /* still not iterated */
+    if (lazy && !iterable(v)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "'%s' object is not iterable", jtype_name(v));
+        *res = lazy_failure(c, msg);
+        return 1;
+    }
+    if (IS("items") && v.t != JT_UNDEF && v.t != JT_DICT) {
+        *res = lazy_failure(c, "Can only get item pairs from a mapping.");
+        return 1;
+    }
     /* filters that accept undefined */
     if (IS("default") || IS("d")) {
         jval def = arg_or(c, a, 0, "default_value", jv_str("", 0));
@@ -701,7 +727,6 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         return 1;
     }
     if (IS("list")) {
-        if (v.t == JT_UNDEF) jfail_at(c, line, "%s", v.u.undef);
         jlist *l = jv_iter_list(c, v);
         jval r = jv_list(c, l->n);
         if (l->n) memcpy(r.u.l->v, l->v, l->n * sizeof(jval));
@@ -709,8 +734,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         return 1;
     }
     if (IS("items")) { *res = items_of(c, v, line); res->flags = JF_GEN; return 1; }
+    if (v.t == JT_UNDEF && IS("dictsort")) jfail_at(c, line, "%s", v.u.undef); /* others iterate it as empty */
     if (IS("first") || IS("last")) {
-        if (v.t == JT_UNDEF) jfail_at(c, line, "%s", v.u.undef);
         if (IS("last") && (v.flags & JF_GEN)) jfail_at(c, line, "'generator' object is not reversible");
         jlist *l = jv_iter_list(c, v);
         *res = l->n ? l->v[IS("first") ? 0 : l->n - 1] : jv_undef(c, "No %s item, sequence was empty.", name);
@@ -757,7 +782,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         jlist *l = jv_iter_list(c, v);
         jval r = jv_list(c, l->n);
         for (size_t i = 0; i < l->n; i++) r.u.l->v[i] = l->v[l->n - 1 - i];
-        if (v.t == JT_LIST && !(v.flags & JF_GEN)) r.flags = JF_GEN; /* reversed(list): an iterator */
+        if (!(v.flags & JF_GEN)) r.flags = JF_GEN; /* reversed(x) is an iterator; a generator is listed */
         *res = r;
         return 1;
     }
@@ -845,6 +870,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("escape") || IS("e")) { *res = jv_html_escape(c, v); return 1; }
     if (IS("forceescape")) { v.flags &= (uint8_t)~JF_MARKUP; *res = jv_html_escape(c, v); return 1; }
     /* string filters: the value is converted with str() first */
+    if (IS("indent") && v.t != JT_STR) /* jinja2 does `s += "\n"` on the value itself */
+        jfail_at(c, line, "unsupported operand type(s) for +=: '%s' and 'str'", jtype_name(v));
     if (IS("trim") || IS("upper") || IS("lower") || IS("title") || IS("capitalize") || IS("replace") || IS("indent") ||
         IS("center") || IS("wordcount")) {
         jval str = jv_to_string(c, v);
@@ -897,6 +924,7 @@ static bool in_table(const char *const *t, const char *name) {
 }
 
 bool jmethod_exists(jval self, const char *name) {
+    if (self.flags & JF_GEN) return false; /* generators have no list methods */
     switch (self.t) {
     case JT_STR: return in_table(STR_METHODS, name);
     case JT_DICT: return in_table(DICT_METHODS, name);

@@ -324,6 +324,7 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
             if (y == 0) jfail_at(c, line, "float modulo or division by zero");
             double m = fmod(x, y);
             if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            if (m == 0) m = copysign(0.0, y); /* Python: a zero remainder takes the divisor's sign */
             return jv_float(op == '%' ? m : floor(x / y));
         }
         default: return jv_float(pow(x, y));
@@ -355,6 +356,8 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
     bad_operands(c, opname, a, b, line);
 }
 
+jval jv_arith_mod(jctx *c, jval a, jval b, int line) { return arith(c, '%', a, b, line); }
+
 static bool contains(jctx *c, jval hay, jval needle, int line) {
     switch (hay.t) {
     case JT_STR:
@@ -363,6 +366,7 @@ static bool contains(jctx *c, jval hay, jval needle, int line) {
         jstep(c, hay.u.s.n / 64);
         return memmem(hay.u.s.s, hay.u.s.n, needle.u.s.s, needle.u.s.n) != NULL;
     case JT_LIST:
+        if (hay.u.l->lazy_error) jfail_at(c, line, "%s", hay.u.l->lazy_error);
         for (size_t i = 0; i < hay.u.l->n; i++)
             if (jv_equal(c, hay.u.l->v[i], needle)) return true;
         return false;
@@ -373,7 +377,9 @@ static bool contains(jctx *c, jval hay, jval needle, int line) {
         int64_t k = (x - st) / sp;
         return k >= 0 && k < n;
     }
-    case JT_DICT: case JT_NS: return jdict_get(hay.u.d, needle) != NULL;
+    case JT_DICT: case JT_NS:
+        if (needle.t == JT_LIST || needle.t == JT_DICT || needle.t == JT_NS) jfail_at(c, line, "unhashable type: '%s'", jtype_name(needle));
+        return jdict_get(hay.u.d, needle) != NULL;
     case JT_UNDEF: return false;
     default: jfail_at(c, line, "argument of type '%s' is not iterable", jtype_name(hay));
     }
@@ -390,7 +396,8 @@ static bool compare(jctx *c, int op, jval a, jval b, int line) {
     }
     if (a.t == JT_UNDEF) undefined_error(c, a, line);
     if (b.t == JT_UNDEF) undefined_error(c, b, line);
-    bool ok = (jv_is_number(a) && jv_is_number(b)) || (a.t == JT_STR && b.t == JT_STR) || (a.t == JT_LIST && b.t == JT_LIST);
+    bool ok = (jv_is_number(a) && jv_is_number(b)) || (a.t == JT_STR && b.t == JT_STR) ||
+              (a.t == JT_LIST && b.t == JT_LIST && !((a.flags | b.flags) & JF_GEN));
     if (!ok) {
         const char *o = op == '<' ? "<" : op == '>' ? ">" : op == JOP2('<', '=') ? "<=" : ">=";
         jfail_at(c, line, "'%s' not supported between instances of '%s' and '%s'", o, jtype_name(a), jtype_name(b));

@@ -50,7 +50,7 @@ struct jval {
     } u;
 };
 
-struct jlist { size_t n; jval *v; bool tuple; };
+struct jlist { size_t n; jval *v; bool tuple; const char *lazy_error; /* generator that fails when iterated */ };
 struct jdict { size_t n, cap; jval *k; jval *v; };
 struct jscope { jscope *parent; size_t n, cap; const char **names; jval *vals; };
 struct jloop { int64_t index0, length; jval seq; /* JT_LIST or JT_RANGE being iterated */ };
@@ -197,6 +197,7 @@ typedef struct jcall {
 } jcall;
 
 jval jeval(jctx *c, jscope *s, const jnode *n);
+jval jv_arith_mod(jctx *c, jval a, jval b, int line); /* Python's a % b for numbers */
 jval jcall_value(jctx *c, jscope *s, jval callee, jcall *a, int line);
 jval jgetattr(jctx *c, jval obj, const char *name, int line);
 jval jgetitem(jctx *c, jval obj, jval key, int line);

@@ -372,7 +372,9 @@ jlist *jv_iter_list(jctx *c, jval v) {
     jval r;
     switch (v.t) {
     case JT_UNDEF: return jv_list(c, 0).u.l;
-    case JT_LIST: return v.u.l;
+    case JT_LIST:
+        if (v.u.l->lazy_error) jfail(c, "%s", v.u.l->lazy_error);
+        return v.u.l;
     case JT_DICT: {
         r = jv_list(c, v.u.d->n);
         memcpy(r.u.l->v, v.u.d->k, v.u.d->n * sizeof(jval));
