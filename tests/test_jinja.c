@@ -135,10 +135,16 @@ static const struct unit_case { const char *src, *expected; } UNIT_CASES[] = {
      "a and 1|42%|x='q'|None|3|[1, 2]"},
     {"{{ [{'f': {'n': 'x'}}, {'f': {'n': 'y'}}]|map(attribute='f.n')|join }}|{{ [[1, 2], [0, 5]]|map(attribute='1')|list }}|{{ [{'a': [3]}, {'a': [1]}]|sort(attribute='a.0')|map(attribute='a.0')|list }}|{{ messages|map(attribute='nope')|list }}|{{ messages|map(attribute='nope', default='-')|join }}",
      "xy|[2, 5]|[1, 3]|[Undefined, Undefined, Undefined]|---"},
+    {"{{ 5|round }}|{{ 5|round(0, 'floor') }}|{{ 2.5 is odd }}|{{ 3.0 is odd }}|{{ 7.5 is divisibleby 2.5 }}|{{ 2.5 % -2.5 }}|{{ {'a': 1} is lower }}|{{ nope|list }}|{{ nope|first is defined }}|{{ nope|sort }}|{{ nope|join }}|{{ 1|select is iterable }}|{{ none|items is defined }}",
+     "5|5.0|False|True|True|-0.0|True|[]|False|[]||True|True"},
     {"{{ 'a' ~ 1.0 ~ [1.5] ~ {'x': none} }}|{{ 10000000000000000.0 }}|{{ 123456789012345.6 }}|{{ 0.0001 }}|{{ 0.00001 }}|{{ -0.0 }}|{{ 1e300 * 1e300 }}",
      "a1.0[1.5]{'x': None}|1e+16|123456789012345.6|0.0001|1e-05|-0.0|inf"},
 };
 static const struct unit_err { const char *src, *msg; } UNIT_ERRORS[] = {
+    {"{{ 1|select|list }}", "'int' object is not iterable"},
+    {"{{ 'a' in none|items }}", "Can only get item pairs from a mapping"},
+    {"{{ nope|dictsort }}", "'nope' is undefined"},
+    {"{{ [1] in {'a': 1} }}", "unhashable type"},
     {"{{ [1]|map('string')|length }}", "has no len()"},
     {"{{ [1]|select|tojson }}", "not JSON serializable"},
     {"{{ [1]|map('string')|last }}", "not reversible"},
