@@ -1,4 +1,4 @@
-/* jinja_builtins.c — jinja2's filters and tests, Python string/dict/list methods, and the
+/* jinja_builtins.c — jinja2's filters and tests, dict/list methods (str methods: jinja_strings.c), and the
  * globals a chat template may call (range, namespace, dict, raise_exception, strftime_now).
  * Unknown names return 0 so the caller can report "unsupported filter 'x' at line N". */
 #include <errno.h>
@@ -24,23 +24,22 @@ void jargs_max(jctx *c, jcall *a, size_t npos, const char *what, int line) {
     if (a->npos > npos) jfail_at(c, line, "%s takes at most %zu argument(s), %zu given", what, npos, a->npos);
 }
 
-static jval arg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
+jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
     const jval *v = jarg(c, a, i, kw);
     return v ? *v : def;
 }
 
-static jval need_str(jctx *c, jval v, const char *what, int line) {
+jval jneed_str(jctx *c, jval v, const char *what, int line) {
     if (v.t != JT_STR) jfail_at(c, line, "%s expects a string, got '%s'", what, jtype_name(v));
     return v;
 }
 
-static int64_t need_int(jctx *c, jval v, const char *what, int line) {
+int64_t jneed_int(jctx *c, jval v, const char *what, int line) {
     if (v.t == JT_INT) return v.u.i;
     if (v.t == JT_BOOL) return v.u.b;
     jfail_at(c, line, "%s expects an integer, got '%s'", what, jtype_name(v));
 }
 
-static jval bufval(jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 
 /* Item `attr` of v for attribute= arguments, like jinja2's make_attrgetter: an integer indexes;
  * a string is a dotted path whose all-digit parts index ("function.name", "items.0"). */
@@ -61,338 +60,13 @@ static jval get_attr_arg(jctx *c, jval v, jval attr, int line) {
     return v;
 }
 
-/* ---- string helpers (code points) ---- */
-
-/* Python's str.upper/lower/capitalize/title (mode 'u', 'l', 'c', 't') and jinja2's |title
- * filter ('j': words start after whitespace or -([{<; first letter upper, rest lower), with full
- * case mappings (U+00DF -> "SS") and the final-sigma rule of lower(). */
-/* Unicode Case_Ignorable, approximately: apostrophes, dots, colons, modifiers, combining marks. */
-static bool case_ignorable(uint32_t cp) {
-    return cp == '\'' || cp == '.' || cp == ':' || cp == '^' || cp == '`' || cp == 0xa8 || cp == 0xad || cp == 0xaf ||
-           cp == 0xb4 || cp == 0xb7 || cp == 0xb8 || cp == 0x2018 || cp == 0x2019 || cp == 0x2024 || cp == 0x2027 ||
-           (cp >= 0x2b0 && cp <= 0x36f) || (cp >= 0x483 && cp <= 0x489) || (cp >= 0x1ab0 && cp <= 0x1aff) ||
-           (cp >= 0x1dc0 && cp <= 0x1dff) || (cp >= 0x20d0 && cp <= 0x20ff) || (cp >= 0xfe20 && cp <= 0xfe2f);
-}
-
-/* Python's final-sigma context: a capital sigma at i, preceded by a cased letter, lowers to ς unless
- * a cased letter follows (case-ignorable characters are skipped both ways). */
-static bool sigma_is_final(const char *s, size_t n, size_t after) {
-    while (after < n) {
-        size_t adv;
-        uint32_t cp = ju_decode(s + after, n - after, &adv);
-        if (!case_ignorable(cp)) return !ju_cased(cp);
-        after += adv;
-    }
-    return true;
-}
-
-static jval case_map(jctx *c, jval s, int mode) {
-    jbuf b = {0};
-    size_t i = 0, n = s.u.s.n;
-    bool prev_cased = false;  /* str.title(): was the previous character cased */
-    bool sigma_ctx = false;   /* final-sigma rule: last non-ignorable character was cased */
-    bool word_start = true;
-    jstep(c, n / 64);
-    while (i < n) {
-        size_t adv;
-        uint32_t cp = ju_decode(s.u.s.s + i, n - i, &adv), out[3];
-        int kind;
-        bool first_of_word = false;
-        if (mode == 'u') kind = 'u';
-        else if (mode == 'l') kind = 'l';
-        else if (mode == 'c') kind = i == 0 ? 't' : 'l';
-        else if (mode == 't') kind = prev_cased ? 'l' : 't';
-        else { /* jinja2 |title: item[0].upper() + item[1:].lower() per word */
-            bool sep = ju_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-            kind = sep ? 0 : word_start ? 'u' : 'l';
-            first_of_word = !sep && word_start;
-            word_start = sep;
-        }
-        int k = 1;
-        out[0] = cp;
-        if (kind) k = ju_full_case(cp, kind, out);
-        if (kind == 'l' && cp == 0x3a3 && sigma_ctx && sigma_is_final(s.u.s.s, n, i + adv)) out[0] = 0x3c2;
-        prev_cased = ju_cased(cp);
-        if (!case_ignorable(cp)) sigma_ctx = ju_cased(cp);
-        if (first_of_word || (mode == 'j' && kind == 0)) sigma_ctx = false; /* item[1:] is lowered on its own */
-        if (k == 1 && out[0] == cp) jbuf_put(c, &b, s.u.s.s + i, adv);
-        else
-            for (int j = 0; j < k; j++) {
-                char t[4];
-                jbuf_put(c, &b, t, ju_encode(out[j], t));
-            }
-        i += adv;
-    }
-    return bufval(&b);
-}
-
-static bool in_chars(uint32_t cp, jval chars) {
-    if (chars.t != JT_STR) return ju_isspace(cp);
-    size_t i = 0;
-    while (i < chars.u.s.n) {
-        size_t adv;
-        if (ju_decode(chars.u.s.s + i, chars.u.s.n - i, &adv) == cp) return true;
-        i += adv;
-    }
-    return false;
-}
-
-static jval strip(jval s, jval chars, bool left, bool right) {
-    size_t a = 0, b = s.u.s.n, adv;
-    if (left)
-        while (a < b && in_chars(ju_decode(s.u.s.s + a, b - a, &adv), chars)) a += adv;
-    if (right)
-        while (b > a) {
-            size_t p = b - 1;
-            while (p > a && ((unsigned char)s.u.s.s[p] & 0xc0) == 0x80) p--;
-            if (!in_chars(ju_decode(s.u.s.s + p, b - p, &adv), chars)) break;
-            b = p;
-        }
-    return jv_str(s.u.s.s + a, b - a);
-}
-
-static jval list_push(jctx *c, jval l, jval v) {
-    /* appends to a list under construction (capacity grows by doubling via copy) */
-    size_t n = l.u.l->n;
-    if ((n & (n - 1)) == 0) {
-        jval *nv = jalloc(c, (n ? n * 2 : 4) * sizeof(jval));
-        if (n) memcpy(nv, l.u.l->v, n * sizeof(jval));
-        l.u.l->v = nv;
-    }
-    l.u.l->v[n] = v;
-    l.u.l->n = n + 1;
-    return l;
-}
-
-/* Python str.split / rsplit */
-static jval split(jctx *c, jval s, jval sep, int64_t maxsplit, bool from_right, int line) {
-    jval out = jv_list(c, 0);
-    const char *p = s.u.s.s;
-    size_t n = s.u.s.n;
-    jstep(c, n / 64);
-    if (sep.t == JT_NONE || sep.t == JT_UNDEF) {
-        /* whitespace runs; empty strings dropped */
-        size_t adv;
-        if (!from_right) {
-            size_t i = 0;
-            while (i < n) {
-                while (i < n && ju_isspace(ju_decode(p + i, n - i, &adv))) i += adv;
-                if (i >= n) break;
-                if (maxsplit >= 0 && (int64_t)out.u.l->n == maxsplit) { /* the rest, trailing space kept */
-                    out = list_push(c, out, jv_str(p + i, n - i));
-                    break;
-                }
-                size_t st = i;
-                while (i < n && !ju_isspace(ju_decode(p + i, n - i, &adv))) i += adv;
-                out = list_push(c, out, jv_str(p + st, i - st));
-            }
-            return out;
-        }
-        jval parts = jv_list(c, 0);
-        size_t e = n;
-        while (e > 0) {
-            jval rest = strip(jv_str(p, e), jv_none(), false, true);
-            e = rest.u.s.n;
-            if (e == 0) break;
-            if (maxsplit >= 0 && (int64_t)parts.u.l->n == maxsplit) { parts = list_push(c, parts, rest); break; }
-            size_t st = e;
-            while (st > 0) {
-                size_t q = st - 1;
-                while (q > 0 && ((unsigned char)p[q] & 0xc0) == 0x80) q--;
-                if (ju_isspace(ju_decode(p + q, st - q, &adv))) break;
-                st = q;
-            }
-            parts = list_push(c, parts, jv_str(p + st, e - st));
-            e = st;
-        }
-        for (size_t i = parts.u.l->n; i > 0; i--) out = list_push(c, out, parts.u.l->v[i - 1]);
-        return out;
-    }
-    need_str(c, sep, "split", line);
-    if (sep.u.s.n == 0) jfail_at(c, line, "empty separator");
-    const char *q = sep.u.s.s;
-    size_t m = sep.u.s.n;
-    if (!from_right) {
-        size_t i = 0;
-        for (;;) {
-            const char *hit = (maxsplit < 0 || (int64_t)out.u.l->n < maxsplit) ? memmem(p + i, n - i, q, m) : NULL;
-            if (!hit) { out = list_push(c, out, jv_str(p + i, n - i)); return out; }
-            out = list_push(c, out, jv_str(p + i, (size_t)(hit - p) - i));
-            i = (size_t)(hit - p) + m;
-        }
-    }
-    jval parts = jv_list(c, 0);
-    size_t e = n;
-    for (;;) {
-        size_t hit = SIZE_MAX;
-        if ((maxsplit < 0 || (int64_t)parts.u.l->n < maxsplit) && e >= m)
-            for (size_t k = e - m + 1; k-- > 0;)
-                if (!memcmp(p + k, q, m)) { hit = k; break; }
-        if (hit == SIZE_MAX) { parts = list_push(c, parts, jv_str(p, e)); break; }
-        parts = list_push(c, parts, jv_str(p + hit + m, e - hit - m));
-        e = hit;
-    }
-    for (size_t i = parts.u.l->n; i > 0; i--) out = list_push(c, out, parts.u.l->v[i - 1]);
-    return out;
-}
-
-static jval replace(jctx *c, jval s, jval old, jval new, int64_t count) {
-    jbuf b = {0};
-    size_t i = 0, n = s.u.s.n, m = old.u.s.n;
-    int64_t done = 0;
-    jstep(c, n / 64 + 1);
-    if (m == 0) { /* Python inserts `new` between every character and at both ends */
-        size_t adv;
-        while (count < 0 || done < count) {
-            jbuf_put(c, &b, new.u.s.s, new.u.s.n);
-            done++;
-            if (i >= n) break;
-            ju_decode(s.u.s.s + i, n - i, &adv);
-            jbuf_put(c, &b, s.u.s.s + i, adv);
-            i += adv;
-        }
-        jbuf_put(c, &b, s.u.s.s + i, n - i);
-        return bufval(&b);
-    }
-    while (count < 0 || done < count) {
-        const char *hit = memmem(s.u.s.s + i, n - i, old.u.s.s, m);
-        if (!hit) break;
-        size_t h = (size_t)(hit - s.u.s.s);
-        jbuf_put(c, &b, s.u.s.s + i, h - i);
-        jbuf_put(c, &b, new.u.s.s, new.u.s.n);
-        i = h + m;
-        done++;
-    }
-    jbuf_put(c, &b, s.u.s.s + i, n - i);
-    return bufval(&b);
-}
-
-static bool is_linebreak(uint32_t cp) {
-    return cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || (cp >= 0x1c && cp <= 0x1e) || cp == 0x85 || cp == 0x2028 ||
-           cp == 0x2029;
-}
-
-static jval splitlines(jctx *c, jval s, bool keepends) {
-    jval out = jv_list(c, 0);
-    size_t i = 0, st = 0, n = s.u.s.n, adv;
-    while (i < n) {
-        uint32_t cp = ju_decode(s.u.s.s + i, n - i, &adv);
-        if (!is_linebreak(cp)) { i += adv; continue; }
-        size_t e = i;
-        i += adv;
-        if (cp == '\r' && i < n && s.u.s.s[i] == '\n') i++;
-        out = list_push(c, out, jv_str(s.u.s.s + st, (keepends ? i : e) - st));
-        st = i;
-    }
-    if (st < n) out = list_push(c, out, jv_str(s.u.s.s + st, n - st));
-    return out;
-}
-
-static bool has_prefix(jctx *c, jval s, jval p, bool suffix, int line) {
-    if (p.t == JT_LIST && p.u.l->tuple) {
-        for (size_t i = 0; i < p.u.l->n; i++)
-            if (has_prefix(c, s, p.u.l->v[i], suffix, line)) return true;
-        return false;
-    }
-    need_str(c, p, suffix ? "endswith" : "startswith", line);
-    if (p.u.s.n > s.u.s.n) return false;
-    return !memcmp(s.u.s.s + (suffix ? s.u.s.n - p.u.s.n : 0), p.u.s.s, p.u.s.n);
-}
-
-static int64_t find(jval s, jval sub, bool last) {
-    if (sub.u.s.n > s.u.s.n) return -1;
-    const char *hit = NULL;
-    if (!last) hit = memmem(s.u.s.s, s.u.s.n, sub.u.s.s, sub.u.s.n);
-    else
-        for (size_t k = s.u.s.n - sub.u.s.n + 1; k-- > 0;)
-            if (!memcmp(s.u.s.s + k, sub.u.s.s, sub.u.s.n)) { hit = s.u.s.s + k; break; }
-    return hit ? (int64_t)ju_count(s.u.s.s, (size_t)(hit - s.u.s.s)) : -1;
-}
-
-static int64_t count_sub(jval s, jval sub) {
-    if (sub.u.s.n == 0) return (int64_t)ju_count(s.u.s.s, s.u.s.n) + 1;
-    int64_t k = 0;
-    size_t i = 0;
-    const char *hit;
-    while ((hit = memmem(s.u.s.s + i, s.u.s.n - i, sub.u.s.s, sub.u.s.n))) { k++; i = (size_t)(hit - s.u.s.s) + sub.u.s.n; }
-    return k;
-}
-
-/* Python str.format with {} / {0} / {name} fields and optional !s / !r (no format specs). */
-static jval str_format(jctx *c, jval fmt, jcall *a, int line) {
-    jbuf b = {0};
-    size_t auto_idx = 0, n = fmt.u.s.n;
-    const char *s = fmt.u.s.s;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '{' && i + 1 < n && s[i + 1] == '{') { jbuf_putc(c, &b, '{'); i++; continue; }
-        if (s[i] == '}' && i + 1 < n && s[i + 1] == '}') { jbuf_putc(c, &b, '}'); i++; continue; }
-        if (s[i] == '}') jfail_at(c, line, "Single '}' encountered in format string");
-        if (s[i] != '{') { jbuf_putc(c, &b, s[i]); continue; }
-        size_t e = i + 1;
-        while (e < n && s[e] != '}') e++;
-        if (e >= n) jfail_at(c, line, "Single '{' encountered in format string");
-        const char *f = s + i + 1;
-        size_t fl = e - i - 1;
-        char conv = 0;
-        const char *colon = memchr(f, ':', fl);
-        if (colon) jfail_at(c, line, "unsupported construct: format spec in str.format()");
-        if (fl >= 2 && f[fl - 2] == '!') { conv = f[fl - 1]; fl -= 2; }
-        jval v;
-        if (fl == 0) {
-            if (auto_idx >= a->npos) jfail_at(c, line, "Replacement index %zu out of range for positional args tuple", auto_idx);
-            v = a->pos[auto_idx++];
-        } else if (f[0] >= '0' && f[0] <= '9') {
-            size_t k = (size_t)strtoul(f, NULL, 10);
-            if (k >= a->npos) jfail_at(c, line, "Replacement index %zu out of range for positional args tuple", k);
-            v = a->pos[k];
-        } else {
-            char *name = jstrndup(c, f, fl);
-            const jval *kv = jarg(c, a, SIZE_MAX, name);
-            if (!kv) jfail_at(c, line, "KeyError: '%s' in str.format()", name);
-            v = *kv;
-        }
-        if (conv == 'r') jv_repr_to(c, &b, v);
-        else jv_str_to(c, &b, v);
-        i = e;
-    }
-    return bufval(&b);
-}
-
-jval jpercent_format(jctx *c, jval fmt, jval args, int line) {
-    jval one[1] = {args};
-    const jval *v = one;
-    size_t nargs = 1, used = 0;
-    if (args.t == JT_LIST && args.u.l->tuple && !(args.flags & JF_GEN)) { v = args.u.l->v; nargs = args.u.l->n; }
-    jbuf b = {0};
-    const char *s = fmt.u.s.s;
-    for (size_t i = 0; i < fmt.u.s.n; i++) {
-        if (s[i] != '%') { jbuf_putc(c, &b, s[i]); continue; }
-        char k = i + 1 < fmt.u.s.n ? s[++i] : 0;
-        if (k == '%') { jbuf_putc(c, &b, '%'); continue; }
-        if (k != 's' && k != 'r' && k != 'd' && k != 'i')
-            jfail_at(c, line, "unsupported construct: '%%%c' in %%-formatting (only %%s %%r %%d %%i %%%%)", k ? k : '?');
-        if (used >= nargs) jfail_at(c, line, "not enough arguments for format string");
-        jval x = v[used++];
-        if (k == 's') jv_str_to(c, &b, x);
-        else if (k == 'r') jv_repr_to(c, &b, x);
-        else {
-            if (!jv_is_number(x)) jfail_at(c, line, "%%%c format: a real number is required, not %s", k, jtype_name(x));
-            jval iv = x.t == JT_FLOAT ? jv_int((int64_t)x.u.f) : x;
-            if (x.t == JT_FLOAT && (isnan(x.u.f) || fabs(x.u.f) >= 9.2e18)) jfail_at(c, line, "%%d format: number out of range");
-            jv_str_to(c, &b, iv.t == JT_BOOL ? jv_int(iv.u.b) : iv);
-        }
-    }
-    if (used < nargs && !(nargs == 1 && (args.t == JT_DICT))) jfail_at(c, line, "not all arguments converted during string formatting");
-    return bufval(&b);
-}
-
 /* ---- sorting (stable merge sort; comparisons may fail the render) ---- */
 
 typedef struct sortkey { jval key, item; } sortkey;
 
 static jval sort_key(jctx *c, jval item, const jval *attribute, bool case_sensitive, int line) {
     jval k = attribute && attribute->t != JT_NONE ? get_attr_arg(c, item, *attribute, line) : item;
-    if (!case_sensitive && k.t == JT_STR) k = case_map(c, k, 'l');
+    if (!case_sensitive && k.t == JT_STR) k = jstr_case(c, k, 'l');
     return k;
 }
 
@@ -477,7 +151,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
         if (!x) jfail_at(c, line, "test 'in' needs an argument");
         jlist *l;
         if (x->t == JT_STR) {
-            need_str(c, v, "in", line);
+            jneed_str(c, v, "in", line);
             *res = v.u.s.n == 0 || memmem(x->u.s.s, x->u.s.n, v.u.s.s, v.u.s.n);
             return 1;
         }
@@ -525,7 +199,7 @@ static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool
             if (tname->t != JT_STR) jfail_at(c, line, "test name must be a string");
             r = run_test(c, s, jstrndup(c, tname->u.s.s, tname->u.s.n), subject, &targs, line);
         }
-        if (r == keep) out = list_push(c, out, item);
+        if (r == keep) out = jlist_push(c, out, item);
     }
     out.flags = JF_GEN;
     return out;
@@ -588,7 +262,7 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
     jval ind;
     if (width.t == JT_STR) ind = width;
     else {
-        int64_t w = need_int(c, width, "indent", line);
+        int64_t w = jneed_int(c, width, "indent", line);
         if (w < 0) w = 0;
         if (w > 1000) jfail_at(c, line, "indent width too large");
         char *sp = jalloc(c, (size_t)w + 1);
@@ -598,7 +272,7 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
     jbuf withnl = {0};
     jbuf_put(c, &withnl, s.u.s.s, s.u.s.n);
     jbuf_putc(c, &withnl, '\n');
-    jlist *lines = splitlines(c, bufval(&withnl), false).u.l;
+    jlist *lines = jstr_splitlines(c, jv_bufstr(&withnl), false).u.l;
     jbuf b = {0};
     if (first) jbuf_put(c, &b, ind.u.s.s, ind.u.s.n);
     for (size_t i = 0; i < lines->n; i++) {
@@ -609,25 +283,13 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
         }
         jbuf_put(c, &b, ln.u.s.s, ln.u.s.n);
     }
-    return bufval(&b);
-}
-
-static jval center(jctx *c, jval s, int64_t width, int line) {
-    int64_t n = (int64_t)ju_count(s.u.s.s, s.u.s.n);
-    if (width > (int64_t)c->lim.max_output) jfail_at(c, line, "center width too large");
-    if (width <= n) return s;
-    int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
-    jbuf b = {0};
-    for (int64_t i = 0; i < left; i++) jbuf_putc(c, &b, ' ');
-    jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-    for (int64_t i = 0; i < pad - left; i++) jbuf_putc(c, &b, ' ');
-    return bufval(&b);
+    return jv_bufstr(&b);
 }
 
 static jval min_max(jctx *c, jval v, jcall *a, bool want_max, int line) {
     jlist *l = jv_iter_list(c, v);
     if (l->n == 0) return jv_undef(c, "No aggregated item, sequence was empty.");
-    bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+    bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
     const jval *attr = jarg(c, a, 1, "attribute");
     size_t best = 0;
     jval bk = sort_key(c, l->v[0], attr, cs, line);
@@ -640,8 +302,8 @@ static jval min_max(jctx *c, jval v, jcall *a, bool want_max, int line) {
 }
 
 static jval round_value(jctx *c, jval v, jcall *a, int line) {
-    int64_t prec = need_int(c, arg_or(c, a, 0, "precision", jv_int(0)), "round", line);
-    jval m = arg_or(c, a, 1, "method", jv_cstr(c, "common"));
+    int64_t prec = jneed_int(c, jarg_or(c, a, 0, "precision", jv_int(0)), "round", line);
+    jval m = jarg_or(c, a, 1, "method", jv_cstr(c, "common"));
     double x = jv_as_double(v);
     if (!jv_is_number(v)) jfail_at(c, line, "round expects a number, got '%s'", jtype_name(v));
     bool common = !(m.t == JT_STR && ((m.u.s.n == 5 && !memcmp(m.u.s.s, "floor", 5)) || (m.u.s.n == 4 && !memcmp(m.u.s.s, "ceil", 4))));
@@ -657,7 +319,7 @@ static jval round_value(jctx *c, jval v, jcall *a, int line) {
 
 static jval join(jctx *c, jval v, jcall *a, int line) {
     jlist *l = jv_iter_list(c, v);
-    jval sep = arg_or(c, a, 0, "d", jv_str("", 0));
+    jval sep = jarg_or(c, a, 0, "d", jv_str("", 0));
     const jval *attr = jarg(c, a, 1, "attribute");
     sep = jv_to_string(c, sep);
     jbuf b = {0};
@@ -667,7 +329,7 @@ static jval join(jctx *c, jval v, jcall *a, int line) {
         if (attr) it = get_attr_arg(c, it, *attr, line);
         jv_str_to(c, &b, it);
     }
-    return bufval(&b);
+    return jv_bufstr(&b);
 }
 
 static bool iterable(jval v) { return v.t == JT_UNDEF || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_STR || v.t == JT_RANGE; }
@@ -697,8 +359,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     }
     /* filters that accept undefined */
     if (IS("default") || IS("d")) {
-        jval def = arg_or(c, a, 0, "default_value", jv_str("", 0));
-        bool boolean = jv_truthy(arg_or(c, a, 1, "boolean", jv_bool(false)));
+        jval def = jarg_or(c, a, 0, "default_value", jv_str("", 0));
+        bool boolean = jv_truthy(jarg_or(c, a, 1, "boolean", jv_bool(false)));
         *res = (v.t == JT_UNDEF || (boolean && !jv_truthy(v))) ? def : v;
         return 1;
     }
@@ -723,7 +385,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         }
         jbuf b = {0};
         jv_tojson_to(c, &b, v, indent_s, 0, sk && jv_truthy(*sk), item_sep, key_sep);
-        *res = bufval(&b);
+        *res = jv_bufstr(&b);
         return 1;
     }
     if (IS("list")) {
@@ -744,29 +406,29 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("join")) { *res = join(c, v, a, line); return 1; }
     if (IS("unique")) {
         jlist *l = jv_iter_list(c, v);
-        bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
         const jval *attr = jarg(c, a, 1, "attribute");
         jval out = jv_list(c, 0), keys = jv_list(c, 0);
         for (size_t i = 0; i < l->n; i++) {
             jval k = sort_key(c, l->v[i], attr, cs, line);
             bool seen = false;
             for (size_t j = 0; j < keys.u.l->n && !seen; j++) seen = jv_equal(c, keys.u.l->v[j], k);
-            if (!seen) { keys = list_push(c, keys, k); out = list_push(c, out, l->v[i]); }
+            if (!seen) { keys = jlist_push(c, keys, k); out = jlist_push(c, out, l->v[i]); }
         }
         out.flags = JF_GEN;
         *res = out;
         return 1;
     }
     if (IS("sort")) {
-        bool rev = jv_truthy(arg_or(c, a, 0, "reverse", jv_bool(false)));
-        bool cs = jv_truthy(arg_or(c, a, 1, "case_sensitive", jv_bool(false)));
+        bool rev = jv_truthy(jarg_or(c, a, 0, "reverse", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 1, "case_sensitive", jv_bool(false)));
         *res = sorted(c, jv_iter_list(c, v), rev, cs, jarg(c, a, 2, "attribute"), line);
         return 1;
     }
     if (IS("dictsort")) {
-        bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
-        jval by = arg_or(c, a, 1, "by", jv_cstr(c, "key"));
-        bool rev = jv_truthy(arg_or(c, a, 2, "reverse", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+        jval by = jarg_or(c, a, 1, "by", jv_cstr(c, "key"));
+        bool rev = jv_truthy(jarg_or(c, a, 2, "reverse", jv_bool(false)));
         jval pos = jv_int(by.t == JT_STR && by.u.s.n == 5 && !memcmp(by.u.s.s, "value", 5) ? 1 : 0);
         *res = sorted(c, items_of(c, v, line).u.l, rev, cs, &pos, line);
         return 1;
@@ -776,7 +438,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             jbuf b = {0};
             jlist *l = jv_iter_list(c, v);
             for (size_t i = l->n; i > 0; i--) jbuf_put(c, &b, l->v[i - 1].u.s.s, l->v[i - 1].u.s.n);
-            *res = bufval(&b);
+            *res = jv_bufstr(&b);
             return 1;
         }
         jlist *l = jv_iter_list(c, v);
@@ -792,7 +454,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         const jval *attr = jarg(c, a, SIZE_MAX, "attribute");
         jval out = jv_list(c, l->n);
         if (attr) {
-            jval def = arg_or(c, a, SIZE_MAX, "default", jv_undef(c, "no default"));
+            jval def = jarg_or(c, a, SIZE_MAX, "default", jv_undef(c, "no default"));
             bool has_def = jarg(c, a, SIZE_MAX, "default") != NULL;
             for (size_t i = 0; i < l->n; i++) {
                 jval x = get_attr_arg(c, l->v[i], *attr, line);
@@ -816,7 +478,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("sum")) {
         jlist *l = jv_iter_list(c, v);
         const jval *attr = jarg(c, a, 0, "attribute");
-        jval acc = arg_or(c, a, 1, "start", jv_int(0));
+        jval acc = jarg_or(c, a, 1, "start", jv_int(0));
         for (size_t i = 0; i < l->n; i++) {
             jval x = attr ? get_attr_arg(c, l->v[i], *attr, line) : l->v[i];
             if (!jv_is_number(x) || !jv_is_number(acc)) jfail_at(c, line, "sum: unsupported operand types '%s' and '%s'", jtype_name(acc), jtype_name(x));
@@ -833,17 +495,17 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("min") || IS("max")) { *res = min_max(c, v, a, IS("max"), line); return 1; }
     if (IS("batch")) {
         jlist *l = jv_iter_list(c, v);
-        int64_t n = need_int(c, arg_or(c, a, 0, "linecount", jv_int(1)), "batch", line);
+        int64_t n = jneed_int(c, jarg_or(c, a, 0, "linecount", jv_int(1)), "batch", line);
         if (n <= 0) jfail_at(c, line, "batch size must be positive");
         const jval *fill = jarg(c, a, 1, "fill_with");
         jval out = jv_list(c, 0), cur = jv_list(c, 0);
         for (size_t i = 0; i < l->n; i++) {
-            cur = list_push(c, cur, l->v[i]);
-            if ((int64_t)cur.u.l->n == n) { out = list_push(c, out, cur); cur = jv_list(c, 0); }
+            cur = jlist_push(c, cur, l->v[i]);
+            if ((int64_t)cur.u.l->n == n) { out = jlist_push(c, out, cur); cur = jv_list(c, 0); }
         }
         if (cur.u.l->n) {
-            while (fill && (int64_t)cur.u.l->n < n) cur = list_push(c, cur, *fill);
-            out = list_push(c, out, cur);
+            while (fill && (int64_t)cur.u.l->n < n) cur = jlist_push(c, cur, *fill);
+            out = jlist_push(c, out, cur);
         }
         out.flags = JF_GEN;
         *res = out;
@@ -855,8 +517,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         *res = jgetattr(c, v, jstrndup(c, nm->u.s.s, nm->u.s.n), line);
         return 1;
     }
-    if (IS("int")) { *res = to_int(c, v, arg_or(c, a, 0, "default", jv_int(0))); return 1; }
-    if (IS("float")) { *res = to_float(c, v, arg_or(c, a, 0, "default", jv_float(0))); return 1; }
+    if (IS("int")) { *res = to_int(c, v, jarg_or(c, a, 0, "default", jv_int(0))); return 1; }
+    if (IS("float")) { *res = to_float(c, v, jarg_or(c, a, 0, "default", jv_float(0))); return 1; }
     if (IS("abs")) {
         if (v.t == JT_INT || v.t == JT_BOOL) {
             int64_t i = v.t == JT_INT ? v.u.i : v.u.b;
@@ -875,20 +537,20 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("trim") || IS("upper") || IS("lower") || IS("title") || IS("capitalize") || IS("replace") || IS("indent") ||
         IS("center") || IS("wordcount")) {
         jval str = jv_to_string(c, v);
-        if (IS("trim")) *res = strip(str, arg_or(c, a, 0, "chars", jv_none()), true, true);
-        else if (IS("upper")) *res = case_map(c, str, 'u');
-        else if (IS("lower")) *res = case_map(c, str, 'l');
-        else if (IS("capitalize")) *res = case_map(c, str, 'c');
-        else if (IS("title")) *res = case_map(c, str, 'j');
+        if (IS("trim")) *res = jstr_strip(str, jarg_or(c, a, 0, "chars", jv_none()), true, true);
+        else if (IS("upper")) *res = jstr_case(c, str, 'u');
+        else if (IS("lower")) *res = jstr_case(c, str, 'l');
+        else if (IS("capitalize")) *res = jstr_case(c, str, 'c');
+        else if (IS("title")) *res = jstr_case(c, str, 'j');
         else if (IS("replace")) {
             const jval *o = jarg(c, a, 0, "old"), *n = jarg(c, a, 1, "new");
             if (!o || !n) jfail_at(c, line, "replace needs old and new strings");
             const jval *cnt = jarg(c, a, 2, "count");
-            *res = replace(c, str, jv_to_string(c, *o), jv_to_string(c, *n), cnt && cnt->t != JT_NONE ? need_int(c, *cnt, "replace", line) : -1);
+            *res = jstr_replace(c, str, jv_to_string(c, *o), jv_to_string(c, *n), cnt && cnt->t != JT_NONE ? jneed_int(c, *cnt, "replace", line) : -1);
         } else if (IS("indent"))
-            *res = indent(c, str, arg_or(c, a, 0, "width", jv_int(4)), jv_truthy(arg_or(c, a, 1, "first", jv_bool(false))),
-                          jv_truthy(arg_or(c, a, 2, "blank", jv_bool(false))), line);
-        else if (IS("center")) *res = center(c, str, need_int(c, arg_or(c, a, 0, "width", jv_int(80)), "center", line), line);
+            *res = indent(c, str, jarg_or(c, a, 0, "width", jv_int(4)), jv_truthy(jarg_or(c, a, 1, "first", jv_bool(false))),
+                          jv_truthy(jarg_or(c, a, 2, "blank", jv_bool(false))), line);
+        else if (IS("center")) *res = jstr_center(c, str, jneed_int(c, jarg_or(c, a, 0, "width", jv_int(80)), "center", line), line);
         else {
             int64_t words = 0;
             bool in = false;
@@ -910,10 +572,6 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
 
 /* ---- methods ---- */
 
-static const char *const STR_METHODS[] = {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper",
-                                          "lower", "title", "capitalize", "replace", "find", "rfind", "index", "rindex",
-                                          "count", "format", "join", "splitlines", "isdigit", "isalpha", "isspace",
-                                          "isalnum", "islower", "isupper", "center", "ljust", "rjust", "zfill", NULL};
 static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
 static const char *const LIST_METHODS[] = {"index", "count", "copy", NULL};
 
@@ -926,120 +584,11 @@ static bool in_table(const char *const *t, const char *name) {
 bool jmethod_exists(jval self, const char *name) {
     if (self.flags & JF_GEN) return false; /* generators have no list methods */
     switch (self.t) {
-    case JT_STR: return in_table(STR_METHODS, name);
+    case JT_STR: return jstr_has_method(name);
     case JT_DICT: return in_table(DICT_METHODS, name);
     case JT_LIST: return in_table(LIST_METHODS, name);
     default: return false;
     }
-}
-
-static bool all_cps(jval s, int kind) {
-    if (s.u.s.n == 0) return false;
-    size_t i = 0, adv;
-    bool cased = false;
-    while (i < s.u.s.n) {
-        uint32_t cp = ju_decode(s.u.s.s + i, s.u.s.n - i, &adv);
-        bool digit = cp >= '0' && cp <= '9', alpha = ju_upper(cp) != ju_lower(cp) || (cp >= 0x80 && !ju_isspace(cp));
-        switch (kind) {
-        case 'd': if (!digit) return false; break;
-        case 'a': if (!alpha) return false; break;
-        case 'n': if (!alpha && !digit) return false; break;
-        case 's': if (!ju_isspace(cp)) return false; break;
-        case 'l': if (ju_lower(cp) != cp) return false; cased |= ju_upper(cp) != cp; break;
-        case 'u': if (ju_upper(cp) != cp) return false; cased |= ju_lower(cp) != cp; break;
-        }
-        i += adv;
-    }
-    return kind == 'l' || kind == 'u' ? cased : true;
-}
-
-static jval pad(jctx *c, jval s, int64_t width, jval fill, int where, int line) {
-    int64_t n = (int64_t)ju_count(s.u.s.s, s.u.s.n);
-    if (width > (int64_t)c->lim.max_output) jfail_at(c, line, "padding width too large");
-    if (width <= n) return s;
-    if (fill.t != JT_STR || ju_count(fill.u.s.s, fill.u.s.n) != 1) jfail_at(c, line, "the fill character must be exactly one character long");
-    jbuf b = {0};
-    int64_t p = width - n;
-    if (where == 'r')
-        for (int64_t i = 0; i < p; i++) jbuf_put(c, &b, fill.u.s.s, fill.u.s.n);
-    jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-    if (where == 'l')
-        for (int64_t i = 0; i < p; i++) jbuf_put(c, &b, fill.u.s.s, fill.u.s.n);
-    return bufval(&b);
-}
-
-static jval str_method(jctx *c, jval s, const char *name, jcall *a, int line) {
-#define IS(n) (!strcmp(name, n))
-    const jval *a0 = jarg(c, a, 0, NULL);
-    if (IS("startswith") || IS("endswith")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        return jv_bool(has_prefix(c, s, *a0, IS("endswith"), line));
-    }
-    if (IS("split") || IS("rsplit")) {
-        jval sep = arg_or(c, a, 0, "sep", jv_none());
-        int64_t maxs = need_int(c, arg_or(c, a, 1, "maxsplit", jv_int(-1)), name, line);
-        return split(c, s, sep, maxs, IS("rsplit"), line);
-    }
-    if (IS("strip") || IS("lstrip") || IS("rstrip")) {
-        jval chars = a0 ? *a0 : jv_none();
-        if (chars.t != JT_NONE) need_str(c, chars, name, line);
-        return strip(s, chars, !IS("rstrip"), !IS("lstrip"));
-    }
-    if (IS("upper")) return case_map(c, s, 'u');
-    if (IS("lower")) return case_map(c, s, 'l');
-    if (IS("capitalize")) return case_map(c, s, 'c');
-    if (IS("title")) return case_map(c, s, 't');
-    if (IS("replace")) {
-        const jval *n = jarg(c, a, 1, NULL);
-        if (!a0 || !n) jfail_at(c, line, "replace() needs 2 arguments");
-        int64_t cnt = need_int(c, arg_or(c, a, 2, "count", jv_int(-1)), "replace", line);
-        return replace(c, s, need_str(c, *a0, "replace", line), need_str(c, *n, "replace", line), cnt);
-    }
-    if (IS("find") || IS("rfind") || IS("index") || IS("rindex")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        int64_t r = find(s, need_str(c, *a0, name, line), name[0] == 'r');
-        if (r < 0 && !IS("find") && !IS("rfind")) jfail_at(c, line, "substring not found");
-        return jv_int(r);
-    }
-    if (IS("count")) {
-        if (!a0) jfail_at(c, line, "count() takes at least 1 argument");
-        return jv_int(count_sub(s, need_str(c, *a0, "count", line)));
-    }
-    if (IS("format")) return str_format(c, s, a, line);
-    if (IS("join")) {
-        if (!a0) jfail_at(c, line, "join() takes exactly one argument");
-        jlist *l = jv_iter_list(c, *a0);
-        jbuf b = {0};
-        for (size_t i = 0; i < l->n; i++) {
-            if (l->v[i].t != JT_STR) jfail_at(c, line, "sequence item %zu: expected str instance, %s found", i, jtype_name(l->v[i]));
-            if (i) jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-            jbuf_put(c, &b, l->v[i].u.s.s, l->v[i].u.s.n);
-        }
-        return bufval(&b);
-    }
-    if (IS("splitlines")) return splitlines(c, s, jv_truthy(arg_or(c, a, 0, "keepends", jv_bool(false))));
-    if (IS("isdigit")) return jv_bool(all_cps(s, 'd'));
-    if (IS("isalpha")) return jv_bool(all_cps(s, 'a'));
-    if (IS("isalnum")) return jv_bool(all_cps(s, 'n'));
-    if (IS("isspace")) return jv_bool(all_cps(s, 's'));
-    if (IS("islower")) return jv_bool(all_cps(s, 'l'));
-    if (IS("isupper")) return jv_bool(all_cps(s, 'u'));
-    if (IS("center") || IS("ljust") || IS("rjust")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        int64_t w = need_int(c, *a0, name, line);
-        jval fill = arg_or(c, a, 1, "fillchar", jv_str(" ", 1));
-        if (IS("center")) {
-            if (fill.u.s.n != 1 || fill.u.s.s[0] != ' ') jfail_at(c, line, "unsupported construct: center() with a fill character");
-            return center(c, s, w, line);
-        }
-        return pad(c, s, w, fill, IS("ljust") ? 'l' : 'r', line);
-    }
-    if (IS("zfill")) {
-        if (!a0) jfail_at(c, line, "zfill() takes exactly one argument");
-        return pad(c, s, need_int(c, *a0, name, line), jv_str("0", 1), 'r', line);
-    }
-#undef IS
-    jfail_at(c, line, "unsupported method str.%s", name);
 }
 
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
@@ -1048,7 +597,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
         if (a->npos == 0) jfail_at(c, line, "no items for cycling given");
         return a->pos[self.u.loop->index0 % (int64_t)a->npos];
     }
-    if (self.t == JT_STR) return str_method(c, self, name, a, line);
+    if (self.t == JT_STR) return jstr_method(c, self, name, a, line);
     if (self.t == JT_DICT) {
         jdict *d = self.u.d;
         if (!strcmp(name, "items")) return items_of(c, self, line);
@@ -1061,7 +610,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
             const jval *k = jarg(c, a, 0, NULL);
             if (!k) jfail_at(c, line, "get expected at least 1 argument, got 0");
             const jval *v = jdict_get(d, *k);
-            return v ? *v : arg_or(c, a, 1, NULL, jv_none());
+            return v ? *v : jarg_or(c, a, 1, NULL, jv_none());
         }
         if (!strcmp(name, "copy")) {
             jval r = jv_dict(c);
@@ -1104,11 +653,11 @@ jval jglobal_call(jctx *c, const char *name, jcall *a, int line) {
     if (!strcmp(name, "range")) {
         if (a->npos < 1 || a->npos > 3 || a->nkw) jfail_at(c, line, "range expected 1 to 3 integer arguments");
         int64_t st = 0, stop, step = 1;
-        if (a->npos == 1) stop = need_int(c, a->pos[0], "range", line);
+        if (a->npos == 1) stop = jneed_int(c, a->pos[0], "range", line);
         else {
-            st = need_int(c, a->pos[0], "range", line);
-            stop = need_int(c, a->pos[1], "range", line);
-            if (a->npos == 3) step = need_int(c, a->pos[2], "range", line);
+            st = jneed_int(c, a->pos[0], "range", line);
+            stop = jneed_int(c, a->pos[1], "range", line);
+            if (a->npos == 3) step = jneed_int(c, a->pos[2], "range", line);
         }
         if (step == 0) jfail_at(c, line, "range() arg 3 must not be zero");
         __int128 span = step > 0 ? (__int128)stop - st : (__int128)st - stop;

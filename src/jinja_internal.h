@@ -95,6 +95,8 @@ static inline jval jv_str(const char *s, size_t n) { jval v = {.t = JT_STR}; v.u
 jval jv_undef(jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 jval jv_cstr(jctx *c, const char *s);
 jval jv_list(jctx *c, size_t n);  /* n None items, to fill in */
+jval jlist_push(jctx *c, jval l, jval v); /* append to a list being built (amortised doubling) */
+static inline jval jv_bufstr(const jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 jval jv_dict(jctx *c);
 void jdict_set(jctx *c, jdict *d, jval k, jval v);
 const jval *jdict_get(const jdict *d, jval k);
@@ -207,6 +209,19 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line);
 bool jmethod_exists(jval self, const char *name);
 jval jglobal_call(jctx *c, const char *name, jcall *a, int line);
+jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def); /* jarg() or def */
+jval jneed_str(jctx *c, jval v, const char *what, int line);          /* v, or fail if not a str */
+int64_t jneed_int(jctx *c, jval v, const char *what, int line);
+
+/* ---- Python str operations (jinja_strings.c) ---- */
+/* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' str.title, 'j' jinja2's |title */
+jval jstr_case(jctx *c, jval s, int mode);
+jval jstr_strip(jval s, jval chars, bool left, bool right); /* chars None: whitespace */
+jval jstr_replace(jctx *c, jval s, jval old, jval new, int64_t count);
+jval jstr_splitlines(jctx *c, jval s, bool keepends);
+jval jstr_center(jctx *c, jval s, int64_t width, int line);
+bool jstr_has_method(const char *name);
+jval jstr_method(jctx *c, jval s, const char *name, jcall *a, int line);
 /* Python's `fmt % args` for %s %r %d %i %%. */
 jval jpercent_format(jctx *c, jval fmt, jval args, int line);
 bool jglobal_exists(const char *name);

@@ -185,6 +185,18 @@ jval jv_list(jctx *c, size_t n) {
     return v;
 }
 
+jval jlist_push(jctx *c, jval l, jval v) {
+    size_t n = l.u.l->n;
+    if ((n & (n - 1)) == 0) {
+        jval *nv = jalloc(c, (n ? n * 2 : 4) * sizeof(jval));
+        if (n) memcpy(nv, l.u.l->v, n * sizeof(jval));
+        l.u.l->v = nv;
+    }
+    l.u.l->v[n] = v;
+    l.u.l->n = n + 1;
+    return l;
+}
+
 jval jv_dict(jctx *c) {
     jval v = {.t = JT_DICT};
     v.u.d = jalloc(c, sizeof *v.u.d);
