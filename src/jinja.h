@@ -7,7 +7,17 @@
  * Unsupported constructs are errors that name the construct and the template line.
  *
  * Values seen by the template come from JSON (jansson): objects become dicts (insertion order),
- * arrays lists, strings str, integers int, reals float, true/false bool, null None. */
+ * arrays lists, strings str, integers int, reals float, true/false bool, null None.
+ *
+ * Supported: {{ }}, {% %}, {# #}, whitespace control (-, +), trim_blocks/lstrip_blocks, raw;
+ * if/elif/else, for (tuple targets, `if` filter, else, loop.*, break/continue), set (names,
+ * tuples, ns.attr, block set with filters), macro (defaults, keyword args, varargs/kwargs),
+ * with, filter blocks, generation; Python literals, operators, slicing, conditional
+ * expressions; jinja2's filters/tests and Python str/dict/list methods used by chat templates
+ * (see jinja_builtins.c, jinja_strings.c); globals range, namespace, dict, raise_exception,
+ * strftime_now. Undefined, Markup (|safe) and generator (map/select/...) behave as in jinja2.
+ * Not supported (clear error): include/import/extends/block, call blocks, recursive loops,
+ * format specs in str.format, %-formats other than %s %r %d %i. */
 #ifndef E0_JINJA_H
 #define E0_JINJA_H
 

@@ -1,4 +1,4 @@
-/* jinja_builtins.c — jinja2's filters and tests, Python string/dict/list methods, and the
+/* jinja_builtins.c — jinja2's filters and tests, dict/list methods (str methods: jinja_strings.c), and the
  * globals a chat template may call (range, namespace, dict, raise_exception, strftime_now).
  * Unknown names return 0 so the caller can report "unsupported filter 'x' at line N". */
 #include <errno.h>
@@ -24,280 +24,40 @@ void jargs_max(jctx *c, jcall *a, size_t npos, const char *what, int line) {
     if (a->npos > npos) jfail_at(c, line, "%s takes at most %zu argument(s), %zu given", what, npos, a->npos);
 }
 
-static jval arg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
+jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
     const jval *v = jarg(c, a, i, kw);
     return v ? *v : def;
 }
 
-static jval need_str(jctx *c, jval v, const char *what, int line) {
+jval jneed_str(jctx *c, jval v, const char *what, int line) {
     if (v.t != JT_STR) jfail_at(c, line, "%s expects a string, got '%s'", what, jtype_name(v));
     return v;
 }
 
-static int64_t need_int(jctx *c, jval v, const char *what, int line) {
+int64_t jneed_int(jctx *c, jval v, const char *what, int line) {
     if (v.t == JT_INT) return v.u.i;
     if (v.t == JT_BOOL) return v.u.b;
     jfail_at(c, line, "%s expects an integer, got '%s'", what, jtype_name(v));
 }
 
-static jval bufval(jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 
-/* ---- string helpers (code points) ---- */
-
-typedef uint32_t (*cpmap)(uint32_t);
-
-static jval map_cps(jctx *c, jval s, cpmap first, cpmap rest, bool title_mode) {
-    jbuf b = {0};
+/* Item `attr` of v for attribute= arguments, like jinja2's make_attrgetter: an integer indexes;
+ * a string is a dotted path whose all-digit parts index ("function.name", "items.0"). */
+static jval get_attr_arg(jctx *c, jval v, jval attr, int line) {
+    if (attr.t == JT_INT) return jgetitem(c, v, attr, line);
+    jval path = jv_to_string(c, attr);
     size_t i = 0;
-    bool prev_cased = false;
-    jstep(c, s.u.s.n / 64);
-    while (i < s.u.s.n) {
-        size_t adv;
-        uint32_t cp = ju_decode(s.u.s.s + i, s.u.s.n - i, &adv);
-        uint32_t m;
-        if (title_mode) {
-            bool cased = ju_upper(cp) != cp || ju_lower(cp) != cp || (cp >= 0x80 && cp != ju_upper(cp));
-            m = cased ? (prev_cased ? ju_lower(cp) : ju_upper(cp)) : cp;
-            prev_cased = cased;
-        } else m = i == 0 ? first(cp) : rest(cp);
-        char t[4];
-        if (m == cp) jbuf_put(c, &b, s.u.s.s + i, adv);
-        else jbuf_put(c, &b, t, ju_encode(m, t));
-        i += adv;
-    }
-    return bufval(&b);
-}
-
-static bool in_chars(uint32_t cp, jval chars) {
-    if (chars.t != JT_STR) return ju_isspace(cp);
-    size_t i = 0;
-    while (i < chars.u.s.n) {
-        size_t adv;
-        if (ju_decode(chars.u.s.s + i, chars.u.s.n - i, &adv) == cp) return true;
-        i += adv;
-    }
-    return false;
-}
-
-static jval strip(jval s, jval chars, bool left, bool right) {
-    size_t a = 0, b = s.u.s.n, adv;
-    if (left)
-        while (a < b && in_chars(ju_decode(s.u.s.s + a, b - a, &adv), chars)) a += adv;
-    if (right)
-        while (b > a) {
-            size_t p = b - 1;
-            while (p > a && ((unsigned char)s.u.s.s[p] & 0xc0) == 0x80) p--;
-            if (!in_chars(ju_decode(s.u.s.s + p, b - p, &adv), chars)) break;
-            b = p;
-        }
-    return jv_str(s.u.s.s + a, b - a);
-}
-
-static jval list_push(jctx *c, jval l, jval v) {
-    /* appends to a list under construction (capacity grows by doubling via copy) */
-    size_t n = l.u.l->n;
-    if ((n & (n - 1)) == 0) {
-        jval *nv = jalloc(c, (n ? n * 2 : 4) * sizeof(jval));
-        if (n) memcpy(nv, l.u.l->v, n * sizeof(jval));
-        l.u.l->v = nv;
-    }
-    l.u.l->v[n] = v;
-    l.u.l->n = n + 1;
-    return l;
-}
-
-/* Python str.split / rsplit */
-static jval split(jctx *c, jval s, jval sep, int64_t maxsplit, bool from_right, int line) {
-    jval out = jv_list(c, 0);
-    const char *p = s.u.s.s;
-    size_t n = s.u.s.n;
-    jstep(c, n / 64);
-    if (sep.t == JT_NONE || sep.t == JT_UNDEF) {
-        /* whitespace runs; empty strings dropped */
-        size_t adv;
-        if (!from_right) {
-            size_t i = 0;
-            while (i < n) {
-                while (i < n && ju_isspace(ju_decode(p + i, n - i, &adv))) i += adv;
-                if (i >= n) break;
-                if (maxsplit >= 0 && (int64_t)out.u.l->n == maxsplit) { /* the rest, trailing space kept */
-                    out = list_push(c, out, jv_str(p + i, n - i));
-                    break;
-                }
-                size_t st = i;
-                while (i < n && !ju_isspace(ju_decode(p + i, n - i, &adv))) i += adv;
-                out = list_push(c, out, jv_str(p + st, i - st));
-            }
-            return out;
-        }
-        jval parts = jv_list(c, 0);
-        size_t e = n;
-        while (e > 0) {
-            jval rest = strip(jv_str(p, e), jv_none(), false, true);
-            e = rest.u.s.n;
-            if (e == 0) break;
-            if (maxsplit >= 0 && (int64_t)parts.u.l->n == maxsplit) { parts = list_push(c, parts, rest); break; }
-            size_t st = e;
-            while (st > 0) {
-                size_t q = st - 1;
-                while (q > 0 && ((unsigned char)p[q] & 0xc0) == 0x80) q--;
-                if (ju_isspace(ju_decode(p + q, st - q, &adv))) break;
-                st = q;
-            }
-            parts = list_push(c, parts, jv_str(p + st, e - st));
-            e = st;
-        }
-        for (size_t i = parts.u.l->n; i > 0; i--) out = list_push(c, out, parts.u.l->v[i - 1]);
-        return out;
-    }
-    need_str(c, sep, "split", line);
-    if (sep.u.s.n == 0) jfail_at(c, line, "empty separator");
-    const char *q = sep.u.s.s;
-    size_t m = sep.u.s.n;
-    if (!from_right) {
-        size_t i = 0;
-        for (;;) {
-            const char *hit = (maxsplit < 0 || (int64_t)out.u.l->n < maxsplit) ? memmem(p + i, n - i, q, m) : NULL;
-            if (!hit) { out = list_push(c, out, jv_str(p + i, n - i)); return out; }
-            out = list_push(c, out, jv_str(p + i, (size_t)(hit - p) - i));
-            i = (size_t)(hit - p) + m;
-        }
-    }
-    jval parts = jv_list(c, 0);
-    size_t e = n;
-    for (;;) {
-        size_t hit = SIZE_MAX;
-        if ((maxsplit < 0 || (int64_t)parts.u.l->n < maxsplit) && e >= m)
-            for (size_t k = e - m + 1; k-- > 0;)
-                if (!memcmp(p + k, q, m)) { hit = k; break; }
-        if (hit == SIZE_MAX) { parts = list_push(c, parts, jv_str(p, e)); break; }
-        parts = list_push(c, parts, jv_str(p + hit + m, e - hit - m));
-        e = hit;
-    }
-    for (size_t i = parts.u.l->n; i > 0; i--) out = list_push(c, out, parts.u.l->v[i - 1]);
-    return out;
-}
-
-static jval replace(jctx *c, jval s, jval old, jval new, int64_t count) {
-    jbuf b = {0};
-    size_t i = 0, n = s.u.s.n, m = old.u.s.n;
-    int64_t done = 0;
-    jstep(c, n / 64 + 1);
-    if (m == 0) { /* Python inserts `new` between every character and at both ends */
-        size_t adv;
-        while (count < 0 || done < count) {
-            jbuf_put(c, &b, new.u.s.s, new.u.s.n);
-            done++;
-            if (i >= n) break;
-            ju_decode(s.u.s.s + i, n - i, &adv);
-            jbuf_put(c, &b, s.u.s.s + i, adv);
-            i += adv;
-        }
-        jbuf_put(c, &b, s.u.s.s + i, n - i);
-        return bufval(&b);
-    }
-    while (count < 0 || done < count) {
-        const char *hit = memmem(s.u.s.s + i, n - i, old.u.s.s, m);
-        if (!hit) break;
-        size_t h = (size_t)(hit - s.u.s.s);
-        jbuf_put(c, &b, s.u.s.s + i, h - i);
-        jbuf_put(c, &b, new.u.s.s, new.u.s.n);
-        i = h + m;
-        done++;
-    }
-    jbuf_put(c, &b, s.u.s.s + i, n - i);
-    return bufval(&b);
-}
-
-static bool is_linebreak(uint32_t cp) {
-    return cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || (cp >= 0x1c && cp <= 0x1e) || cp == 0x85 || cp == 0x2028 ||
-           cp == 0x2029;
-}
-
-static jval splitlines(jctx *c, jval s, bool keepends) {
-    jval out = jv_list(c, 0);
-    size_t i = 0, st = 0, n = s.u.s.n, adv;
-    while (i < n) {
-        uint32_t cp = ju_decode(s.u.s.s + i, n - i, &adv);
-        if (!is_linebreak(cp)) { i += adv; continue; }
+    do {
         size_t e = i;
-        i += adv;
-        if (cp == '\r' && i < n && s.u.s.s[i] == '\n') i++;
-        out = list_push(c, out, jv_str(s.u.s.s + st, (keepends ? i : e) - st));
-        st = i;
-    }
-    if (st < n) out = list_push(c, out, jv_str(s.u.s.s + st, n - st));
-    return out;
-}
-
-static bool has_prefix(jctx *c, jval s, jval p, bool suffix, int line) {
-    if (p.t == JT_LIST && p.u.l->tuple) {
-        for (size_t i = 0; i < p.u.l->n; i++)
-            if (has_prefix(c, s, p.u.l->v[i], suffix, line)) return true;
-        return false;
-    }
-    need_str(c, p, suffix ? "endswith" : "startswith", line);
-    if (p.u.s.n > s.u.s.n) return false;
-    return !memcmp(s.u.s.s + (suffix ? s.u.s.n - p.u.s.n : 0), p.u.s.s, p.u.s.n);
-}
-
-static int64_t find(jval s, jval sub, bool last) {
-    if (sub.u.s.n > s.u.s.n) return -1;
-    const char *hit = NULL;
-    if (!last) hit = memmem(s.u.s.s, s.u.s.n, sub.u.s.s, sub.u.s.n);
-    else
-        for (size_t k = s.u.s.n - sub.u.s.n + 1; k-- > 0;)
-            if (!memcmp(s.u.s.s + k, sub.u.s.s, sub.u.s.n)) { hit = s.u.s.s + k; break; }
-    return hit ? (int64_t)ju_count(s.u.s.s, (size_t)(hit - s.u.s.s)) : -1;
-}
-
-static int64_t count_sub(jval s, jval sub) {
-    if (sub.u.s.n == 0) return (int64_t)ju_count(s.u.s.s, s.u.s.n) + 1;
-    int64_t k = 0;
-    size_t i = 0;
-    const char *hit;
-    while ((hit = memmem(s.u.s.s + i, s.u.s.n - i, sub.u.s.s, sub.u.s.n))) { k++; i = (size_t)(hit - s.u.s.s) + sub.u.s.n; }
-    return k;
-}
-
-/* Python str.format with {} / {0} / {name} fields and optional !s / !r (no format specs). */
-static jval str_format(jctx *c, jval fmt, jcall *a, int line) {
-    jbuf b = {0};
-    size_t auto_idx = 0, n = fmt.u.s.n;
-    const char *s = fmt.u.s.s;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '{' && i + 1 < n && s[i + 1] == '{') { jbuf_putc(c, &b, '{'); i++; continue; }
-        if (s[i] == '}' && i + 1 < n && s[i + 1] == '}') { jbuf_putc(c, &b, '}'); i++; continue; }
-        if (s[i] == '}') jfail_at(c, line, "Single '}' encountered in format string");
-        if (s[i] != '{') { jbuf_putc(c, &b, s[i]); continue; }
-        size_t e = i + 1;
-        while (e < n && s[e] != '}') e++;
-        if (e >= n) jfail_at(c, line, "Single '{' encountered in format string");
-        const char *f = s + i + 1;
-        size_t fl = e - i - 1;
-        char conv = 0;
-        const char *colon = memchr(f, ':', fl);
-        if (colon) jfail_at(c, line, "unsupported construct: format spec in str.format()");
-        if (fl >= 2 && f[fl - 2] == '!') { conv = f[fl - 1]; fl -= 2; }
-        jval v;
-        if (fl == 0) {
-            if (auto_idx >= a->npos) jfail_at(c, line, "Replacement index %zu out of range for positional args tuple", auto_idx);
-            v = a->pos[auto_idx++];
-        } else if (f[0] >= '0' && f[0] <= '9') {
-            size_t k = (size_t)strtoul(f, NULL, 10);
-            if (k >= a->npos) jfail_at(c, line, "Replacement index %zu out of range for positional args tuple", k);
-            v = a->pos[k];
-        } else {
-            char *name = jstrndup(c, f, fl);
-            const jval *kv = jarg(c, a, SIZE_MAX, name);
-            if (!kv) jfail_at(c, line, "KeyError: '%s' in str.format()", name);
-            v = *kv;
-        }
-        if (conv == 'r') jv_repr_to(c, &b, v);
-        else jv_str_to(c, &b, v);
-        i = e;
-    }
-    return bufval(&b);
+        while (e < path.u.s.n && path.u.s.s[e] != '.') e++;
+        const char *part = jstrndup(c, path.u.s.s + i, e - i);
+        bool digits = e > i;
+        for (size_t k = i; k < e; k++) digits &= path.u.s.s[k] >= '0' && path.u.s.s[k] <= '9';
+        if (digits && e - i < 18) v = jgetitem(c, v, jv_int(strtoll(part, NULL, 10)), line);
+        else v = jgetattr(c, v, part, line);
+        i = e + 1;
+    } while (i <= path.u.s.n);
+    return v;
 }
 
 /* ---- sorting (stable merge sort; comparisons may fail the render) ---- */
@@ -305,10 +65,8 @@ static jval str_format(jctx *c, jval fmt, jcall *a, int line) {
 typedef struct sortkey { jval key, item; } sortkey;
 
 static jval sort_key(jctx *c, jval item, const jval *attribute, bool case_sensitive, int line) {
-    jval k = item;
-    if (attribute && attribute->t == JT_STR) k = jgetattr(c, item, jstrndup(c, attribute->u.s.s, attribute->u.s.n), line);
-    else if (attribute && attribute->t == JT_INT) k = jgetitem(c, item, *attribute, line);
-    if (!case_sensitive && k.t == JT_STR) k = map_cps(c, k, ju_lower, ju_lower, false);
+    jval k = attribute && attribute->t != JT_NONE ? get_attr_arg(c, item, *attribute, line) : item;
+    if (!case_sensitive && k.t == JT_STR) k = jstr_case(c, k, 'l');
     return k;
 }
 
@@ -361,18 +119,20 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
     else if (IS("true")) *res = v.t == JT_BOOL && v.u.b;
     else if (IS("false")) *res = v.t == JT_BOOL && !v.u.b;
     else if (IS("mapping")) *res = v.t == JT_DICT;
-    else if (IS("sequence")) *res = v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
+    else if (IS("sequence")) *res = v.t == JT_STR || (v.t == JT_LIST && !(v.flags & JF_GEN)) || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
     else if (IS("iterable")) *res = v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_RANGE || v.t == JT_UNDEF;
     else if (IS("callable")) *res = v.t == JT_MACRO || v.t == JT_FUNC || v.t == JT_METHOD;
     else if (IS("escaped")) *res = false;
-    else if (IS("odd") || IS("even")) {
-        int64_t i = need_int(c, v, name, line);
-        *res = ((i % 2) != 0) == IS("odd");
-    } else if (IS("divisibleby")) {
-        if (!x) jfail_at(c, line, "test 'divisibleby' needs an argument");
-        int64_t d = need_int(c, *x, name, line);
-        if (d == 0) jfail_at(c, line, "integer division or modulo by zero");
-        *res = need_int(c, v, name, line) % d == 0;
+    else if (IS("odd") || IS("even") || IS("divisibleby")) {
+        /* Python: value % 2 == 1 / value % 2 == 0 / value % num == 0 (floats allowed) */
+        jval d = jv_int(2);
+        if (IS("divisibleby")) {
+            if (!x) jfail_at(c, line, "test 'divisibleby' needs an argument");
+            d = *x;
+        }
+        if (!jv_is_number(v) || !jv_is_number(d)) jfail_at(c, line, "test '%s' expects numbers, got '%s'", name, jtype_name(v));
+        jval m = jv_arith_mod(c, v, d, line);
+        *res = jv_as_double(m) == (IS("odd") ? 1 : 0);
     } else if (IS("eq") || IS("equalto") || IS("==") || IS("ne") || IS("!=")) {
         if (!x) jfail_at(c, line, "test '%s' needs an argument", name);
         *res = jv_equal(c, v, *x) == !(IS("ne") || IS("!="));
@@ -391,7 +151,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
         if (!x) jfail_at(c, line, "test 'in' needs an argument");
         jlist *l;
         if (x->t == JT_STR) {
-            need_str(c, v, "in", line);
+            jneed_str(c, v, "in", line);
             *res = v.u.s.n == 0 || memmem(x->u.s.s, x->u.s.n, v.u.s.s, v.u.s.n);
             return 1;
         }
@@ -400,7 +160,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
         *res = false;
         for (size_t i = 0; i < l->n && !*res; i++) *res = jv_equal(c, l->v[i], v);
     } else if (IS("lower") || IS("upper")) {
-        if (v.t != JT_STR) { *res = false; return 1; }
+        v = jv_to_string(c, v); /* jinja2: str(value).islower() */
         bool any = false, ok = true;
         size_t i = 0, adv;
         while (i < v.u.s.n) {
@@ -421,7 +181,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 
 /* select/reject/selectattr/rejectattr */
 static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool keep, int line) {
-    if (!jv_truthy(seq)) return jv_list(c, 0); /* jinja2: `if seq:` first, so None selects nothing */
+    if (!jv_truthy(seq)) { jval e = jv_list(c, 0); e.flags = JF_GEN; return e; } /* jinja2: `if seq:` first */
     jlist *l = jv_iter_list(c, seq);
     size_t first = attr ? 1 : 0;
     const jval *attr_name = attr ? jarg(c, a, 0, NULL) : NULL;
@@ -439,21 +199,10 @@ static jval select_items(jctx *c, jscope *s, jval seq, jcall *a, bool attr, bool
             if (tname->t != JT_STR) jfail_at(c, line, "test name must be a string");
             r = run_test(c, s, jstrndup(c, tname->u.s.s, tname->u.s.n), subject, &targs, line);
         }
-        if (r == keep) out = list_push(c, out, item);
+        if (r == keep) out = jlist_push(c, out, item);
     }
+    out.flags = JF_GEN;
     return out;
-}
-
-static jval html_escape(jctx *c, jval v) {
-    jval s = jv_to_string(c, v);
-    jbuf b = {0};
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        char ch = s.u.s.s[i];
-        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
-        if (r) jbuf_put(c, &b, r, strlen(r));
-        else jbuf_putc(c, &b, ch);
-    }
-    return bufval(&b);
 }
 
 static jval to_int(jctx *c, jval v, jval def) {
@@ -513,7 +262,7 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
     jval ind;
     if (width.t == JT_STR) ind = width;
     else {
-        int64_t w = need_int(c, width, "indent", line);
+        int64_t w = jneed_int(c, width, "indent", line);
         if (w < 0) w = 0;
         if (w > 1000) jfail_at(c, line, "indent width too large");
         char *sp = jalloc(c, (size_t)w + 1);
@@ -523,7 +272,7 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
     jbuf withnl = {0};
     jbuf_put(c, &withnl, s.u.s.s, s.u.s.n);
     jbuf_putc(c, &withnl, '\n');
-    jlist *lines = splitlines(c, bufval(&withnl), false).u.l;
+    jlist *lines = jstr_splitlines(c, jv_bufstr(&withnl), false).u.l;
     jbuf b = {0};
     if (first) jbuf_put(c, &b, ind.u.s.s, ind.u.s.n);
     for (size_t i = 0; i < lines->n; i++) {
@@ -534,25 +283,13 @@ static jval indent(jctx *c, jval s, jval width, bool first, bool blank, int line
         }
         jbuf_put(c, &b, ln.u.s.s, ln.u.s.n);
     }
-    return bufval(&b);
-}
-
-static jval center(jctx *c, jval s, int64_t width, int line) {
-    int64_t n = (int64_t)ju_count(s.u.s.s, s.u.s.n);
-    if (width > (int64_t)c->lim.max_output) jfail_at(c, line, "center width too large");
-    if (width <= n) return s;
-    int64_t pad = width - n, left = pad / 2 + (pad & width & 1);
-    jbuf b = {0};
-    for (int64_t i = 0; i < left; i++) jbuf_putc(c, &b, ' ');
-    jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-    for (int64_t i = 0; i < pad - left; i++) jbuf_putc(c, &b, ' ');
-    return bufval(&b);
+    return jv_bufstr(&b);
 }
 
 static jval min_max(jctx *c, jval v, jcall *a, bool want_max, int line) {
     jlist *l = jv_iter_list(c, v);
     if (l->n == 0) return jv_undef(c, "No aggregated item, sequence was empty.");
-    bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+    bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
     const jval *attr = jarg(c, a, 1, "attribute");
     size_t best = 0;
     jval bk = sort_key(c, l->v[0], attr, cs, line);
@@ -565,10 +302,12 @@ static jval min_max(jctx *c, jval v, jcall *a, bool want_max, int line) {
 }
 
 static jval round_value(jctx *c, jval v, jcall *a, int line) {
-    int64_t prec = need_int(c, arg_or(c, a, 0, "precision", jv_int(0)), "round", line);
-    jval m = arg_or(c, a, 1, "method", jv_cstr(c, "common"));
+    int64_t prec = jneed_int(c, jarg_or(c, a, 0, "precision", jv_int(0)), "round", line);
+    jval m = jarg_or(c, a, 1, "method", jv_cstr(c, "common"));
     double x = jv_as_double(v);
     if (!jv_is_number(v)) jfail_at(c, line, "round expects a number, got '%s'", jtype_name(v));
+    bool common = !(m.t == JT_STR && ((m.u.s.n == 5 && !memcmp(m.u.s.s, "floor", 5)) || (m.u.s.n == 4 && !memcmp(m.u.s.s, "ceil", 4))));
+    if (common && v.t != JT_FLOAT) return jv_int(v.t == JT_INT ? v.u.i : v.u.b); /* round(int, n) is the int */
     if (prec < 0 || prec > 15) jfail_at(c, line, "round precision out of range");
     double p = pow(10, (double)prec);
     if (m.t == JT_STR && m.u.s.n == 5 && !memcmp(m.u.s.s, "floor", 5)) return jv_float(floor(x * p) / p);
@@ -580,31 +319,53 @@ static jval round_value(jctx *c, jval v, jcall *a, int line) {
 
 static jval join(jctx *c, jval v, jcall *a, int line) {
     jlist *l = jv_iter_list(c, v);
-    jval sep = arg_or(c, a, 0, "d", jv_str("", 0));
+    jval sep = jarg_or(c, a, 0, "d", jv_str("", 0));
     const jval *attr = jarg(c, a, 1, "attribute");
     sep = jv_to_string(c, sep);
     jbuf b = {0};
     for (size_t i = 0; i < l->n; i++) {
         if (i) jbuf_put(c, &b, sep.u.s.s, sep.u.s.n);
         jval it = l->v[i];
-        if (attr) it = jgetattr(c, it, jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line);
+        if (attr) it = get_attr_arg(c, it, *attr, line);
         jv_str_to(c, &b, it);
     }
-    return bufval(&b);
+    return jv_bufstr(&b);
+}
+
+static bool iterable(jval v) { return v.t == JT_UNDEF || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_STR || v.t == JT_RANGE; }
+
+/* jinja2's generator filters fail only when their result is iterated. */
+static jval lazy_failure(jctx *c, const char *msg) {
+    jval g = jv_list(c, 0);
+    g.flags = JF_GEN;
+    g.u.l->lazy_error = jstrndup(c, msg, strlen(msg));
+    return g;
 }
 
 int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line, jval *res) {
     jstep(c, 1);
 #define IS(n) (!strcmp(name, n))
+    bool lazy = IS("map") || IS("select") || IS("reject") || IS("selectattr") || IS("rejectattr") ? jv_truthy(v) : IS("unique") || IS("batch");
+    if (lazy && v.t == JT_LIST && v.u.l->lazy_error) { *res = v; return 1; } /* still not iterated */
+    if (lazy && !iterable(v)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "'%s' object is not iterable", jtype_name(v));
+        *res = lazy_failure(c, msg);
+        return 1;
+    }
+    if (IS("items") && v.t != JT_UNDEF && v.t != JT_DICT) {
+        *res = lazy_failure(c, "Can only get item pairs from a mapping.");
+        return 1;
+    }
     /* filters that accept undefined */
     if (IS("default") || IS("d")) {
-        jval def = arg_or(c, a, 0, "default_value", jv_str("", 0));
-        bool boolean = jv_truthy(arg_or(c, a, 1, "boolean", jv_bool(false)));
+        jval def = jarg_or(c, a, 0, "default_value", jv_str("", 0));
+        bool boolean = jv_truthy(jarg_or(c, a, 1, "boolean", jv_bool(false)));
         *res = (v.t == JT_UNDEF || (boolean && !jv_truthy(v))) ? def : v;
         return 1;
     }
-    if (IS("safe")) { *res = v; return 1; }
-    if (IS("string")) { *res = jv_to_string(c, v); return 1; }
+    if (IS("safe")) { *res = jv_to_string(c, v); res->flags = JF_MARKUP; return 1; }
+    if (IS("string")) { *res = jv_to_string(c, v); return 1; } /* keeps Markup, like soft_str */
     if (IS("length") || IS("count")) { *res = jv_int(jv_len(c, v)); return 1; }
     if (IS("tojson")) {
         const jval *ind = jarg(c, a, 1, "indent");
@@ -624,20 +385,20 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         }
         jbuf b = {0};
         jv_tojson_to(c, &b, v, indent_s, 0, sk && jv_truthy(*sk), item_sep, key_sep);
-        *res = bufval(&b);
+        *res = jv_bufstr(&b);
         return 1;
     }
     if (IS("list")) {
-        if (v.t == JT_UNDEF) jfail_at(c, line, "%s", v.u.undef);
         jlist *l = jv_iter_list(c, v);
         jval r = jv_list(c, l->n);
         if (l->n) memcpy(r.u.l->v, l->v, l->n * sizeof(jval));
         *res = r;
         return 1;
     }
-    if (IS("items")) { *res = items_of(c, v, line); return 1; }
+    if (IS("items")) { *res = items_of(c, v, line); res->flags = JF_GEN; return 1; }
+    if (v.t == JT_UNDEF && IS("dictsort")) jfail_at(c, line, "%s", v.u.undef); /* others iterate it as empty */
     if (IS("first") || IS("last")) {
-        if (v.t == JT_UNDEF) jfail_at(c, line, "%s", v.u.undef);
+        if (IS("last") && (v.flags & JF_GEN)) jfail_at(c, line, "'generator' object is not reversible");
         jlist *l = jv_iter_list(c, v);
         *res = l->n ? l->v[IS("first") ? 0 : l->n - 1] : jv_undef(c, "No %s item, sequence was empty.", name);
         return 1;
@@ -645,59 +406,58 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("join")) { *res = join(c, v, a, line); return 1; }
     if (IS("unique")) {
         jlist *l = jv_iter_list(c, v);
-        bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
         const jval *attr = jarg(c, a, 1, "attribute");
         jval out = jv_list(c, 0), keys = jv_list(c, 0);
         for (size_t i = 0; i < l->n; i++) {
             jval k = sort_key(c, l->v[i], attr, cs, line);
             bool seen = false;
             for (size_t j = 0; j < keys.u.l->n && !seen; j++) seen = jv_equal(c, keys.u.l->v[j], k);
-            if (!seen) { keys = list_push(c, keys, k); out = list_push(c, out, l->v[i]); }
+            if (!seen) { keys = jlist_push(c, keys, k); out = jlist_push(c, out, l->v[i]); }
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
     if (IS("sort")) {
-        bool rev = jv_truthy(arg_or(c, a, 0, "reverse", jv_bool(false)));
-        bool cs = jv_truthy(arg_or(c, a, 1, "case_sensitive", jv_bool(false)));
+        bool rev = jv_truthy(jarg_or(c, a, 0, "reverse", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 1, "case_sensitive", jv_bool(false)));
         *res = sorted(c, jv_iter_list(c, v), rev, cs, jarg(c, a, 2, "attribute"), line);
         return 1;
     }
     if (IS("dictsort")) {
-        bool cs = jv_truthy(arg_or(c, a, 0, "case_sensitive", jv_bool(false)));
-        jval by = arg_or(c, a, 1, "by", jv_cstr(c, "key"));
-        bool rev = jv_truthy(arg_or(c, a, 2, "reverse", jv_bool(false)));
+        bool cs = jv_truthy(jarg_or(c, a, 0, "case_sensitive", jv_bool(false)));
+        jval by = jarg_or(c, a, 1, "by", jv_cstr(c, "key"));
+        bool rev = jv_truthy(jarg_or(c, a, 2, "reverse", jv_bool(false)));
         jval pos = jv_int(by.t == JT_STR && by.u.s.n == 5 && !memcmp(by.u.s.s, "value", 5) ? 1 : 0);
         *res = sorted(c, items_of(c, v, line).u.l, rev, cs, &pos, line);
         return 1;
     }
     if (IS("reverse")) {
         if (v.t == JT_STR) {
-            jval st = jv_int(-1);
             jbuf b = {0};
             jlist *l = jv_iter_list(c, v);
             for (size_t i = l->n; i > 0; i--) jbuf_put(c, &b, l->v[i - 1].u.s.s, l->v[i - 1].u.s.n);
-            (void)st;
-            *res = bufval(&b);
+            *res = jv_bufstr(&b);
             return 1;
         }
         jlist *l = jv_iter_list(c, v);
         jval r = jv_list(c, l->n);
         for (size_t i = 0; i < l->n; i++) r.u.l->v[i] = l->v[l->n - 1 - i];
+        if (!(v.flags & JF_GEN)) r.flags = JF_GEN; /* reversed(x) is an iterator; a generator is listed */
         *res = r;
         return 1;
     }
     if (IS("map")) {
-        if (!jv_truthy(v)) { *res = jv_list(c, 0); return 1; } /* jinja2: `if value:` first */
+        if (!jv_truthy(v)) { *res = jv_list(c, 0); res->flags = JF_GEN; return 1; } /* jinja2: `if value:` first */
         jlist *l = jv_iter_list(c, v);
         const jval *attr = jarg(c, a, SIZE_MAX, "attribute");
         jval out = jv_list(c, l->n);
         if (attr) {
-            jval def = arg_or(c, a, SIZE_MAX, "default", jv_undef(c, "no default"));
+            jval def = jarg_or(c, a, SIZE_MAX, "default", jv_undef(c, "no default"));
             bool has_def = jarg(c, a, SIZE_MAX, "default") != NULL;
             for (size_t i = 0; i < l->n; i++) {
-                jval x = attr->t == JT_INT ? jgetitem(c, l->v[i], *attr, line)
-                                           : jgetattr(c, l->v[i], jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line);
+                jval x = get_attr_arg(c, l->v[i], *attr, line);
                 out.u.l->v[i] = (x.t == JT_UNDEF && has_def) ? def : x;
             }
         } else {
@@ -709,6 +469,7 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
             for (size_t i = 0; i < l->n; i++)
                 if (!jfilter_apply(c, s, fname, l->v[i], &fa, line, &out.u.l->v[i])) jfail_at(c, line, "unsupported filter '%s'", fname);
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
@@ -717,9 +478,9 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("sum")) {
         jlist *l = jv_iter_list(c, v);
         const jval *attr = jarg(c, a, 0, "attribute");
-        jval acc = arg_or(c, a, 1, "start", jv_int(0));
+        jval acc = jarg_or(c, a, 1, "start", jv_int(0));
         for (size_t i = 0; i < l->n; i++) {
-            jval x = attr ? jgetattr(c, l->v[i], jstrndup(c, jv_to_string(c, *attr).u.s.s, jv_to_string(c, *attr).u.s.n), line) : l->v[i];
+            jval x = attr ? get_attr_arg(c, l->v[i], *attr, line) : l->v[i];
             if (!jv_is_number(x) || !jv_is_number(acc)) jfail_at(c, line, "sum: unsupported operand types '%s' and '%s'", jtype_name(acc), jtype_name(x));
             if (acc.t == JT_FLOAT || x.t == JT_FLOAT) acc = jv_float(jv_as_double(acc) + jv_as_double(x));
             else {
@@ -734,18 +495,19 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
     if (IS("min") || IS("max")) { *res = min_max(c, v, a, IS("max"), line); return 1; }
     if (IS("batch")) {
         jlist *l = jv_iter_list(c, v);
-        int64_t n = need_int(c, arg_or(c, a, 0, "linecount", jv_int(1)), "batch", line);
+        int64_t n = jneed_int(c, jarg_or(c, a, 0, "linecount", jv_int(1)), "batch", line);
         if (n <= 0) jfail_at(c, line, "batch size must be positive");
         const jval *fill = jarg(c, a, 1, "fill_with");
         jval out = jv_list(c, 0), cur = jv_list(c, 0);
         for (size_t i = 0; i < l->n; i++) {
-            cur = list_push(c, cur, l->v[i]);
-            if ((int64_t)cur.u.l->n == n) { out = list_push(c, out, cur); cur = jv_list(c, 0); }
+            cur = jlist_push(c, cur, l->v[i]);
+            if ((int64_t)cur.u.l->n == n) { out = jlist_push(c, out, cur); cur = jv_list(c, 0); }
         }
         if (cur.u.l->n) {
-            while (fill && (int64_t)cur.u.l->n < n) cur = list_push(c, cur, *fill);
-            out = list_push(c, out, cur);
+            while (fill && (int64_t)cur.u.l->n < n) cur = jlist_push(c, cur, *fill);
+            out = jlist_push(c, out, cur);
         }
+        out.flags = JF_GEN;
         *res = out;
         return 1;
     }
@@ -755,8 +517,8 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         *res = jgetattr(c, v, jstrndup(c, nm->u.s.s, nm->u.s.n), line);
         return 1;
     }
-    if (IS("int")) { *res = to_int(c, v, arg_or(c, a, 0, "default", jv_int(0))); return 1; }
-    if (IS("float")) { *res = to_float(c, v, arg_or(c, a, 0, "default", jv_float(0))); return 1; }
+    if (IS("int")) { *res = to_int(c, v, jarg_or(c, a, 0, "default", jv_int(0))); return 1; }
+    if (IS("float")) { *res = to_float(c, v, jarg_or(c, a, 0, "default", jv_float(0))); return 1; }
     if (IS("abs")) {
         if (v.t == JT_INT || v.t == JT_BOOL) {
             int64_t i = v.t == JT_INT ? v.u.i : v.u.b;
@@ -767,39 +529,28 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
         return 1;
     }
     if (IS("round")) { *res = round_value(c, v, a, line); return 1; }
-    if (IS("escape") || IS("e") || IS("forceescape")) { *res = html_escape(c, v); return 1; }
+    if (IS("escape") || IS("e")) { *res = jv_html_escape(c, v); return 1; }
+    if (IS("forceescape")) { v.flags &= (uint8_t)~JF_MARKUP; *res = jv_html_escape(c, v); return 1; }
     /* string filters: the value is converted with str() first */
+    if (IS("indent") && v.t != JT_STR) /* jinja2 does `s += "\n"` on the value itself */
+        jfail_at(c, line, "unsupported operand type(s) for +=: '%s' and 'str'", jtype_name(v));
     if (IS("trim") || IS("upper") || IS("lower") || IS("title") || IS("capitalize") || IS("replace") || IS("indent") ||
         IS("center") || IS("wordcount")) {
         jval str = jv_to_string(c, v);
-        if (IS("trim")) *res = strip(str, arg_or(c, a, 0, "chars", jv_none()), true, true);
-        else if (IS("upper")) *res = map_cps(c, str, ju_upper, ju_upper, false);
-        else if (IS("lower")) *res = map_cps(c, str, ju_lower, ju_lower, false);
-        else if (IS("capitalize")) *res = map_cps(c, str, ju_upper, ju_lower, false);
-        else if (IS("title")) {
-            /* jinja2: words start after whitespace or one of -([{< */
-            jbuf b = {0};
-            size_t i = 0, adv;
-            bool start = true;
-            while (i < str.u.s.n) {
-                uint32_t cp = ju_decode(str.u.s.s + i, str.u.s.n - i, &adv);
-                bool sepc = ju_isspace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-                uint32_t m = sepc ? cp : start ? ju_upper(cp) : ju_lower(cp);
-                char t[4];
-                jbuf_put(c, &b, t, ju_encode(m, t));
-                start = sepc;
-                i += adv;
-            }
-            *res = bufval(&b);
-        } else if (IS("replace")) {
+        if (IS("trim")) *res = jstr_strip(str, jarg_or(c, a, 0, "chars", jv_none()), true, true);
+        else if (IS("upper")) *res = jstr_case(c, str, 'u');
+        else if (IS("lower")) *res = jstr_case(c, str, 'l');
+        else if (IS("capitalize")) *res = jstr_case(c, str, 'c');
+        else if (IS("title")) *res = jstr_case(c, str, 'j');
+        else if (IS("replace")) {
             const jval *o = jarg(c, a, 0, "old"), *n = jarg(c, a, 1, "new");
             if (!o || !n) jfail_at(c, line, "replace needs old and new strings");
             const jval *cnt = jarg(c, a, 2, "count");
-            *res = replace(c, str, jv_to_string(c, *o), jv_to_string(c, *n), cnt && cnt->t != JT_NONE ? need_int(c, *cnt, "replace", line) : -1);
+            *res = jstr_replace(c, str, jv_to_string(c, *o), jv_to_string(c, *n), cnt && cnt->t != JT_NONE ? jneed_int(c, *cnt, "replace", line) : -1);
         } else if (IS("indent"))
-            *res = indent(c, str, arg_or(c, a, 0, "width", jv_int(4)), jv_truthy(arg_or(c, a, 1, "first", jv_bool(false))),
-                          jv_truthy(arg_or(c, a, 2, "blank", jv_bool(false))), line);
-        else if (IS("center")) *res = center(c, str, need_int(c, arg_or(c, a, 0, "width", jv_int(80)), "center", line), line);
+            *res = indent(c, str, jarg_or(c, a, 0, "width", jv_int(4)), jv_truthy(jarg_or(c, a, 1, "first", jv_bool(false))),
+                          jv_truthy(jarg_or(c, a, 2, "blank", jv_bool(false))), line);
+        else if (IS("center")) *res = jstr_center(c, str, jneed_int(c, jarg_or(c, a, 0, "width", jv_int(80)), "center", line), line);
         else {
             int64_t words = 0;
             bool in = false;
@@ -821,10 +572,6 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
 
 /* ---- methods ---- */
 
-static const char *const STR_METHODS[] = {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper",
-                                          "lower", "title", "capitalize", "replace", "find", "rfind", "index", "rindex",
-                                          "count", "format", "join", "splitlines", "isdigit", "isalpha", "isspace",
-                                          "isalnum", "islower", "isupper", "center", "ljust", "rjust", "zfill", NULL};
 static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
 static const char *const LIST_METHODS[] = {"index", "count", "copy", NULL};
 
@@ -835,121 +582,13 @@ static bool in_table(const char *const *t, const char *name) {
 }
 
 bool jmethod_exists(jval self, const char *name) {
+    if (self.flags & JF_GEN) return false; /* generators have no list methods */
     switch (self.t) {
-    case JT_STR: return in_table(STR_METHODS, name);
+    case JT_STR: return jstr_has_method(name);
     case JT_DICT: return in_table(DICT_METHODS, name);
     case JT_LIST: return in_table(LIST_METHODS, name);
     default: return false;
     }
-}
-
-static bool all_cps(jval s, int kind) {
-    if (s.u.s.n == 0) return false;
-    size_t i = 0, adv;
-    bool cased = false;
-    while (i < s.u.s.n) {
-        uint32_t cp = ju_decode(s.u.s.s + i, s.u.s.n - i, &adv);
-        bool digit = cp >= '0' && cp <= '9', alpha = ju_upper(cp) != ju_lower(cp) || (cp >= 0x80 && !ju_isspace(cp));
-        switch (kind) {
-        case 'd': if (!digit) return false; break;
-        case 'a': if (!alpha) return false; break;
-        case 'n': if (!alpha && !digit) return false; break;
-        case 's': if (!ju_isspace(cp)) return false; break;
-        case 'l': if (ju_lower(cp) != cp) return false; cased |= ju_upper(cp) != cp; break;
-        case 'u': if (ju_upper(cp) != cp) return false; cased |= ju_lower(cp) != cp; break;
-        }
-        i += adv;
-    }
-    return kind == 'l' || kind == 'u' ? cased : true;
-}
-
-static jval pad(jctx *c, jval s, int64_t width, jval fill, int where, int line) {
-    int64_t n = (int64_t)ju_count(s.u.s.s, s.u.s.n);
-    if (width > (int64_t)c->lim.max_output) jfail_at(c, line, "padding width too large");
-    if (width <= n) return s;
-    if (fill.t != JT_STR || ju_count(fill.u.s.s, fill.u.s.n) != 1) jfail_at(c, line, "the fill character must be exactly one character long");
-    jbuf b = {0};
-    int64_t p = width - n;
-    if (where == 'r')
-        for (int64_t i = 0; i < p; i++) jbuf_put(c, &b, fill.u.s.s, fill.u.s.n);
-    jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-    if (where == 'l')
-        for (int64_t i = 0; i < p; i++) jbuf_put(c, &b, fill.u.s.s, fill.u.s.n);
-    return bufval(&b);
-}
-
-static jval str_method(jctx *c, jval s, const char *name, jcall *a, int line) {
-#define IS(n) (!strcmp(name, n))
-    const jval *a0 = jarg(c, a, 0, NULL);
-    if (IS("startswith") || IS("endswith")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        return jv_bool(has_prefix(c, s, *a0, IS("endswith"), line));
-    }
-    if (IS("split") || IS("rsplit")) {
-        jval sep = arg_or(c, a, 0, "sep", jv_none());
-        int64_t maxs = need_int(c, arg_or(c, a, 1, "maxsplit", jv_int(-1)), name, line);
-        return split(c, s, sep, maxs, IS("rsplit"), line);
-    }
-    if (IS("strip") || IS("lstrip") || IS("rstrip")) {
-        jval chars = a0 ? *a0 : jv_none();
-        if (chars.t != JT_NONE) need_str(c, chars, name, line);
-        return strip(s, chars, !IS("rstrip"), !IS("lstrip"));
-    }
-    if (IS("upper")) return map_cps(c, s, ju_upper, ju_upper, false);
-    if (IS("lower")) return map_cps(c, s, ju_lower, ju_lower, false);
-    if (IS("capitalize")) return map_cps(c, s, ju_upper, ju_lower, false);
-    if (IS("title")) return map_cps(c, s, NULL, NULL, true);
-    if (IS("replace")) {
-        const jval *n = jarg(c, a, 1, NULL);
-        if (!a0 || !n) jfail_at(c, line, "replace() needs 2 arguments");
-        int64_t cnt = need_int(c, arg_or(c, a, 2, "count", jv_int(-1)), "replace", line);
-        return replace(c, s, need_str(c, *a0, "replace", line), need_str(c, *n, "replace", line), cnt);
-    }
-    if (IS("find") || IS("rfind") || IS("index") || IS("rindex")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        int64_t r = find(s, need_str(c, *a0, name, line), name[0] == 'r');
-        if (r < 0 && !IS("find") && !IS("rfind")) jfail_at(c, line, "substring not found");
-        return jv_int(r);
-    }
-    if (IS("count")) {
-        if (!a0) jfail_at(c, line, "count() takes at least 1 argument");
-        return jv_int(count_sub(s, need_str(c, *a0, "count", line)));
-    }
-    if (IS("format")) return str_format(c, s, a, line);
-    if (IS("join")) {
-        if (!a0) jfail_at(c, line, "join() takes exactly one argument");
-        jlist *l = jv_iter_list(c, *a0);
-        jbuf b = {0};
-        for (size_t i = 0; i < l->n; i++) {
-            if (l->v[i].t != JT_STR) jfail_at(c, line, "sequence item %zu: expected str instance, %s found", i, jtype_name(l->v[i]));
-            if (i) jbuf_put(c, &b, s.u.s.s, s.u.s.n);
-            jbuf_put(c, &b, l->v[i].u.s.s, l->v[i].u.s.n);
-        }
-        return bufval(&b);
-    }
-    if (IS("splitlines")) return splitlines(c, s, jv_truthy(arg_or(c, a, 0, "keepends", jv_bool(false))));
-    if (IS("isdigit")) return jv_bool(all_cps(s, 'd'));
-    if (IS("isalpha")) return jv_bool(all_cps(s, 'a'));
-    if (IS("isalnum")) return jv_bool(all_cps(s, 'n'));
-    if (IS("isspace")) return jv_bool(all_cps(s, 's'));
-    if (IS("islower")) return jv_bool(all_cps(s, 'l'));
-    if (IS("isupper")) return jv_bool(all_cps(s, 'u'));
-    if (IS("center") || IS("ljust") || IS("rjust")) {
-        if (!a0) jfail_at(c, line, "%s() takes at least 1 argument", name);
-        int64_t w = need_int(c, *a0, name, line);
-        jval fill = arg_or(c, a, 1, "fillchar", jv_str(" ", 1));
-        if (IS("center")) {
-            if (fill.u.s.n != 1 || fill.u.s.s[0] != ' ') jfail_at(c, line, "unsupported construct: center() with a fill character");
-            return center(c, s, w, line);
-        }
-        return pad(c, s, w, fill, IS("ljust") ? 'l' : 'r', line);
-    }
-    if (IS("zfill")) {
-        if (!a0) jfail_at(c, line, "zfill() takes exactly one argument");
-        return pad(c, s, need_int(c, *a0, name, line), jv_str("0", 1), 'r', line);
-    }
-#undef IS
-    jfail_at(c, line, "unsupported method str.%s", name);
 }
 
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
@@ -958,7 +597,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
         if (a->npos == 0) jfail_at(c, line, "no items for cycling given");
         return a->pos[self.u.loop->index0 % (int64_t)a->npos];
     }
-    if (self.t == JT_STR) return str_method(c, self, name, a, line);
+    if (self.t == JT_STR) return jstr_method(c, self, name, a, line);
     if (self.t == JT_DICT) {
         jdict *d = self.u.d;
         if (!strcmp(name, "items")) return items_of(c, self, line);
@@ -971,7 +610,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
             const jval *k = jarg(c, a, 0, NULL);
             if (!k) jfail_at(c, line, "get expected at least 1 argument, got 0");
             const jval *v = jdict_get(d, *k);
-            return v ? *v : arg_or(c, a, 1, NULL, jv_none());
+            return v ? *v : jarg_or(c, a, 1, NULL, jv_none());
         }
         if (!strcmp(name, "copy")) {
             jval r = jv_dict(c);
@@ -1014,11 +653,11 @@ jval jglobal_call(jctx *c, const char *name, jcall *a, int line) {
     if (!strcmp(name, "range")) {
         if (a->npos < 1 || a->npos > 3 || a->nkw) jfail_at(c, line, "range expected 1 to 3 integer arguments");
         int64_t st = 0, stop, step = 1;
-        if (a->npos == 1) stop = need_int(c, a->pos[0], "range", line);
+        if (a->npos == 1) stop = jneed_int(c, a->pos[0], "range", line);
         else {
-            st = need_int(c, a->pos[0], "range", line);
-            stop = need_int(c, a->pos[1], "range", line);
-            if (a->npos == 3) step = need_int(c, a->pos[2], "range", line);
+            st = jneed_int(c, a->pos[0], "range", line);
+            stop = jneed_int(c, a->pos[1], "range", line);
+            if (a->npos == 3) step = jneed_int(c, a->pos[2], "range", line);
         }
         if (step == 0) jfail_at(c, line, "range() arg 3 must not be zero");
         __int128 span = step > 0 ? (__int128)stop - st : (__int128)st - stop;

@@ -130,6 +130,7 @@ jval jgetitem(jctx *c, jval obj, jval key, int line) {
         jv_repr_to(c, &b, key);
         return jv_undef(c, "'dict object' has no attribute %s", b.p ? b.p : "");
     }
+    if (obj.flags & JF_GEN) return jv_undef(c, "'generator' object is not subscriptable");
     if (key.t == JT_INT || key.t == JT_BOOL) {
         int64_t i = key.t == JT_INT ? key.u.i : key.u.b;
         if (obj.t == JT_LIST || obj.t == JT_RANGE) {
@@ -166,6 +167,7 @@ static jval do_slice(jctx *c, jval obj, jval a, jval b, jval st, int line) {
     else if (st.t != JT_NONE && st.t != JT_UNDEF) jfail_at(c, line, "slice indices must be integers or None");
     if (step == 0) jfail_at(c, line, "slice step cannot be zero");
     if (obj.t == JT_UNDEF) undefined_error(c, obj, line);
+    if (obj.flags & JF_GEN) return jv_undef(c, "'generator' object is not subscriptable");
     if (obj.t != JT_STR && obj.t != JT_LIST && obj.t != JT_RANGE)
         jfail_at(c, line, "'%s' object is not subscriptable", jtype_name(obj));
     int64_t n = jv_len(c, obj);
@@ -322,6 +324,7 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
             if (y == 0) jfail_at(c, line, "float modulo or division by zero");
             double m = fmod(x, y);
             if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            if (m == 0) m = copysign(0.0, y); /* Python: a zero remainder takes the divisor's sign */
             return jv_float(op == '%' ? m : floor(x / y));
         }
         default: return jv_float(pow(x, y));
@@ -329,11 +332,17 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
     }
     if (op == '+' && a.t == JT_STR && b.t == JT_STR) {
         jbuf r = {0};
+        bool markup = (a.flags | b.flags) & JF_MARKUP;
+        /* Markup + str (either order) HTML-escapes the plain str, as markupsafe does */
+        if (markup && !(a.flags & JF_MARKUP)) a = jv_html_escape(c, a);
+        if (markup && !(b.flags & JF_MARKUP)) b = jv_html_escape(c, b);
         jbuf_put(c, &r, a.u.s.s, a.u.s.n);
         jbuf_put(c, &r, b.u.s.s, b.u.s.n);
-        return jv_str(r.p ? r.p : "", r.n);
+        jval res = jv_str(r.p ? r.p : "", r.n);
+        if (markup) res.flags = JF_MARKUP;
+        return res;
     }
-    if (op == '+' && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple) {
+    if (op == '+' && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple && !((a.flags | b.flags) & JF_GEN)) {
         jval r = jv_list(c, a.u.l->n + b.u.l->n);
         r.u.l->tuple = a.u.l->tuple;
         memcpy(r.u.l->v, a.u.l->v, a.u.l->n * sizeof(jval));
@@ -343,9 +352,11 @@ static jval arith(jctx *c, int op, jval a, jval b, int line) {
     }
     if (op == '*' && (a.t == JT_STR || a.t == JT_LIST) && is_intlike(b)) return repeat(c, a, as_int(b), line);
     if (op == '*' && (b.t == JT_STR || b.t == JT_LIST) && is_intlike(a)) return repeat(c, b, as_int(a), line);
-    if (op == '%' && a.t == JT_STR) jfail_at(c, line, "unsupported construct: printf-style '%%' string formatting");
+    if (op == '%' && a.t == JT_STR) return jpercent_format(c, a, b, line);
     bad_operands(c, opname, a, b, line);
 }
+
+jval jv_arith_mod(jctx *c, jval a, jval b, int line) { return arith(c, '%', a, b, line); }
 
 static bool contains(jctx *c, jval hay, jval needle, int line) {
     switch (hay.t) {
@@ -355,6 +366,7 @@ static bool contains(jctx *c, jval hay, jval needle, int line) {
         jstep(c, hay.u.s.n / 64);
         return memmem(hay.u.s.s, hay.u.s.n, needle.u.s.s, needle.u.s.n) != NULL;
     case JT_LIST:
+        if (hay.u.l->lazy_error) jfail_at(c, line, "%s", hay.u.l->lazy_error);
         for (size_t i = 0; i < hay.u.l->n; i++)
             if (jv_equal(c, hay.u.l->v[i], needle)) return true;
         return false;
@@ -365,7 +377,9 @@ static bool contains(jctx *c, jval hay, jval needle, int line) {
         int64_t k = (x - st) / sp;
         return k >= 0 && k < n;
     }
-    case JT_DICT: case JT_NS: return jdict_get(hay.u.d, needle) != NULL;
+    case JT_DICT: case JT_NS:
+        if (needle.t == JT_LIST || needle.t == JT_DICT || needle.t == JT_NS) jfail_at(c, line, "unhashable type: '%s'", jtype_name(needle));
+        return jdict_get(hay.u.d, needle) != NULL;
     case JT_UNDEF: return false;
     default: jfail_at(c, line, "argument of type '%s' is not iterable", jtype_name(hay));
     }
@@ -382,7 +396,8 @@ static bool compare(jctx *c, int op, jval a, jval b, int line) {
     }
     if (a.t == JT_UNDEF) undefined_error(c, a, line);
     if (b.t == JT_UNDEF) undefined_error(c, b, line);
-    bool ok = (jv_is_number(a) && jv_is_number(b)) || (a.t == JT_STR && b.t == JT_STR) || (a.t == JT_LIST && b.t == JT_LIST);
+    bool ok = (jv_is_number(a) && jv_is_number(b)) || (a.t == JT_STR && b.t == JT_STR) ||
+              (a.t == JT_LIST && b.t == JT_LIST && !((a.flags | b.flags) & JF_GEN));
     if (!ok) {
         const char *o = op == '<' ? "<" : op == '>' ? ">" : op == JOP2('<', '=') ? "<=" : ">=";
         jfail_at(c, line, "'%s' not supported between instances of '%s' and '%s'", o, jtype_name(a), jtype_name(b));
@@ -611,7 +626,13 @@ static int exec_node(jctx *c, jscope *s, const jnode *n) {
         scope_set(c, s, n->name, m);
         return FLOW_NORMAL;
     }
-    case N_SCOPE: exec_body(c, scope_new(c, s), &n->body); return FLOW_NORMAL;
+    case N_SCOPE: { /* {% generation %} and {% with %}: a scope of their own */
+        jval *vals = jalloc(c, (n->kwargs.n + 1) * sizeof *vals);
+        for (size_t i = 0; i < n->kwargs.n; i++) vals[i] = jeval(c, s, n->kwargs.v[i]);
+        jscope *inner = scope_new(c, s);
+        for (size_t i = 0; i < n->kwargs.n; i++) assign(c, inner, n->orelse.v[i], vals[i], n->line);
+        return exec_body(c, inner, &n->body); /* a break inside {% with %} ends the enclosing loop */
+    }
     case N_BREAK: return FLOW_BREAK;
     case N_CONTINUE: return FLOW_CONTINUE;
     default: jfail_at(c, n->line, "internal error: expression used as statement");

@@ -25,8 +25,15 @@ typedef struct jloop jloop;
 typedef struct jnode jnode;
 typedef struct jscope jscope;
 
+/* jval.flags: Python types that behave like str/list but differ in jinja2 */
+enum {
+    JF_MARKUP = 1, /* str is a markupsafe.Markup (from |safe, |escape): `+` escapes plain str operands */
+    JF_GEN = 2,    /* list is really a generator/iterator (map, select, ...): always true, no len(), not JSON */
+};
+
 struct jval {
     jtype t;
+    uint8_t flags;
     union {
         bool b;
         int64_t i;
@@ -43,7 +50,7 @@ struct jval {
     } u;
 };
 
-struct jlist { size_t n; jval *v; bool tuple; };
+struct jlist { size_t n; jval *v; bool tuple; const char *lazy_error; /* generator that fails when iterated */ };
 struct jdict { size_t n, cap; jval *k; jval *v; };
 struct jscope { jscope *parent; size_t n, cap; const char **names; jval *vals; };
 struct jloop { int64_t index0, length; jval seq; /* JT_LIST or JT_RANGE being iterated */ };
@@ -88,6 +95,8 @@ static inline jval jv_str(const char *s, size_t n) { jval v = {.t = JT_STR}; v.u
 jval jv_undef(jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 jval jv_cstr(jctx *c, const char *s);
 jval jv_list(jctx *c, size_t n);  /* n None items, to fill in */
+jval jlist_push(jctx *c, jval l, jval v); /* append to a list being built (amortised doubling) */
+static inline jval jv_bufstr(const jbuf *b) { return jv_str(b->p ? b->p : "", b->n); }
 jval jv_dict(jctx *c);
 void jdict_set(jctx *c, jdict *d, jval k, jval v);
 const jval *jdict_get(const jdict *d, jval k);
@@ -106,6 +115,7 @@ void jv_repr_to(jctx *c, jbuf *b, jval v);
 void jv_tojson_to(jctx *c, jbuf *b, jval v, const char *indent, int level, bool sort_keys, const char *item_sep,
                   const char *key_sep);
 jval jv_to_string(jctx *c, jval v); /* str(v) as a JT_STR value */
+jval jv_html_escape(jctx *c, jval v); /* markupsafe.escape(v): a Markup string */
 void jfmt_float(double f, char *buf, size_t cap);
 
 /* Sequences: length and items of anything iterable (strings by code point, dicts by key). */
@@ -121,8 +131,15 @@ size_t ju_offset(const char *s, size_t n, size_t cp); /* byte offset of code poi
 uint32_t ju_decode(const char *s, size_t n, size_t *adv);
 size_t ju_encode(uint32_t cp, char *out);
 bool ju_isspace(uint32_t cp);
-uint32_t ju_upper(uint32_t cp);
+/* case mapping (jinja_unicode.c, generated from the Unicode data files) */
+typedef struct ju_case_range { uint32_t lo, hi; int32_t delta; uint32_t stride; } ju_case_range;
+typedef struct ju_special { uint32_t cp; int nl; uint32_t l[3]; int nt; uint32_t t[3]; int nu; uint32_t u[3]; } ju_special;
+uint32_t ju_upper(uint32_t cp); /* simple (one code point) mappings */
 uint32_t ju_lower(uint32_t cp);
+uint32_t ju_title(uint32_t cp);
+bool ju_cased(uint32_t cp);
+/* Full mapping (kind 'u', 'l' or 't'), up to 3 code points into out; returns how many. */
+int ju_full_case(uint32_t cp, int kind, uint32_t out[3]);
 bool ju_valid(const char *s, size_t n);
 
 /* ---- lexer (jinja_lex.c) ---- */
@@ -182,6 +199,7 @@ typedef struct jcall {
 } jcall;
 
 jval jeval(jctx *c, jscope *s, const jnode *n);
+jval jv_arith_mod(jctx *c, jval a, jval b, int line); /* Python's a % b for numbers */
 jval jcall_value(jctx *c, jscope *s, jval callee, jcall *a, int line);
 jval jgetattr(jctx *c, jval obj, const char *name, int line);
 jval jgetitem(jctx *c, jval obj, jval key, int line);
@@ -191,6 +209,21 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line);
 bool jmethod_exists(jval self, const char *name);
 jval jglobal_call(jctx *c, const char *name, jcall *a, int line);
+jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def); /* jarg() or def */
+jval jneed_str(jctx *c, jval v, const char *what, int line);          /* v, or fail if not a str */
+int64_t jneed_int(jctx *c, jval v, const char *what, int line);
+
+/* ---- Python str operations (jinja_strings.c) ---- */
+/* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' str.title, 'j' jinja2's |title */
+jval jstr_case(jctx *c, jval s, int mode);
+jval jstr_strip(jval s, jval chars, bool left, bool right); /* chars None: whitespace */
+jval jstr_replace(jctx *c, jval s, jval old, jval new, int64_t count);
+jval jstr_splitlines(jctx *c, jval s, bool keepends);
+jval jstr_center(jctx *c, jval s, int64_t width, int line);
+bool jstr_has_method(const char *name);
+jval jstr_method(jctx *c, jval s, const char *name, jcall *a, int line);
+/* Python's `fmt % args` for %s %r %d %i %%. */
+jval jpercent_format(jctx *c, jval fmt, jval args, int line);
 bool jglobal_exists(const char *name);
 /* Argument i (positional) or kw (keyword), else NULL; too many arguments fail. */
 const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw);

@@ -137,7 +137,7 @@ static char lex_tag(lexer *L, bool block) {
         if (depth == 0) {
             char mod = 0;
             size_t q = p;
-            if ((s[q] == '-' || s[q] == '+') && q + 2 < L->n + 0 && s[q + 1] == endc && s[q + 2] == '}') mod = s[q++];
+            if ((s[q] == '-' || s[q] == '+') && q + 2 < L->n && s[q + 1] == endc && s[q + 2] == '}') mod = s[q++];
             if (q + 1 < L->n && s[q] == endc && s[q + 1] == '}') {
                 push(L, block ? TK_BLOCK_END : TK_VAR_END, NULL, 0);
                 advance(L, q + 2);

@@ -13,6 +13,7 @@ typedef struct parser {
     const jtok *t;
     size_t n, pos;
     int depth;
+    int loops; /* enclosing for loops (in the current macro): break/continue need one */
 } parser;
 
 static const jtok *cur(parser *P) { return &P->t[P->pos]; }
@@ -530,7 +531,9 @@ static jnode *parse_statement(parser *P) {
         if (is_name(cur(P), "recursive")) jfail_at(P->c, line, "unsupported construct 'recursive' loop");
         expect_block_end(P);
         static const char *const ends[] = {"else", "endfor", NULL};
+        P->loops++;
         n->body = parse_body(P, ends);
+        P->loops--;
         if (!strcmp(end_tag(P), "else")) {
             expect_block_end(P);
             static const char *const ends2[] = {"endfor", NULL};
@@ -579,13 +582,17 @@ static jnode *parse_statement(parser *P) {
         next(P);
         expect_block_end(P);
         static const char *const ends[] = {"endmacro", NULL};
+        int loops = P->loops;
+        P->loops = 0;
         n->body = parse_body(P, ends);
+        P->loops = loops;
         end_tag(P);
         if (cur(P)->k == TK_NAME) next(P); /* {% endmacro name %} */
         expect_block_end(P);
         return n;
     }
     if (!strcmp(tag, "break") || !strcmp(tag, "continue")) {
+        if (P->loops == 0) jfail_at(P->c, line, "syntax error: '%s' outside of a loop", tag);
         n = mk(P, !strcmp(tag, "break") ? N_BREAK : N_CONTINUE);
         n->line = line;
         expect_block_end(P);
@@ -596,6 +603,23 @@ static jnode *parse_statement(parser *P) {
         n->line = line;
         expect_block_end(P);
         static const char *const ends[] = {"endgeneration", NULL};
+        n->body = parse_body(P, ends);
+        end_tag(P);
+        expect_block_end(P);
+        return n;
+    }
+    if (!strcmp(tag, "with")) {
+        /* {% with a = 1, b = x %}: values evaluated outside, visible only inside */
+        n = mk(P, N_SCOPE);
+        n->line = line;
+        while (cur(P)->k != TK_BLOCK_END) {
+            if (n->orelse.n) expect_op(P, ",");
+            nodes_push(P, &n->orelse, parse_target(P, false));
+            expect_op(P, "=");
+            nodes_push(P, &n->kwargs, parse_expr(P, true));
+        }
+        expect_block_end(P);
+        static const char *const ends[] = {"endwith", NULL};
         n->body = parse_body(P, ends);
         end_tag(P);
         expect_block_end(P);

@@ -157,44 +157,6 @@ bool ju_isspace(uint32_t c) {
            (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-/* Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic. */
-uint32_t ju_upper(uint32_t c) {
-    if (c >= 'a' && c <= 'z') return c - 32;
-    if (c < 0x80) return c;
-    if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
-    if (c == 0xff) return 0x178;
-    if (c == 0xb5) return 0x39c;
-    if (c >= 0x100 && c <= 0x17f) {
-        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c : c - 1;
-        if (c == 0x131) return 'I';
-        if (c == 0x17f) return 'S';
-        if (c == 0x138 || c == 0x149 || c == 0x130) return c;
-        return (c & 1) ? c - 1 : c;
-    }
-    if (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) return c - 32;
-    if (c == 0x3c2) return 0x3a3;
-    if (c >= 0x430 && c <= 0x44f) return c - 32;
-    if (c >= 0x450 && c <= 0x45f) return c - 80;
-    return c;
-}
-
-uint32_t ju_lower(uint32_t c) {
-    if (c >= 'A' && c <= 'Z') return c + 32;
-    if (c < 0x80) return c;
-    if ((c >= 0xc0 && c <= 0xde && c != 0xd7)) return c + 32;
-    if (c == 0x178) return 0xff;
-    if (c >= 0x100 && c <= 0x17f) {
-        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) return (c & 1) ? c + 1 : c;
-        if (c == 0x130) return 'i';
-        if (c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17f) return c;
-        return (c & 1) ? c : c + 1;
-    }
-    if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
-    if (c >= 0x410 && c <= 0x42f) return c + 32;
-    if (c >= 0x400 && c <= 0x40f) return c + 80;
-    return c;
-}
-
 /* ---- construction ---- */
 
 jval jv_undef(jctx *c, const char *fmt, ...) {
@@ -221,6 +183,18 @@ jval jv_list(jctx *c, size_t n) {
     v.u.l->v = jalloc(c, (n ? n : 1) * sizeof(jval));
     for (size_t i = 0; i < n; i++) v.u.l->v[i].t = JT_NONE;
     return v;
+}
+
+jval jlist_push(jctx *c, jval l, jval v) {
+    size_t n = l.u.l->n;
+    if ((n & (n - 1)) == 0) {
+        jval *nv = jalloc(c, (n ? n * 2 : 4) * sizeof(jval));
+        if (n) memcpy(nv, l.u.l->v, n * sizeof(jval));
+        l.u.l->v = nv;
+    }
+    l.u.l->v[n] = v;
+    l.u.l->n = n + 1;
+    return l;
 }
 
 jval jv_dict(jctx *c) {
@@ -297,7 +271,7 @@ const char *jtype_name(jval v) {
     case JT_INT: return "int";
     case JT_FLOAT: return "float";
     case JT_STR: return "str";
-    case JT_LIST: return v.u.l->tuple ? "tuple" : "list";
+    case JT_LIST: return (v.flags & JF_GEN) ? "generator" : v.u.l->tuple ? "tuple" : "list";
     case JT_DICT: return "dict";
     case JT_NS: return "Namespace";
     case JT_RANGE: return "range";
@@ -314,7 +288,7 @@ bool jv_truthy(jval v) {
     case JT_INT: return v.u.i != 0;
     case JT_FLOAT: return v.u.f != 0;
     case JT_STR: return v.u.s.n != 0;
-    case JT_LIST: return v.u.l->n != 0;
+    case JT_LIST: return (v.flags & JF_GEN) || v.u.l->n != 0; /* a generator object is always true */
     case JT_DICT: return v.u.d->n != 0;
     case JT_RANGE: return v.u.r->len != 0;
     default: return true;
@@ -347,6 +321,7 @@ bool jv_equal(jctx *c, jval a, jval b) {
     case JT_UNDEF: case JT_NONE: return true;
     case JT_STR: return a.u.s.n == b.u.s.n && !memcmp(a.u.s.s, b.u.s.s, a.u.s.n);
     case JT_LIST:
+        if ((a.flags | b.flags) & JF_GEN) return a.u.l == b.u.l;
         if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return false;
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!jv_equal(c, a.u.l->v[i], b.u.l->v[i])) return false;
@@ -396,7 +371,9 @@ int64_t jv_len(jctx *c, jval v) {
     switch (v.t) {
     case JT_UNDEF: return 0;
     case JT_STR: return (int64_t)ju_count(v.u.s.s, v.u.s.n);
-    case JT_LIST: return (int64_t)v.u.l->n;
+    case JT_LIST:
+        if (v.flags & JF_GEN) jfail(c, "object of type 'generator' has no len()");
+        return (int64_t)v.u.l->n;
     case JT_DICT: case JT_NS: return (int64_t)v.u.d->n;
     case JT_RANGE: return v.u.r->len;
     default: jfail(c, "object of type '%s' has no len()", jtype_name(v));
@@ -407,7 +384,9 @@ jlist *jv_iter_list(jctx *c, jval v) {
     jval r;
     switch (v.t) {
     case JT_UNDEF: return jv_list(c, 0).u.l;
-    case JT_LIST: return v.u.l;
+    case JT_LIST:
+        if (v.u.l->lazy_error) jfail(c, "%s", v.u.l->lazy_error);
+        return v.u.l;
     case JT_DICT: {
         r = jv_list(c, v.u.d->n);
         memcpy(r.u.l->v, v.u.d->k, v.u.d->n * sizeof(jval));
@@ -511,8 +490,14 @@ void jv_repr_to(jctx *c, jbuf *b, jval v) {
     jstep(c, 1);
     if (c->depth > c->lim.max_depth) jfail(c, "value nested too deeply to print");
     switch (v.t) {
-    case JT_STR: repr_str(c, b, v.u.s.s, v.u.s.n); return;
+    case JT_UNDEF: jbuf_puts(c, b, "Undefined"); return;
+    case JT_STR:
+        if (v.flags & JF_MARKUP) jbuf_puts(c, b, "Markup(");
+        repr_str(c, b, v.u.s.s, v.u.s.n);
+        if (v.flags & JF_MARKUP) jbuf_puts(c, b, ")");
+        return;
     case JT_LIST: {
+        if (v.flags & JF_GEN) { jbuf_puts(c, b, "<generator object>"); return; }
         bool tup = v.u.l->tuple;
         jbuf_putc(c, b, tup ? '(' : '[');
         c->depth++;
@@ -575,6 +560,21 @@ jval jv_to_string(jctx *c, jval v) {
     return jv_str(b.p ? b.p : "", b.n);
 }
 
+jval jv_html_escape(jctx *c, jval v) {
+    if (v.t == JT_STR && (v.flags & JF_MARKUP)) return v;
+    jval s = jv_to_string(c, v);
+    jbuf b = {0};
+    for (size_t i = 0; i < s.u.s.n; i++) {
+        char ch = s.u.s.s[i];
+        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
+        if (r) jbuf_puts(c, &b, r);
+        else jbuf_putc(c, &b, ch);
+    }
+    jval r = jv_str(b.p ? b.p : "", b.n);
+    r.flags = JF_MARKUP;
+    return r;
+}
+
 static void json_str(jctx *c, jbuf *b, const char *s, size_t n) {
     jbuf_putc(c, b, '"');
     size_t start = 0;
@@ -633,6 +633,7 @@ void jv_tojson_to(jctx *c, jbuf *b, jval v, const char *indent, int level, bool 
         return;
     case JT_STR: json_str(c, b, v.u.s.s, v.u.s.n); return;
     case JT_LIST: case JT_RANGE: {
+        if (v.flags & JF_GEN) jfail(c, "Object of type generator is not JSON serializable");
         jlist *l = jv_iter_list(c, v);
         if (l->n == 0) { jbuf_puts(c, b, "[]"); return; }
         jbuf_putc(c, b, '[');

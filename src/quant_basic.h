@@ -69,6 +69,5 @@ void e0_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q4_1_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_0_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_1_avx512(int64_t n, float *s, const void *w, const void *a);
-void e0_vec_dot_q8_0_avx512(int64_t n, float *s, const void *w, const void *a);
 
 #endif

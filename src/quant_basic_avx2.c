@@ -67,6 +67,20 @@ void e0_vec_dot_f32_avx2(int64_t n, float *s, const void *w, const void *a) {
     *s = sum;
 }
 
+/* Activations rounded to F16 / BF16 (round to nearest even), as llama.cpp converts them for
+ * F16/BF16 weights (see vec_dot_f16_ref in quant_basic.c). */
+static inline __m256 round_f16(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline __m256 round_bf16(__m256 v) {
+    __m256i b = _mm256_castps_si256(v);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    b = _mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+    __m256 r = _mm256_castsi256_ps(_mm256_and_si256(b, _mm256_set1_epi32((int)0xffff0000u)));
+    return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); /* NaN stays NaN */
+}
+static inline float round_f16_1(float v) { return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT)); }
+
 static inline __m256 load_f16x8(const uint8_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
@@ -77,14 +91,14 @@ void e0_vec_dot_f16_avx2(int64_t n, float *s, const void *w, const void *a) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 16), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 32), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 48), _mm256_loadu_ps(y + i + 24), acc3);
+        acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), round_f16(_mm256_loadu_ps(y + i)), acc0);
+        acc1 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 16), round_f16(_mm256_loadu_ps(y + i + 8)), acc1);
+        acc2 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 32), round_f16(_mm256_loadu_ps(y + i + 16)), acc2);
+        acc3 = _mm256_fmadd_ps(load_f16x8(x + 2 * i + 48), round_f16(_mm256_loadu_ps(y + i + 24)), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_f16x8(x + 2 * i), round_f16(_mm256_loadu_ps(y + i)), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += h2f(x + 2 * i) * e0_rdf32(y + i);
+    for (; i < n; i++) sum += h2f(x + 2 * i) * round_f16_1(e0_rdf32(y + i));
     *s = sum;
 }
 
@@ -99,14 +113,14 @@ void e0_vec_dot_bf16_avx2(int64_t n, float *s, const void *w, const void *a) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 16), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 32), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 48), _mm256_loadu_ps(y + i + 24), acc3);
+        acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), round_bf16(_mm256_loadu_ps(y + i)), acc0);
+        acc1 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 16), round_bf16(_mm256_loadu_ps(y + i + 8)), acc1);
+        acc2 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 32), round_bf16(_mm256_loadu_ps(y + i + 16)), acc2);
+        acc3 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i + 48), round_bf16(_mm256_loadu_ps(y + i + 24)), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), _mm256_loadu_ps(y + i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(x + 2 * i), round_bf16(_mm256_loadu_ps(y + i)), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_rdf32(y + i);
+    for (; i < n; i++) sum += e0_bf16_to_fp32(e0_rd16(x + 2 * i)) * e0_bf16_to_fp32(e0_fp32_to_bf16(e0_rdf32(y + i)));
     *s = sum;
 }
 
@@ -143,25 +157,19 @@ static inline __m256 scale(const uint8_t *x, const uint8_t *y) {
     return _mm256_broadcastss_ps(_mm_mul_ss(h2f_blk(x), h2f_blk(y)));
 }
 
-/* The loop shared by all block types: two blocks per step into two accumulators, so the FMA
- * latency is not on a single dependency chain; `has_min` adds the m_x * s_y terms (Q4_1, Q5_1). */
-#define BLOCK_DOT_LOOP(DOT, WSIZE, ASIZE, has_min, min_off)                                       \
-    const uint8_t *x = w, *y = a;                                                                   \
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                 \
-    float summs = 0;                                                                                \
-    int64_t nb = n / E0_QK, i = 0;                                                                  \
-    for (; i + 2 <= nb; i += 2, x += 2 * (WSIZE), y += 2 * (ASIZE)) {                               \
-        acc0 = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc0);                                       \
-        acc1 = _mm256_fmadd_ps(scale(x + (WSIZE), y + (ASIZE)), DOT(x + (WSIZE), y + (ASIZE)), acc1); \
-        if (has_min)                                                                                \
-            summs += _mm_cvtss_f32(_mm_mul_ss(h2f_blk(x + (min_off)), h2f_blk(y + Q8_1_S))) +       \
-                     _mm_cvtss_f32(_mm_mul_ss(h2f_blk(x + (WSIZE) + (min_off)), h2f_blk(y + (ASIZE) + Q8_1_S))); \
-    }                                                                                               \
-    if (i < nb) {                                                                                   \
-        acc0 = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc0);                                       \
-        if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);                                 \
-    }                                                                                               \
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + summs
+/* The loop shared by all block types, in llama.cpp's order: one accumulator, blocks in order,
+ * one FMA per block, the same horizontal sum, then the m_x * s_y terms (Q4_1, Q5_1) summed
+ * separately in float. The integer lane sums are exact, so the result is bit-identical to
+ * ggml's AVX2 kernels; a second accumulator measured no faster (the loop is throughput bound). */
+#define BLOCK_DOT_LOOP(DOT, WSIZE, ASIZE, has_min, min_off)                     \
+    const uint8_t *x = w, *y = a;                                                 \
+    __m256 acc = _mm256_setzero_ps();                                             \
+    float summs = 0;                                                              \
+    for (int64_t i = 0; i < n / E0_QK; i++, x += (WSIZE), y += (ASIZE)) {         \
+        if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);               \
+        acc = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc);                       \
+    }                                                                             \
+    *s = hsum_ps(acc) + summs
 
 void e0_vec_dot_q4_0_avx2(int64_t n, float *s, const void *w, const void *a) {
     BLOCK_DOT_LOOP(q4_0_dot, Q4_0_SIZE, Q8_0_SIZE, 0, 0);

@@ -311,6 +311,9 @@ static double dot64(uint32_t type, const uint8_t *w, const uint8_t *a, int64_t n
     float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
     t->to_float(w, x, n);
     at->to_float(a, y, n);
+    /* F16/BF16 weights meet activations rounded to their own type (llama.cpp's vec_dot_type) */
+    for (int64_t i = 0; i < n && type == E0_TYPE_F16; i++) y[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(y[i]));
+    for (int64_t i = 0; i < n && type == E0_TYPE_BF16; i++) y[i] = e0_bf16_to_fp32(e0_fp32_to_bf16(y[i]));
     double sum = 0, abs = 0;
     *s_err = 0;
     for (int64_t i = 0; i < n; i++) sum += (double)x[i] * y[i], abs += fabs((double)x[i] * y[i]);
@@ -437,6 +440,58 @@ static void test_dots_integer_exact(void) {
     }
 }
 
+/* llama.cpp's AVX2 order, emulated in scalar code: per block, eight int32 lane sums of four
+ * consecutive products, one FMA per lane, blocks in order; then ((a0+a4)+(a2+a6)) +
+ * ((a1+a5)+(a3+a7)); then the m_x * s_y terms summed separately. The SIMD kernels must give
+ * exactly this float. */
+static float llama_order_dot(uint32_t type, const uint8_t *w, const uint8_t *a, int64_t n) {
+    const e0_type_traits *t = e0_type_traits_of(type);
+    size_t asz = e0_type_traits_of((uint32_t)t->vec_dot_type)->type_size;
+    int qs_off = type == E0_TYPE_Q4_0 ? Q4_0_QS : type == E0_TYPE_Q4_1 ? Q4_1_QS : type == E0_TYPE_Q5_0 ? Q5_0_QS
+               : type == E0_TYPE_Q5_1 ? Q5_1_QS : Q8_0_QS;
+    int has_min = type == E0_TYPE_Q4_1 || type == E0_TYPE_Q5_1;
+    float acc[8] = {0}, summs = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const uint8_t *x = w + b * t->type_size, *y = a + b * asz;
+        const int8_t *qy = (const int8_t *)(y + (asz == Q8_1_SIZE ? Q8_1_QS : Q8_0_QS));
+        int q[32];
+        for (int j = 0; j < 32; j++) {
+            if (type == E0_TYPE_Q8_0) { q[j] = (int8_t)x[qs_off + j]; continue; }
+            q[j] = j < 16 ? x[qs_off + j] & 15 : x[qs_off + j - 16] >> 4;
+            if (type == E0_TYPE_Q5_0 || type == E0_TYPE_Q5_1) q[j] |= (int)((e0_rd32(x + (type == E0_TYPE_Q5_0 ? Q5_0_QH : Q5_1_QH)) >> j) & 1) << 4;
+            if (type == E0_TYPE_Q4_0) q[j] -= 8;
+            if (type == E0_TYPE_Q5_0) q[j] -= 16;
+        }
+        float d = e0_fp16_to_fp32(e0_rd16(x)) * e0_fp16_to_fp32(e0_rd16(y));
+        for (int l = 0; l < 8; l++) {
+            int lane = 0;
+            for (int k = 0; k < 4; k++) lane += q[4 * l + k] * qy[4 * l + k];
+            acc[l] = fmaf(d, (float)lane, acc[l]);
+        }
+        if (has_min) summs += e0_fp16_to_fp32(e0_rd16(x + 2)) * e0_fp16_to_fp32(e0_rd16(y + Q8_1_S));
+    }
+    return (((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))) + summs;
+}
+
+static void test_dots_llama_order(void) {
+    for (size_t ti = 3; ti < NDOT; ti++) {
+        uint32_t type = dot_types[ti];
+        const e0_type_traits *t = e0_type_traits_of(type);
+        e0_vec_dot_fn fns[2] = {t->vec_dot_avx2, t->vec_dot_avx512};
+        for (int64_t li = 0; li < NLEN; li++) {
+            dot_case c = make_case(type, lengths[li]);
+            float want = llama_order_dot(type, c.w, c.a, c.n), got;
+            for (int l = 0; l < 2; l++) {
+                if (!fns[l] || e0_simd_level() < l + 1) continue;
+                fns[l](c.n, &got, c.w, c.a);
+                CHECKF(got == want, "%s level %d n=%lld got %.9g want %.9g", t->name, l + 1, (long long)c.n,
+                       (double)got, (double)want);
+            }
+            free(c.w), free(c.a);
+        }
+    }
+}
+
 /* ---------------- activation quantizers ---------------- */
 
 static void test_act_quant_simd(void) {
@@ -539,6 +594,7 @@ int main(void) {
     test_dots_avx2();
     test_dots_avx512();
     RUN(test_dots_integer_exact);
+    RUN(test_dots_llama_order);
     test_act_quant_simd();
     RUN(test_act_vs_ref);
     RUN(test_init_levels);
