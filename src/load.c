@@ -17,7 +17,28 @@ static uint64_t meminfo_available(void) {
     return v;
 }
 
-/* Free room in this process's memory cgroup, or 0 when it has no limit. */
+/* Page cache charged to the cgroup (reclaimable, so not "used" for the budget): memory.stat's
+ * "cache" (v1) or "file" (v2). */
+static uint64_t cgroup_cache(const json_t *cg) {
+    const char *path = json_string_value(json_object_get(cg, "path"));
+    json_int_t version = json_integer_value(json_object_get(cg, "version"));
+    if (!path) return 0;
+    char file[1024];
+    snprintf(file, sizeof file, "/sys/fs/cgroup%s%s/memory.stat", version == 1 ? "/memory" : "", path);
+    char *t = e0_read_text(file, 1 << 20, NULL);
+    uint64_t v = 0;
+    const char *key = version == 1 ? "cache " : "file ";
+    for (const char *line = t; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, strlen(key))) {
+            v = strtoull(line + strlen(key), NULL, 10);
+            break;
+        }
+    free(t);
+    return v;
+}
+
+/* Room in this process's memory cgroup: the limit minus what is used other than page cache;
+ * 0 when it has no limit. */
 static uint64_t cgroup_room(void) {
     char *t = e0_read_text("/proc/self/cgroup", 1 << 16, NULL);
     if (!t) return 0;
@@ -27,6 +48,8 @@ static uint64_t cgroup_room(void) {
     json_t *lim = json_object_get(j, "limit_bytes"), *use = json_object_get(j, "usage_bytes");
     if (json_is_integer(lim) && json_integer_value(lim) > 0) {
         uint64_t l = (uint64_t)json_integer_value(lim), u = json_is_integer(use) ? (uint64_t)json_integer_value(use) : 0;
+        uint64_t cache = cgroup_cache(j);
+        u = u > cache ? u - cache : 0;
         room = l > u ? l - u : 1;
     }
     json_decref(j);
@@ -67,7 +90,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
         s->budget_source = "80% of MemAvailable";
         if (room && (room < avail || !avail)) {
             avail = room;
-            s->budget_source = "80% of the memory cgroup's free room";
+            s->budget_source = "80% of the memory cgroup's limit less its non-cache usage";
         }
         s->budget = avail / 10 * 8;
     }

@@ -16,6 +16,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_membw(int argc, char **argv);
+int cmd_diskbw(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 

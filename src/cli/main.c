@@ -22,6 +22,7 @@ static const struct {
     {"detokenize", cmd_detokenize, "print the text of token ids"},
     {"bench", cmd_bench, "measure prefill and decode speed, memory and energy (one JSON row per run)"},
     {"membw", cmd_membw, "measure memory read bandwidth"},
+    {"diskbw", cmd_diskbw, "measure disk read bandwidth for expert-sized random reads"},
 };
 
 static void usage(FILE *f) {
