@@ -4,9 +4,17 @@
  * experts of one random layer (3 matrix reads each), a batch finished before the next starts.
  * The page cache is dropped before each run (echo 3 > /proc/sys/vm/drop_caches when permitted,
  * else posix_fadvise(DONTNEED) on the file); the report says which.
+ * Measured here (2026-11-29, 2-core VM, virtio disk /dev/vda ext4, the 17 GB Qwen3-30B-A3B-shape
+ * Q4_K file, 48 batches of 8 experts of 2.65 MB = 1 GB per run, two rounds): every method is
+ * disk-bound at 0.85-1.5 GB/s; pread pool x8 1.05/1.05 GB/s cached, 1.55/1.12 direct; io_uring
+ * qd24 0.85/0.93 cached, 1.14/1.27 direct; e0_experts x8 1.02/0.99 cached, 1.15/0.92 direct. So
+ * the cache uses a pread pool (io_uring gained nothing) of 8 threads.
  * Not built by default. Build and run by hand:
  *   make && cc -std=c11 -O2 -D_GNU_SOURCE -Isrc tools/expert_read_bench.c build/libedge0.a \
  *        -ljansson -luring -lcrypto -lm -lpthread -o build/expert_read_bench
+ * Environment: BENCH_ROUNDS (default 2), BENCH_METHODS (see want()), BENCH_NO_DROP (warm
+ * cache: CPU cost only), BENCH_BIG_DST (pool reads to distinct touched buffers, like slots),
+ * BENCH_POOL_PASS0 (an unmeasured pool pass first).
  *   ./build/expert_read_bench MODEL.gguf [n_batches [threads,...]]   (default n_layer batches = one decode token; 4,8,16) */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +41,13 @@ static range *R;          /* all reads, batch after batch */
 static int n_batch, per_batch; /* reads per batch = 3 * n_expert_used */
 static size_t max_len;
 static const char *drop_how = "?";
+static uint8_t *big_dst; /* BENCH_BIG_DST: every read to its own place (touched first), like slots */
 
 static void drop_cache(int fd) {
+    if (getenv("BENCH_NO_DROP")) { /* measure reads from a warm page cache (CPU cost only) */
+        drop_how = "none (BENCH_NO_DROP)";
+        return;
+    }
     FILE *f = fopen("/proc/sys/vm/drop_caches", "w");
     sync();
     if (f && fputs("3\n", f) >= 0 && fclose(f) == 0) {
@@ -43,6 +56,23 @@ static void drop_cache(int fd) {
     }
     if (f) fclose(f);
     drop_how = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 ? "fadvise(DONTNEED)" : "none";
+}
+
+/* BENCH_METHODS: comma-separated names among pool, uring, cache (methods) and cached, direct
+ * (modes); with none of a kind named, all of that kind run. */
+static bool named(const char *list, const char *w) {
+    size_t n = strlen(w);
+    for (const char *p = list; (p = strstr(p, w)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n])) return true;
+    return false;
+}
+static bool want(const char *what) {
+    const char *m = getenv("BENCH_METHODS");
+    if (!m) return true;
+    bool mode = !strcmp(what, "cached") || !strcmp(what, "direct");
+    bool any = mode ? !named(m, "cached") && !named(m, "direct")
+                    : !named(m, "pool") && !named(m, "uring") && !named(m, "cache");
+    return any || named(m, what);
 }
 
 static uint8_t *aligned(size_t n) {
@@ -88,9 +118,10 @@ static void *pool_main(void *arg) {
     for (;;) {
         while (!p->stop && p->next >= per_batch) pthread_cond_wait(&p->cv, &p->mu);
         if (p->stop) break;
-        const range *r = &R[(size_t)p->batch * per_batch + p->next++];
+        size_t ri = (size_t)p->batch * per_batch + p->next++;
+        const range *r = &R[ri];
         pthread_mutex_unlock(&p->mu);
-        int rc = do_pread(p->fd, p->direct, buf, r);
+        int rc = do_pread(p->fd, p->direct, big_dst ? big_dst + ri * (max_len + 2 * ALIGN) : buf, r);
         pthread_mutex_lock(&p->mu);
         if (rc) p->errors++;
         if (--p->left == 0) pthread_cond_signal(&p->done);
@@ -273,35 +304,52 @@ int main(int argc, char **argv) {
     batch_ids = calloc((size_t)n_batch * k, sizeof *batch_ids);
     if (!R || !batch_layer || !batch_ids) return 1;
     uint64_t bytes = build_workload(next_seed);
+    if (getenv("BENCH_BIG_DST")) {
+        size_t n = (size_t)n_batch * per_batch * (max_len + 2 * ALIGN);
+        big_dst = aligned(n);
+        memset(big_dst, 1, n);
+    }
     int fd = m->gguf->fd, fdd = open(argv[1], O_RDONLY | O_DIRECT);
     printf("%s: %d batches of %d experts (%d reads, %.2f MB each batch), %.1f MB in all, expert %.2f MB\n", argv[1],
            n_batch, k, per_batch, bytes / 1e6 / n_batch, bytes / 1e6, e0_expert_bytes(m, 0) / 1e6);
     printf("%-28s %8s %10s\n", "method", "seconds", "MB/s");
-#define REPORT(name, t) printf("%-28s %8.3f %10.1f   (cache drop: %s)\n", name, t, (t) > 0 ? bytes / 1e6 / (t) : 0, drop_how)
+#define REPORT(name, expr)                                                                                    \
+    do {                                                                                                      \
+        double t_ = (expr); /* evaluated once: a second evaluation would read from a warm cache */            \
+        printf("%-28s %8.3f %10.1f   (cache drop: %s)\n", name, t_, t_ > 0 ? bytes / 1e6 / t_ : 0, drop_how); \
+    } while (0)
     char name[64];
-    for (int round = 0; round < 2; round++) {
-        for (int ti = 0; ti < n_thr; ti++)
+    int rounds = getenv("BENCH_ROUNDS") ? atoi(getenv("BENCH_ROUNDS")) : 2;
+    for (int round = 0; round < rounds; round++) {
+        for (int ti = 0; ti < n_thr && want("pool"); ti++)
             for (int direct = 0; direct < 2; direct++) {
-                if (direct && fdd < 0) continue;
+                if ((direct && fdd < 0) || !want(direct ? "direct" : "cached")) continue;
                 snprintf(name, sizeof name, "pread pool x%d %s", threads[ti], direct ? "direct" : "cached");
+                if (getenv("BENCH_POOL_PASS0")) { /* an unmeasured pass first, as for e0_experts */
+                    build_workload(next_seed++);
+                    drop_cache(fd);
+                    run_pool(direct ? fdd : fd, direct, threads[ti]);
+                }
                 build_workload(next_seed++);
                 drop_cache(fd);
                 REPORT(name, run_pool(direct ? fdd : fd, direct, threads[ti]));
             }
-        for (int direct = 0; direct < 2; direct++) {
-            if (direct && fdd < 0) continue;
+        for (int direct = 0; direct < 2 && want("uring"); direct++) {
+            if ((direct && fdd < 0) || !want(direct ? "direct" : "cached")) continue;
             snprintf(name, sizeof name, "io_uring qd%d %s", per_batch, direct ? "direct" : "cached");
             build_workload(next_seed++);
             drop_cache(fd);
             REPORT(name, run_uring(direct ? fdd : fd, direct, per_batch));
         }
-        for (int ti = 0; ti < n_thr; ti++)
+        for (int ti = 0; ti < n_thr && want("cache"); ti++)
             for (int mode = 0; mode < 2; mode++) {
+                if (!want(mode ? "direct" : "cached")) continue;
                 const char *why = NULL;
                 uint64_t misses = 0;
                 double t = run_cache(mode, threads[ti], &why, &misses);
                 snprintf(name, sizeof name, "e0_experts x%d %s", threads[ti], mode ? "direct" : "cached");
-                REPORT(name, t);
+                double mb = (double)misses * (double)e0_expert_bytes(M, 0) / 1e6; /* what it read */
+                printf("%-28s %8.3f %10.1f   (cache drop: %s)\n", name, t, t > 0 ? mb / t : 0, drop_how);
                 printf("  (%llu of %d experts read%s%s)\n", (unsigned long long)misses, n_batch * (int)M->hp.n_expert_used,
                        why ? "; " : "", why ? why : "");
             }
