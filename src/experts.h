@@ -90,6 +90,9 @@ const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
 void e0_experts_reset_stats(e0_experts *x);
 /* Bytes of one expert (gate + up + down) of a layer, exact (0 for a layer without experts). */
 uint64_t e0_expert_bytes(const e0_model *m, int layer);
+/* Bytes a cache with these parameters allocates in the memory ledger (expert slots + O_DIRECT
+ * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
+uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
 /* The read mode actually in use (direct falls back to cached when the file system refuses
  * O_DIRECT; *why says so, else *why = NULL). */
 int e0_experts_read_mode(const e0_experts *x, const char **why);
