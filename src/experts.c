@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,11 +465,14 @@ bool e0_experts_resident(const e0_experts *x, int layer, int id) {
 
 /* ---- construction ---- */
 
+static _Atomic bool test_refuse_direct;
+void e0_experts_test_refuse_direct(bool on) { test_refuse_direct = on; }
+
 /* Open the file a second time with O_DIRECT and read one aligned block of the first expert. On
  * any failure fall back to cached reads and say why. */
 static void setup_direct(e0_experts *x) {
     const char *step = "open";
-    int fd = open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd >= 0) {
         uint64_t off = x->layers[0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
         ssize_t r;

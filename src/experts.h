@@ -96,6 +96,9 @@ uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
 /* The read mode actually in use (direct falls back to cached when the file system refuses
  * O_DIRECT; *why says so, else *why = NULL). */
 int e0_experts_read_mode(const e0_experts *x, const char **why);
+/* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
+ * the fallback path can be tested where the file system accepts it. */
+void e0_experts_test_refuse_direct(bool on);
 /* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */
 bool e0_experts_resident(const e0_experts *x, int layer, int id);
 
