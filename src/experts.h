@@ -50,8 +50,8 @@ typedef struct e0_expert_ptrs {
     const uint8_t *gate, *up, *down;
 } e0_expert_ptrs;
 
-/* Counters since creation or the last reset. Every acquired id is one request:
- * hits + misses = requests. hits include experts still being read by a prefetch (acquire waits
+/* Counters since creation or the last reset. Every distinct id of an acquire call is one request
+ * (an id repeated within a call counts once): hits + misses = requests. hits include experts still being read by a prefetch (acquire waits
  * for that read instead of reading again); prefetch_hits = hits on an expert a prefetch loaded
  * that had not been used since. Experts read = misses + prefetched, and bytes_read is the sum of
  * their exact sizes (e0_expert_bytes of their layer); bytes_device is what was asked of the file
