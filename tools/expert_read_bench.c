@@ -8,13 +8,18 @@
  * Q4_K file, 48 batches of 8 experts of 2.65 MB = 1 GB per run, two rounds): every method is
  * disk-bound at 0.85-1.5 GB/s; pread pool x8 1.05/1.05 GB/s cached, 1.55/1.12 direct; io_uring
  * qd24 0.85/0.93 cached, 1.14/1.27 direct; e0_experts x8 1.02/0.99 cached, 1.15/0.92 direct. So
- * the cache uses a pread pool (io_uring gained nothing) of 8 threads.
+ * the cache uses a pread pool (io_uring gained nothing) of 8 threads. Batches of 2 experts
+ * (BENCH_K=2, a decode step with a warm cache): pool x8 1.07-1.39 GB/s cached, 1.55-2.49 direct;
+ * e0_experts x8 1.14-1.23 cached, 1.36-1.44 direct. Splitting matrices into 256 KiB reads
+ * (BENCH_CHUNK=262144) halved cached throughput (0.5-0.65 GB/s) and changed direct by +-15%, so
+ * each matrix is one read. Run-to-run noise on this shared VM is about +-30%.
  * Not built by default. Build and run by hand:
  *   make && cc -std=c11 -O2 -D_GNU_SOURCE -Isrc tools/expert_read_bench.c build/libedge0.a \
  *        -ljansson -luring -lcrypto -lm -lpthread -o build/expert_read_bench
  * Environment: BENCH_ROUNDS (default 2), BENCH_METHODS (see want()), BENCH_NO_DROP (warm
  * cache: CPU cost only), BENCH_BIG_DST (pool reads to distinct touched buffers, like slots),
- * BENCH_POOL_PASS0 (an unmeasured pool pass first).
+ * BENCH_POOL_PASS0 (an unmeasured pool pass first), BENCH_K (experts per batch, <= n_expert_used),
+ * BENCH_CHUNK (pool/uring: split each matrix into reads of this many bytes).
  *   ./build/expert_read_bench MODEL.gguf [n_batches [threads,...]]   (default n_layer batches = one decode token; 4,8,16) */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +43,9 @@ typedef struct range {
 
 static const e0_model *M;
 static range *R;          /* all reads, batch after batch */
-static int n_batch, per_batch; /* reads per batch = 3 * n_expert_used */
+static int n_batch, per_batch; /* reads per batch = 3 * k (more with BENCH_CHUNK) */
+static int K_batch;            /* experts per batch: n_expert_used, or BENCH_K */
+static size_t chunk;           /* BENCH_CHUNK: split each matrix read into reads of this many bytes */
 static size_t max_len;
 static const char *drop_how = "?";
 static uint8_t *big_dst; /* BENCH_BIG_DST: every read to its own place (touched first), like slots */
@@ -215,8 +222,8 @@ static uint64_t build_workload(uint64_t seed);
 static uint64_t next_seed = 1;
 static double run_cache(int mode, int n_threads, const char **why, uint64_t *misses) {
     e0_err e = {0};
-    int k = (int)M->hp.n_expert_used;
-    e0_experts *x = e0_experts_new(M, &(e0_experts_params){.slots = k, .read_mode = mode, .n_io_threads = n_threads}, &e);
+    int k = K_batch;
+    e0_experts *x = e0_experts_new(M, &(e0_experts_params){.slots = M->hp.n_expert_used, .read_mode = mode, .n_io_threads = n_threads}, &e);
     if (!x) {
         fprintf(stderr, "%s\n", e.msg);
         return -1;
@@ -224,9 +231,10 @@ static double run_cache(int mode, int n_threads, const char **why, uint64_t *mis
     e0_experts_read_mode(x, why);
     e0_expert_ptrs ptr[256];
     double t = 0;
-    /* Pass 0 touches the slot memory (first-touch page faults are a one-time cost); pass 1,
-     * on fresh experts and a dropped cache, is measured. */
-    for (int pass = 0; pass < 2; pass++) {
+    /* The first passes touch every slot's memory (first-touch page faults are a one-time cost);
+     * the last, on fresh experts and a dropped cache, is measured. */
+    int passes = ((int)M->hp.n_expert_used + k - 1) / k + 1;
+    for (int pass = 0; pass < passes; pass++) {
         build_workload(next_seed++);
         drop_cache(M->gguf->fd);
         e0_experts_reset_stats(x);
@@ -249,7 +257,7 @@ static double run_cache(int mode, int n_threads, const char **why, uint64_t *mis
  * cache under a virtual disk cannot favour later runs). Returns the bytes of one run. */
 static uint64_t build_workload(uint64_t seed) {
     const e0_model *m = M;
-    int k = (int)m->hp.n_expert_used;
+    int k = K_batch, nr = 0;
     uint64_t rng = 0x2545F4914F6CDD1Dull * seed, bytes = 0;
     for (int b = 0; b < n_batch; b++) {
         int il = b % (int)m->hp.n_layer; /* layers in order, as decode visits them */
@@ -266,11 +274,15 @@ static uint64_t build_workload(uint64_t seed) {
             batch_ids[(size_t)b * k + i] = id;
             const e0_weight *w[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
             for (int q = 0; q < 3; q++) {
-                range *r = &R[(size_t)b * per_batch + 3 * i + q];
-                r->off = w[q]->t->offset + (uint64_t)id * w[q]->matrix_bytes;
-                r->len = w[q]->matrix_bytes;
-                if (r->len > max_len) max_len = r->len;
-                bytes += r->len;
+                uint64_t off = w[q]->t->offset + (uint64_t)id * w[q]->matrix_bytes;
+                size_t len = w[q]->matrix_bytes, c = chunk ? chunk : len;
+                for (size_t done = 0; done < len; done += c) {
+                    range *r = &R[nr++];
+                    r->off = off + done;
+                    r->len = len - done < c ? len - done : c;
+                    if (r->len > max_len) max_len = r->len;
+                }
+                bytes += len;
             }
         }
     }
@@ -297,8 +309,22 @@ int main(int argc, char **argv) {
     }
     M = m;
     if (n_batch <= 0) n_batch = (int)m->hp.n_layer; /* one decode token */
-    int k = (int)m->hp.n_expert_used;
-    per_batch = 3 * k;
+    int k = K_batch = getenv("BENCH_K") ? atoi(getenv("BENCH_K")) : (int)m->hp.n_expert_used;
+    if (k < 1 || k > m->hp.n_expert_used) k = K_batch = (int)m->hp.n_expert_used;
+    chunk = getenv("BENCH_CHUNK") ? (size_t)atoll(getenv("BENCH_CHUNK")) : 0;
+    per_batch = 0; /* reads per expert must be the same in every layer */
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const e0_layer *L = &m->layers[il];
+        const e0_weight *w[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
+        int nr = 0;
+        for (int q = 0; q < 3; q++) nr += chunk ? (int)((w[q]->matrix_bytes + chunk - 1) / chunk) : 1;
+        if (il && nr != per_batch) {
+            fprintf(stderr, "BENCH_CHUNK needs the same matrix sizes in every layer\n");
+            return 1;
+        }
+        per_batch = nr;
+    }
+    per_batch *= k;
     R = calloc((size_t)n_batch * per_batch, sizeof *R);
     batch_layer = calloc((size_t)n_batch, sizeof *batch_layer);
     batch_ids = calloc((size_t)n_batch * k, sizeof *batch_ids);
@@ -350,7 +376,7 @@ int main(int argc, char **argv) {
                 snprintf(name, sizeof name, "e0_experts x%d %s", threads[ti], mode ? "direct" : "cached");
                 double mb = (double)misses * (double)e0_expert_bytes(M, 0) / 1e6; /* what it read */
                 printf("%-28s %8.3f %10.1f   (cache drop: %s)\n", name, t, t > 0 ? mb / t : 0, drop_how);
-                printf("  (%llu of %d experts read%s%s)\n", (unsigned long long)misses, n_batch * (int)M->hp.n_expert_used,
+                printf("  (%llu of %d experts read%s%s)\n", (unsigned long long)misses, n_batch * K_batch,
                        why ? "; " : "", why ? why : "");
             }
     }
