@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,37 @@ uint64_t e0_expert_bytes(const e0_model *m, int layer) {
 }
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* Slot stride of a layer: each matrix starts 64-byte aligned. */
+static size_t slot_stride(const e0_layer *L) {
+    size_t s = 0;
+    for (int p = 0; p < N_PARTS; p++) s += align_up(part_weight(L, p)->matrix_bytes, 64);
+    return s;
+}
+
+static size_t max_matrix_bytes(const e0_model *m) {
+    size_t mx = 0;
+    for (int64_t il = 0; il < m->hp.n_layer; il++)
+        for (int p = 0; p < N_PARTS; p++)
+            if (part_weight(&m->layers[il], p)->matrix_bytes > mx) mx = part_weight(&m->layers[il], p)->matrix_bytes;
+    return mx;
+}
+
+static size_t staging_bytes(size_t max_part) { return align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN; }
+
+uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
+    if (!m || !p || m->hp.n_expert <= 0 || !m->layers) return 0;
+    uint64_t total = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        if (!e0_expert_bytes(m, il)) return 0;
+        total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(p->slots > 0 ? p->slots : 0);
+    }
+    if (p->read_mode == E0_READ_DIRECT) {
+        int nt = p->n_io_threads > 0 ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
+        total += (uint64_t)nt * (staging_bytes(max_matrix_bytes(m)) + DIRECT_ALIGN);
+    }
+    return total;
+}
 
 /* ---- request queues ---- */
 
@@ -433,11 +465,14 @@ bool e0_experts_resident(const e0_experts *x, int layer, int id) {
 
 /* ---- construction ---- */
 
+static _Atomic bool test_refuse_direct;
+void e0_experts_test_refuse_direct(bool on) { test_refuse_direct = on; }
+
 /* Open the file a second time with O_DIRECT and read one aligned block of the first expert. On
  * any failure fall back to cached reads and say why. */
 static void setup_direct(e0_experts *x) {
     const char *step = "open";
-    int fd = open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd >= 0) {
         uint64_t off = x->layers[0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
         ssize_t r;
@@ -512,7 +547,6 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         e0_fail(e, "out of memory");
         goto fail;
     }
-    size_t max_part = 0;
     for (int il = 0; il < x->n_layer; il++) {
         const e0_layer *L = &m->layers[il];
         layer_cache *lc = &x->layers[il];
@@ -528,9 +562,8 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
             lc->part_len[q] = w->matrix_bytes;
             lc->file_off[q] = w->t->offset;
             off += align_up(w->matrix_bytes, 64);
-            if (w->matrix_bytes > max_part) max_part = w->matrix_bytes;
         }
-        lc->stride = off;
+        lc->stride = off; /* = slot_stride(L) */
         uint64_t total;
         if (e0_mul_overflow(off, ns, &total) || total > SIZE_MAX) {
             e0_fail(e, "expert cache: slots of layer %d too large", il);
@@ -549,7 +582,7 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         for (size_t i = 0; i < ns; i++) lc->slots[i] = (slot){.expert = -1, .data = lc->mem + i * lc->stride};
     }
     if (x->read_mode == E0_READ_DIRECT) {
-        x->staging_bytes = align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN;
+        x->staging_bytes = staging_bytes(max_matrix_bytes(m));
         for (int t = 0; t < x->n_threads; t++) {
             x->threads[t].staging_raw = e0_alloc(E0_MEM_STAGING, x->staging_bytes + DIRECT_ALIGN);
             if (!x->threads[t].staging_raw) {

@@ -50,8 +50,8 @@ typedef struct e0_expert_ptrs {
     const uint8_t *gate, *up, *down;
 } e0_expert_ptrs;
 
-/* Counters since creation or the last reset. Every acquired id is one request:
- * hits + misses = requests. hits include experts still being read by a prefetch (acquire waits
+/* Counters since creation or the last reset. Every distinct id of an acquire call is one request
+ * (an id repeated within a call counts once): hits + misses = requests. hits include experts still being read by a prefetch (acquire waits
  * for that read instead of reading again); prefetch_hits = hits on an expert a prefetch loaded
  * that had not been used since. Experts read = misses + prefetched, and bytes_read is the sum of
  * their exact sizes (e0_expert_bytes of their layer); bytes_device is what was asked of the file
@@ -90,9 +90,15 @@ const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
 void e0_experts_reset_stats(e0_experts *x);
 /* Bytes of one expert (gate + up + down) of a layer, exact (0 for a layer without experts). */
 uint64_t e0_expert_bytes(const e0_model *m, int layer);
+/* Bytes a cache with these parameters allocates in the memory ledger (expert slots + O_DIRECT
+ * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
+uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
 /* The read mode actually in use (direct falls back to cached when the file system refuses
  * O_DIRECT; *why says so, else *why = NULL). */
 int e0_experts_read_mode(const e0_experts *x, const char **why);
+/* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
+ * the fallback path can be tested where the file system accepts it. */
+void e0_experts_test_refuse_direct(bool on);
 /* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */
 bool e0_experts_resident(const e0_experts *x, int layer, int id);
 
