@@ -77,7 +77,6 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;
     }
-    e0_model_free(probe);
     int64_t n_ctx = cp && cp->n_ctx > 0 ? cp->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     uint64_t kv = 2ull * (uint64_t)hp.n_layer * (uint64_t)n_ctx * (uint64_t)(hp.n_head_kv * hp.head_dim) * 4;
 
@@ -99,10 +98,10 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     bool moe = hp.n_expert > 0;
     if (!moe) {
         if (o->experts == E0_EXPERTS_STREAM || o->expert_slots)
-            return e0_fail(e, "--model-option: %s has no routed experts to stream", path);
+            return e0_model_free(probe), e0_fail(e, "--model-option: %s has no routed experts to stream", path);
         s->streamed = false;
     } else if (o->experts == E0_EXPERTS_RESIDENT) {
-        if (o->expert_slots) return e0_fail(e, "--model-option: expert_slots contradicts experts=resident");
+        if (o->expert_slots) return e0_model_free(probe), e0_fail(e, "--model-option: expert_slots contradicts experts=resident");
         s->streamed = false;
     } else if (o->experts == E0_EXPERTS_STREAM || o->expert_slots) {
         s->streamed = true;
@@ -112,20 +111,26 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (s->streamed) {
         if (o->expert_slots) {
             if (o->expert_slots < hp.n_expert_used || o->expert_slots > hp.n_expert)
-                return e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
+                return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
                                (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
         } else {
             uint64_t need = dense + kv + (uint64_t)hp.n_layer * (uint64_t)hp.n_expert_used * max_expert;
             if (s->budget < need)
-                return e0_fail(e, "memory budget %.2f GiB (%s) is too small for %s: it needs at least %.2f GiB "
+                return e0_model_free(probe), e0_fail(e, "memory budget %.2f GiB (%s) is too small for %s: it needs at least %.2f GiB "
                                   "(dense weights, KV cache, %lld expert slots per layer)",
                                s->budget / 1073741824.0, s->budget_source, path, need / 1073741824.0,
                                (long long)hp.n_expert_used);
-            uint64_t per_slot = (uint64_t)hp.n_layer * max_expert;
-            int64_t slots = (int64_t)((s->budget - dense - kv) / per_slot);
+            uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
+            int64_t slots = (int64_t)(room / per_slot);
             o->expert_slots = slots < hp.n_expert_used ? hp.n_expert_used : slots > hp.n_expert ? hp.n_expert : slots;
+            /* the exact cache size (slot padding, O_DIRECT staging) must fit too */
+            e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+                                    .n_io_threads = (int)o->io_threads};
+            while (xp.slots > hp.n_expert_used && e0_experts_memory(probe, &xp) > room) xp.slots--;
+            o->expert_slots = xp.slots;
         }
     }
+    e0_model_free(probe);
     if (o->routing == E0_ROUTING_AUTO) o->routing = s->streamed ? E0_ROUTING_PREDICTED : E0_ROUTING_ACTUAL;
     if (!moe && o->routing == E0_ROUTING_PREDICTED) return e0_fail(e, "--model-option routing=predicted: %s has no routed experts", path);
     if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;

@@ -1,0 +1,86 @@
+/* test_options.c — `--model-option` parsing (unknown keys and bad values are errors naming them)
+ * and the residency rule of e0_open (load.h): budget -> resident or streamed, default slots,
+ * default routing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "load.h"
+#include "quant.h"
+#include "t.h"
+
+static void test_parse(void) {
+    e0_options o;
+    e0_options_init(&o);
+    e0_err e;
+    CHECK(e0_options_parse(&o, "routing=actual", &e) == 0 && o.routing == E0_ROUTING_ACTUAL);
+    CHECK(e0_options_parse(&o, "expert_slots=12", &e) == 0 && o.expert_slots == 12);
+    CHECK(e0_options_parse(&o, "memory_budget=3GiB", &e) == 0 && o.memory_budget == 3ull << 30);
+    CHECK(e0_options_parse(&o, "expert_read=direct", &e) == 0 && o.expert_read == E0_READ_DIRECT);
+    CHECK(e0_options_parse(&o, "prefetch=on", &e) == 0 && o.prefetch == E0_ON);
+    CHECK(e0_options_parse(&o, "evict=lfu", &e) == 0 && o.evict == E0_EVICT_LFU);
+    struct {
+        const char *kv, *want;
+    } bad[] = {{"bogus=1", "bogus"},         {"routing=maybe", "routing"}, {"expert_slots=0", "expert_slots"},
+               {"expert_slots=x", "expert_slots"}, {"memory_budget=3XB", "memory_budget"}, {"routing", "key=value"},
+               {"=3", "key=value"},          {"experts=all", "experts"},   {"prefill_ahead_min_tokens=-5", "prefill_ahead"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        CHECKF(e0_options_parse(&o, bad[i].kv, &e) == -1, "'%s' must be refused", bad[i].kv);
+        CHECKF(strstr(e.msg, bad[i].want) != NULL, "'%s': message '%s' should name '%s'", bad[i].kv, e.msg, bad[i].want);
+    }
+}
+
+static int open_with(const char *model, const char *const *kv, int n, e0_session *s, e0_err *e) {
+    e0_options o;
+    e0_options_init(&o);
+    for (int i = 0; i < n; i++)
+        if (e0_options_parse(&o, kv[i], e) < 0) return -1;
+    e0_ctx_params cp = {.n_ctx = 64, .n_threads = 1};
+    return e0_open(model, &o, &cp, NULL, s, e);
+}
+
+static void test_residency_rule(void) {
+    char moe[512], dense[512];
+    snprintf(moe, sizeof moe, "%s/golden/qwen3moe.gguf", t_shared());
+    snprintf(dense, sizeof dense, "%s/golden/stories260K.gguf", t_shared());
+    e0_session s;
+    e0_err e;
+    /* a big budget: resident, routing actual */
+    const char *big[] = {"memory_budget=1GiB"};
+    CHECKF(open_with(moe, big, 1, &s, &e) == 0, "%s", e.msg);
+    CHECK(!s.streamed && s.xc == NULL && s.opt.routing == E0_ROUTING_ACTUAL);
+    e0_close(&s);
+    /* a budget that holds the dense part and some slots: streamed, slots in [K, X], predicted */
+    const char *mid[] = {"memory_budget=3MiB"};
+    CHECKF(open_with(moe, mid, 1, &s, &e) == 0, "%s", e.msg);
+    CHECK(s.streamed && s.xc != NULL && s.opt.routing == E0_ROUTING_PREDICTED);
+    CHECKF(s.opt.expert_slots >= 4 && s.opt.expert_slots < 16, "slots %lld", (long long)s.opt.expert_slots);
+    printf("  qwen3moe with a 3 MiB budget: %lld slots per layer\n", (long long)s.opt.expert_slots);
+    e0_close(&s);
+    /* too small: a clear error */
+    const char *tiny[] = {"memory_budget=100KiB"};
+    CHECK(open_with(moe, tiny, 1, &s, &e) == -1 && strstr(e.msg, "too small"));
+    /* explicit choices win */
+    const char *force[] = {"memory_budget=100KiB", "experts=resident"};
+    CHECKF(open_with(moe, force, 2, &s, &e) == 0, "%s", e.msg);
+    CHECK(!s.streamed);
+    e0_close(&s);
+    const char *slots[] = {"expert_slots=5", "routing=actual"};
+    CHECKF(open_with(moe, slots, 2, &s, &e) == 0, "%s", e.msg);
+    CHECK(s.streamed && s.opt.expert_slots == 5 && s.opt.routing == E0_ROUTING_ACTUAL);
+    e0_close(&s);
+    const char *few[] = {"expert_slots=3"};
+    CHECK(open_with(moe, few, 1, &s, &e) == -1 && strstr(e.msg, "expert_slots"));
+    /* a dense model has nothing to stream */
+    const char *stream[] = {"experts=stream"};
+    CHECK(open_with(dense, stream, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));
+    const char *pred[] = {"routing=predicted"};
+    CHECK(open_with(dense, pred, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));
+}
+
+int main(void) {
+    e0_quant_init(E0_SIMD_AVX512);
+    RUN(test_parse);
+    RUN(test_residency_rule);
+    return T_DONE();
+}
