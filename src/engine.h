@@ -43,8 +43,9 @@ struct e0_experts;
 void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc, int64_t slots);
 /* predicted: layers from predict_from on compute with the experts predicted one layer ahead
  * (the next layer's router applied to this layer's hidden state), read in the background;
- * prefetch (actual routing): read those predictions ahead but compute with the actual experts. */
-void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, bool prefetch);
+ * predict_ahead layers are predicted and read ahead; prefetch (actual routing): read those
+ * predictions ahead but compute with the actual experts. */
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict_ahead, bool prefetch);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 

@@ -66,7 +66,7 @@ struct e0_ctx {
     e0_err *err;              /* where a failing step reports (set by e0_eval) */
     /* routing */
     bool predicted, prefetch;
-    int predict_from;
+    int predict_from, predict_ahead;
     int *pred;                /* [n_layer][K] experts predicted for the next decode step's layer */
     bool *pred_valid;         /* [n_layer] */
     float *pred_logits;       /* [n_expert] */
@@ -264,20 +264,26 @@ static void top_k(const float *p, int64_t X, int64_t K, int *ids) {
     }
 }
 
-/* Decode step, layer il: predict layer il+1's experts from this layer's FFN input (the residual
- * stream changes slowly, so the next router applied to it mostly agrees) and start reading them. */
-static void predict_next(e0_ctx *c, int il) {
+/* Decode step, layer il: predict the experts of layers il+1 .. il+predict_ahead from this
+ * layer's FFN input (the residual stream changes slowly, so a later layer's router applied to it
+ * mostly agrees) and start reading them. The prediction for il+1 is the one predicted routing
+ * computes with; those further ahead only start reads early. */
+static void predict_ahead(e0_ctx *c, int il) {
     const e0_hparams *hp = c->hp;
-    int next = il + 1;
-    if (next >= hp->n_layer || next < c->predict_from) return;
-    const e0_layer *N = &c->m->layers[next];
     act_reset(&c->act, c->xn, 1, hp->n_embd);
-    matmul(c, &N->router, c->pred_logits);
-    e0_softmax(c->pred_logits, hp->n_expert);
-    int *ids = c->pred + (size_t)next * hp->n_expert_used;
-    top_k(c->pred_logits, hp->n_expert, hp->n_expert_used, ids);
-    c->pred_valid[next] = true;
-    if (c->xc) e0_experts_prefetch(c->xc, next, ids, (int)hp->n_expert_used);
+    for (int d = 1; d <= c->predict_ahead; d++) {
+        int next = il + d;
+        if (next >= hp->n_layer) break;
+        if (next < c->predict_from) continue;
+        const e0_layer *N = &c->m->layers[next];
+        matmul(c, &N->router, c->pred_logits);
+        e0_softmax(c->pred_logits, hp->n_expert);
+        int ids[64], *dst = d == 1 ? c->pred + (size_t)next * hp->n_expert_used : ids;
+        if (d > 1 && hp->n_expert_used > 64) break;
+        top_k(c->pred_logits, hp->n_expert, hp->n_expert_used, dst);
+        if (d == 1) c->pred_valid[next] = true;
+        if (c->xc) e0_experts_prefetch(c->xc, next, dst, (int)hp->n_expert_used);
+    }
 }
 
 /* Predicted routing for one token: compute with the predicted experts, weighted by the actual
@@ -316,7 +322,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         if (c->predicted) use_prediction(c, il);
         c->pred_valid[il] = false;
     }
-    if (n_tok == 1 && (c->predicted || c->prefetch)) predict_next(c, il);
+    if (n_tok == 1 && (c->predicted || c->prefetch)) predict_ahead(c, il);
     act_reset(&c->act, c->xn, n_tok, E); /* predict_next used the activation cache */
     double t1 = clock_if(c);
     c->stats.router += t1 - t0;
@@ -605,6 +611,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         memset(c->pred_total, 0, (size_t)hp->n_layer * sizeof(uint64_t));
     }
     c->predict_from = 1;
+    c->predict_ahead = 1;
     return c;
 fail:
     e0_ctx_free(c);
@@ -638,10 +645,11 @@ void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
     c->expert_slots = slots;
 }
 
-void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, bool prefetch) {
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict_ahead, bool prefetch) {
     c->predicted = predicted && c->hp->n_expert > 0;
     c->prefetch = prefetch && c->hp->n_expert > 0;
     c->predict_from = predict_from < 1 ? 1 : predict_from;
+    c->predict_ahead = predict_ahead < 1 ? 1 : predict_ahead;
 }
 
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total) {

@@ -136,6 +136,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;
     if (o->evict < 0) o->evict = E0_EVICT_LRU;
     if (o->predict_from_layer < 0) o->predict_from_layer = 1;
+    if (o->predict_ahead <= 0) o->predict_ahead = 2;
     if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
     if (o->prefetch == E0_AUTO) o->prefetch = E0_OFF;
     if (o->experts == E0_EXPERTS_AUTO) o->experts = s->streamed ? E0_EXPERTS_STREAM : E0_EXPERTS_RESIDENT;
@@ -151,7 +152,8 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     }
     if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
-    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, o->prefetch == E0_ON);
+    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
+                       o->prefetch == E0_ON);
     return 0;
 }
 
@@ -180,6 +182,7 @@ json_t *e0_session_config_json(const e0_session *s) {
         if (why) json_object_set_new(j, "expert_read_note", json_string(why));
         json_object_set_new(j, "evict", json_string(o->evict == E0_EVICT_LFU ? "lfu" : "lru"));
         json_object_set_new(j, "predict_from_layer", json_integer(o->predict_from_layer));
+        json_object_set_new(j, "predict_ahead", json_integer(o->predict_ahead));
         json_object_set_new(j, "prefetch", json_string(o->prefetch == E0_ON ? "on" : "off"));
         json_object_set_new(j, "prefill_read", json_string(o->prefill_read == E0_OFF ? "off" : "auto"));
         json_object_set_new(j, "prefill_ahead_min_tokens", json_integer(o->prefill_ahead_min_tokens));

@@ -21,6 +21,7 @@ const char *e0_options_help(void) {
            "  --model-option expert_read=cached|direct      page-cache reads or O_DIRECT\n"
            "  --model-option routing=actual|predicted       exact routing, or predicted experts read ahead\n"
            "  --model-option predict_from_layer=K           predicted routing from layer K on\n"
+           "  --model-option predict_ahead=D                layers predicted and read ahead (default 2)\n"
            "  --model-option prefetch=on|off                actual routing: read predicted experts ahead\n"
            "  --model-option prefill_read=auto|off          overlap the next layer's reads in long prefills\n"
            "  --model-option prefill_ahead_min_tokens=N     chunk size from which prefill_read=auto overlaps\n"
@@ -91,6 +92,11 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         o->predict_from_layer = n;
         return 0;
     }
+    if (!strcmp(key, "predict_ahead")) {
+        if (e0_parse_i64(v, 1, 8, &n, what, e) < 0) return -1;
+        o->predict_ahead = n;
+        return 0;
+    }
     if (!strcmp(key, "prefill_ahead_min_tokens")) {
         if (e0_parse_i64(v, 1, 1 << 30, &n, what, e) < 0) return -1;
         o->prefill_ahead_min_tokens = n;
@@ -109,5 +115,5 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         return 0;
     }
     return e0_fail(e, "--model-option: unknown key '%s' (known: experts, expert_slots, memory_budget, expert_read, routing, "
-                      "predict_from_layer, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads)", key);
+                      "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads)", key);
 }

@@ -21,6 +21,7 @@ typedef struct e0_options {
     int expert_read;                  /* e0_expert_read (experts.h); -1 = default (cached) */
     int routing;                      /* e0_routing */
     int64_t predict_from_layer;       /* -1 = default */
+    int64_t predict_ahead;            /* layers predicted and read ahead; 0 = default */
     int prefetch;                     /* e0_tristate (actual routing only) */
     int prefill_read;                 /* E0_AUTO (overlap for long chunks) or E0_OFF */
     int64_t prefill_ahead_min_tokens; /* -1 = default 3000 */
