@@ -188,7 +188,12 @@ json_t *e0_session_config_json(const e0_session *s) {
         json_object_set_new(j, "prefill_ahead_min_tokens", json_integer(o->prefill_ahead_min_tokens));
         json_object_set_new(j, "io_threads", json_integer(o->io_threads ? o->io_threads : E0_EXPERTS_DEFAULT_IO_THREADS));
     }
-    json_object_set_new(j, "memory_budget_bytes", json_integer((json_int_t)s->budget));
-    json_object_set_new(j, "memory_budget_source", json_string(s->budget_source));
+    /* The budget derived from free memory changes from run to run: only a given one is part of
+     * the configuration (the derived value is reported by e0_session_budget_json). */
+    json_object_set_new(j, "memory_budget", o->memory_budget ? json_integer((json_int_t)o->memory_budget) : json_string("auto"));
     return j;
+}
+
+json_t *e0_session_budget_json(const e0_session *s) {
+    return json_pack("{s:I, s:s}", "bytes", (json_int_t)s->budget, "source", s->budget_source);
 }

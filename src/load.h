@@ -33,5 +33,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
 void e0_close(e0_session *s);
 /* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
 json_t *e0_session_config_json(const e0_session *s);
+/* The memory budget the residency rule used: {bytes, source}. */
+json_t *e0_session_budget_json(const e0_session *s);
 
 #endif

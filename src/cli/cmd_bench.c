@@ -309,6 +309,7 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(cfg, "warmup", json_integer(a.warmup));
         json_object_set_new(cfg, "ntok", json_integer(a.ntok));
         json_object_set_new(row, "config", cfg);
+        json_object_set_new(row, "memory_budget", e0_session_budget_json(&a.o.session));
         json_object_set_new(row, "engine", e0_engine_json(e0_simd_name(e0_simd_level())));
         json_object_set_new(row, "model", json_deep_copy(model_json));
         json_object_set_new(row, "system", json_deep_copy(system_at_start));
