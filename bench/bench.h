@@ -16,6 +16,7 @@ int bench_sweep(int argc, char **argv);
 int bench_report(int argc, char **argv);
 int bench_ab(int argc, char **argv);
 int bench_bound(int argc, char **argv);
+int bench_stream_row(int argc, char **argv);
 
 /* "edge0-bench: <msg>" on stderr; returns 1. */
 int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -82,3 +82,63 @@ int bench_bound(int argc, char **argv) {
     if (!rows) return bench_error("bound: %s has no successful process with bytes_per_token", path);
     return 0;
 }
+
+/* `edge0-bench stream-row ROW.json --disk-mbps X --label L [--header]`: one Markdown row for the
+ * expert-streaming benchmark (tools/bench_stream.sh) from one `edge0-infer bench` JSON row:
+ * decode speed next to the disk-bandwidth bound of the bytes actually read per token. */
+static void fmt_rate(const json_t *v, char *buf, size_t cap) {
+    if (json_is_number(v)) snprintf(buf, cap, "%.3f", json_number_value(v));
+    else snprintf(buf, cap, "n/a");
+}
+
+int bench_stream_row(int argc, char **argv) {
+    const char *path = NULL, *label = "";
+    double disk = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: edge0-bench stream-row ROW.json --disk-mbps X [--label TEXT] | --header\n"
+                 "One Markdown row: decode tok/s, MB read per token, the disk bound X / that, the share\n"
+                 "reached, cache and prediction hit rates, peak RSS, cgroup peak, time to first token.");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--header")) {
+            puts("| configuration | decode tok/s | MB read/token | disk bound tok/s | decode / bound | cache hit rate | "
+                 "prediction hit rate | peak RSS MiB | cgroup peak MiB | first token s |\n"
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
+        else if (!strcmp(argv[i], "--disk-mbps") && i + 1 < argc) {
+            char *end;
+            disk = strtod(argv[++i], &end);
+            if (*end || !(disk > 0)) return bench_error("stream-row: --disk-mbps must be a positive number");
+        } else if (argv[i][0] != '-' && !path) path = argv[i];
+        else return bench_error("stream-row: unexpected argument '%s' (see --help)", argv[i]);
+    }
+    if (!path || !(disk > 0)) return bench_error("stream-row: a row file and --disk-mbps are required");
+    e0_err e;
+    size_t len;
+    char *text = e0_read_file(path, 64 << 20, &len, &e);
+    if (!text) return bench_error("%s", e.msg);
+    json_t *row = proc_last_json_row(text);
+    free(text);
+    if (!row) return bench_error("stream-row: no JSON row in %s", path);
+    double tps, bpt, rss, first;
+    if (json_path_number(row, "decode_tokens_per_second", &tps) || json_path_number(row, "io.bytes_read_per_token", &bpt) ||
+        json_path_number(row, "memory.peak_rss_bytes", &rss) || json_path_number(row, "prefill_seconds", &first)) {
+        json_decref(row);
+        return bench_error("stream-row: %s lacks decode_tokens_per_second, io.bytes_read_per_token, memory.peak_rss_bytes or prefill_seconds", path);
+    }
+    double cg;
+    char cgs[32], hit[32], pred[32];
+    if (json_path_number(row, "memory.cgroup.peak_bytes", &cg) == 0) snprintf(cgs, sizeof cgs, "%.0f", cg / 1048576.0);
+    else snprintf(cgs, sizeof cgs, "n/a");
+    const json_t *io = json_object_get(row, "io");
+    fmt_rate(json_object_get(io, "cache_hit_rate"), hit, sizeof hit);
+    fmt_rate(json_object_get(io, "prediction_hit_rate"), pred, sizeof pred);
+    double bound = bpt > 0 ? disk * 1e6 / bpt : 0;
+    printf("| %s | %.2f | %.1f | %.2f | %.0f%% | %s | %s | %.0f | %s | %.2f |\n", label, tps, bpt / 1e6, bound,
+           bound > 0 ? 100 * tps / bound : 0.0, hit, pred, rss / 1048576.0, cgs, first);
+    json_decref(row);
+    return 0;
+}

@@ -14,7 +14,8 @@ static void usage(FILE *f) {
           "  report render    print a report as Markdown\n"
           "  report compare   compare a report with a baseline (refuses when not comparable)\n"
           "  ab               paired A/B processes: the ratio per pair and a verdict when clear\n"
-          "  bound            decode speed of a report next to the memory-bandwidth bound\n",
+          "  bound            decode speed of a report next to the memory-bandwidth bound\n"
+          "  stream-row       one row of the expert-streaming benchmark (disk-bandwidth bound)\n",
           f);
 }
 
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "report")) return bench_report(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ab")) return bench_ab(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bound")) return bench_bound(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "stream-row")) return bench_stream_row(argc - 1, argv + 1);
     bench_error("unknown command '%s'", argv[1]);
     usage(stderr);
     return 1;

@@ -27,8 +27,7 @@ echo "bench_stream: $disk" >&2
 dbw=$(echo "$disk" | awk '{print $4}')
 OUT=$BUILD/bench-stream
 mkdir -p "$OUT"
-echo "| configuration | decode tok/s | MB read/token | disk bound tok/s | decode/bound | cache hit rate | prediction hit rate | peak RSS MiB | cgroup peak MiB | first token s |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+"$BIN/edge0-bench" stream-row --header
 for cfg in actual actual+prefetch predicted; do
     case $cfg in
         actual) opts="--model-option routing=actual" ;;
@@ -36,17 +35,10 @@ for cfg in actual actual+prefetch predicted; do
         predicted) opts="--model-option routing=predicted" ;;
     esac
     # shellcheck disable=SC2086 # opts is a list of flags
-    sh -c "echo \$\$ > $CG/cgroup.procs && exec $BIN/edge0-infer bench --model $MODEL --prompt short --raw --warmup 3 --ntok $NTOK --context $CTX $opts" \
-        > "$OUT/$cfg.json" 2> "$OUT/$cfg.stderr" || { echo "| $cfg | failed: $(tail -1 "$OUT/$cfg.stderr") |"; continue; }
-    python3 - "$OUT/$cfg.json" "$dbw" "$cfg" <<'PY' 2>/dev/null || awk -v c="$cfg" 'BEGIN{print "| " c " | (see " ARGV[1] ") |"}' "$OUT/$cfg.json"
-import json, sys
-r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); dbw = float(sys.argv[2]) * 1e6
-io = r["io"]; mem = r["memory"]; bpt = io["bytes_read_per_token"]
-bound = dbw / bpt if bpt else float("inf")
-cg = mem["cgroup"]["peak_bytes"] / 2**20 if isinstance(mem["cgroup"], dict) else float("nan")
-f = lambda v: "%.3f" % v if isinstance(v, float) else str(v)
-print("| %s | %.2f | %.1f | %.2f | %.0f%% | %s | %s | %.0f | %.0f | %.2f |" % (sys.argv[3], r["decode_tokens_per_second"], bpt / 1e6, bound,
-      100 * r["decode_tokens_per_second"] / bound, f(io.get("cache_hit_rate")), f(io.get("prediction_hit_rate")),
-      mem["peak_rss_bytes"] / 2**20, cg, r["prefill_seconds"]))
-PY
+    if sh -c "echo \$\$ > $CG/cgroup.procs && exec $BIN/edge0-infer bench --model $MODEL --prompt short --raw --warmup 3 --ntok $NTOK --context $CTX $opts $E0_STREAM_OPTS" \
+        > "$OUT/$cfg.json" 2> "$OUT/$cfg.stderr"; then
+        "$BIN/edge0-bench" stream-row "$OUT/$cfg.json" --disk-mbps "$dbw" --label "$cfg"
+    else
+        echo "| $cfg | failed: $(tail -1 "$OUT/$cfg.stderr") |"
+    fi
 done
