@@ -43,6 +43,24 @@ static inline void t_end(void) {
     } while (0)
 #define T_DONE() (printf("# %d passed, %d failed\n", t_npass, t_nfail), t_nfail ? 1 : 0)
 
+/* Run a shell command; capture up to cap-1 bytes of its stdout into out (NUL-terminated; out may
+ * be NULL to discard it). Returns its exit status, -1 if it did not exit normally. */
+#include <sys/wait.h>
+static inline int t_sh(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    if (out) {
+        n = fread(out, 1, cap - 1, p);
+        out[n] = 0;
+    }
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* Paths: the build dir (for the CLI binaries) and ../shared. */
 static inline const char *t_build(void) {
     const char *b = getenv("E0_BUILD");

@@ -13,15 +13,6 @@
 
 #include "t.h"
 
-static int sh(const char *cmd, char *out, size_t cap) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = out ? fread(out, 1, cap - 1, p) : 0;
-    if (out) out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static char model[600], cg[256];
 static long long limit;
 
@@ -31,7 +22,7 @@ static void run_capped(const char *routing) {
              "sh -c 'echo $$ > %s/cgroup.procs && exec %s/bin/edge0-infer bench --model %s --prompt short --raw "
              "--warmup 2 --ntok 16 --model-option routing=%s' 2>%s/cgroup-%s.stderr",
              cg, t_build(), model, routing, t_build(), routing);
-    int rc = sh(cmd, out, 1 << 20);
+    int rc = t_sh(cmd, out, 1 << 20);
     CHECKF(rc == 0, "routing=%s under a %lld-byte cgroup exited %d (stderr in %s/cgroup-%s.stderr)", routing, limit, rc,
            t_build(), routing);
     json_error_t je;

@@ -22,21 +22,6 @@ static char *ids_csv(json_t *arr) {
     return s;
 }
 
-/* Run a shell command, capture stdout (up to cap bytes). Returns exit status. */
-static int run_cmd(const char *cmd, char *out, size_t cap) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = out ? fread(out, 1, cap - 1, p) : 0;
-    if (out) out[n] = 0;
-    else {
-        char buf[4096];
-        while (fread(buf, 1, sizeof buf, p) > 0) {
-        }
-    }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void check_logits_case(const char *model, json_t *gold, json_t *cs, int64_t n_vocab) {
     double R = json_real_value(json_object_get(json_object_get(gold, "tolerance"), "rel_rms"));
     double M = json_real_value(json_object_get(json_object_get(gold, "tolerance"), "max_abs_over_std"));
@@ -45,7 +30,7 @@ static void check_logits_case(const char *model, json_t *gold, json_t *cs, int64
     char out[256], *csv = ids_csv(tokens), *cmd = malloc(strlen(csv) + 1024);
     snprintf(out, sizeof out, "%s/test-logits-%d.bin", t_build(), (int)getpid());
     sprintf(cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s", t_build(), model, csv, out);
-    int rc = run_cmd(cmd, NULL, 0);
+    int rc = t_sh(cmd, NULL, 0);
     CHECKF(rc == 0, "logits exited %d", rc);
     size_t n_tok = json_array_size(tokens), count = n_tok * (size_t)n_vocab;
     float *x = malloc(count * sizeof(float));
@@ -107,7 +92,7 @@ static void check_text(const char *model, const char *ids_line) {
     ids[k] = 0;
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer detokenize --model %s --ids %s", t_build(), model, ids);
     char *got = malloc(1 << 16);
-    int rc = run_cmd(cmd, got, 1 << 16);
+    int rc = t_sh(cmd, got, 1 << 16);
     CHECKF(rc == 0, "detokenize exited %d", rc);
     if (want) {
         size_t n = want_len;
@@ -125,7 +110,7 @@ static void check_greedy(const char *model, json_t *g) {
     char *csv = ids_csv(prompt), *cmd = malloc(strlen(csv) + 1024), *out = malloc(1 << 16);
     sprintf(cmd, "%s/bin/edge0-infer run --model %s --tokens %s -n %lld --temp 0 --print-ids", t_build(), model, csv,
             (long long)n);
-    int rc = run_cmd(cmd, out, 1 << 16);
+    int rc = t_sh(cmd, out, 1 << 16);
     CHECKF(rc == 0, "run exited %d", rc);
     char *p = out;
     json_int_t k = 0, matched = 0;

@@ -17,15 +17,6 @@
 #include "quant.h"
 #include "t.h"
 
-static int sh(const char *cmd, char *out, size_t cap) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = out ? fread(out, 1, cap - 1, p) : 0;
-    if (out) out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int files_equal(const char *a, const char *b) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "cmp -s %s %s", a, b);
@@ -41,9 +32,9 @@ static void identical_to_resident(const char *name, int k, int x) {
     const char *tokens = "1,17,99,200,3,45,511,260,7,8,9,10,300,301,302,44,45,46,47,1,2,3,4,5,6,100,101,102,103,104,105";
     const char *dec = "--tokens 1,17,99 -n 48 --temp 0 --print-ids";
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s --model-option experts=resident", B, model, tokens, ref);
-    CHECK(sh(cmd, NULL, 0) == 0);
+    CHECK(t_sh(cmd, NULL, 0) == 0);
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s %s --model-option experts=resident", B, model, dec);
-    CHECK(sh(cmd, ids_ref, sizeof ids_ref) == 0);
+    CHECK(t_sh(cmd, ids_ref, sizeof ids_ref) == 0);
     int slot_counts[] = {k, k + 1, x};
     const char *reads[] = {"cached", "direct"};
     for (int si = 0; si < 3; si++)
@@ -53,10 +44,10 @@ static void identical_to_resident(const char *name, int k, int x) {
             snprintf(opts, sizeof opts, "--model-option expert_slots=%d --model-option expert_read=%s --model-option routing=actual",
                      slot_counts[si], reads[ri]);
             snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s %s", B, model, tokens, out, opts);
-            CHECKF(sh(cmd, NULL, 0) == 0, "%s", cmd);
+            CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
             CHECKF(files_equal(ref, out), "%s: logits differ from resident with %s", name, opts);
             snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s %s %s", B, model, dec, opts);
-            CHECKF(sh(cmd, ids, sizeof ids) == 0, "%s", cmd);
+            CHECKF(t_sh(cmd, ids, sizeof ids) == 0, "%s", cmd);
             CHECKF(!strcmp(ids, ids_ref), "%s: greedy ids differ from resident with %s:\n%s\n%s", name, opts, ids, ids_ref);
         }
     unlink(ref);

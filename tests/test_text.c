@@ -8,33 +8,24 @@
 
 #include "t.h"
 
-static int sh(const char *cmd, char *out, size_t cap) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_run_text_matches_ids(void) {
     const char *B = t_build();
     char model[512], cmd[140000], ids[4096], gen[65536], text[65536], direct[65536];
     snprintf(model, sizeof model, "%s/golden/stories260K.gguf", t_shared());
     snprintf(cmd, sizeof cmd, "printf 'Once upon a time' | %s/bin/edge0-infer tokenize --model %s", B, model);
-    CHECK(sh(cmd, ids, sizeof ids) == 0);
+    CHECK(t_sh(cmd, ids, sizeof ids) == 0);
     for (char *p = ids; *p; p++)
         if (*p == ' ') *p = ',';
         else if (*p == '\n') *p = 0;
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s --tokens %s -n 60 --temp 0 --print-ids", B, model, ids);
-    CHECK(sh(cmd, gen, sizeof gen) == 0);
+    CHECK(t_sh(cmd, gen, sizeof gen) == 0);
     for (char *p = gen; *p; p++)
         if (*p == ' ') *p = ',';
         else if (*p == '\n') *p = 0;
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer detokenize --model %s --ids %s", B, model, gen);
-    CHECK(sh(cmd, text, sizeof text) == 0);
+    CHECK(t_sh(cmd, text, sizeof text) == 0);
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run -m %s -p 'Once upon a time' --raw --temp 0 -n 60 2>/dev/null", B, model);
-    CHECK(sh(cmd, direct, sizeof direct) == 0);
+    CHECK(t_sh(cmd, direct, sizeof direct) == 0);
     CHECKF(strlen(text) > 100, "continuation too short: '%s'", text);
     CHECKF(!strcmp(text, direct), "run printed\n'%s'\nbut the detokenized greedy ids are\n'%s'", direct, text);
 }
@@ -44,11 +35,11 @@ static void test_run_stop_and_sampling(void) {
     char model[512], cmd[4096], a[65536], b[65536];
     snprintf(model, sizeof model, "%s/golden/stories260K.gguf", t_shared());
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run -m %s -p 'Once upon a time' --raw -n 40 -s 7 2>/dev/null", B, model);
-    CHECK(sh(cmd, a, sizeof a) == 0);
-    CHECK(sh(cmd, b, sizeof b) == 0);
+    CHECK(t_sh(cmd, a, sizeof a) == 0);
+    CHECK(t_sh(cmd, b, sizeof b) == 0);
     CHECKF(!strcmp(a, b) && strlen(a) > 20, "same seed must give the same text");
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run -m %s -p 'Once upon a time' --raw --temp 0 -n 60 --stop Lily 2>/dev/null", B, model);
-    CHECK(sh(cmd, a, sizeof a) == 0);
+    CHECK(t_sh(cmd, a, sizeof a) == 0);
     CHECKF(!strcmp(a, ", there was a little girl named "), "--stop: got '%s'", a);
 }
 
@@ -61,7 +52,7 @@ static void test_chat_two_turns_pipe(void) {
              B, model, t_shared());
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "printf 'hello there\\nhow are you\\n' | %s/bin/edge0-infer chat -m %s -n 8 --temp 0 --verbose 2>%s", B, model, err);
-    CHECK(sh(cmd, out, sizeof out) == 0);
+    CHECK(t_sh(cmd, out, sizeof out) == 0);
     int lines = 0;
     for (char *p = out; *p; p++) lines += *p == '\n';
     CHECKF(lines == 2, "expected two answer lines, got %d: '%s'", lines, out);
@@ -80,7 +71,7 @@ static void test_chat_two_turns_pipe(void) {
     CHECKF(reuse2 + 2 >= tot1 && new2 < tot2, "turn 2 must reuse turn 1's tokens: %s", l2);
     /* a model without a template: a clear error */
     snprintf(cmd, sizeof cmd, "printf 'hi\\n' | %s/bin/edge0-infer chat -m %s/golden/stories260K.gguf 2>&1 >/dev/null", B, t_shared());
-    int rc = sh(cmd, out, sizeof out);
+    int rc = t_sh(cmd, out, sizeof out);
     CHECKF(rc == 1 && strstr(out, "chat template"), "got rc %d: %s", rc, out);
 }
 
