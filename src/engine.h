@@ -16,7 +16,7 @@ typedef struct e0_ctx_params {
     int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
     int n_threads; /* decode threads; 0 = physical cores */
     int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
-    int n_batch;   /* tokens per prefill chunk; 0 = 256 */
+    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = 256 */
 } e0_ctx_params;
 
 typedef struct e0_ctx e0_ctx;
@@ -46,6 +46,10 @@ void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc, int64_t slots);
  * predict_ahead layers are predicted and read ahead; prefetch (actual routing): read those
  * predictions ahead but compute with the actual experts. */
 void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict_ahead, bool prefetch);
+/* prefill_read=auto: in chunks of at least min_tokens, read the next layer's likely experts while
+ * the current layer computes. */
+void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens);
+int e0_ctx_n_batch(const e0_ctx *c);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 

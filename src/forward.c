@@ -65,8 +65,8 @@ struct e0_ctx {
     int64_t expert_slots;
     e0_err *err;              /* where a failing step reports (set by e0_eval) */
     /* routing */
-    bool predicted, prefetch;
-    int predict_from, predict_ahead;
+    bool predicted, prefetch, prefill_ahead;
+    int predict_from, predict_ahead, prefill_ahead_min;
     int *pred;                /* [n_layer][K] experts predicted for the next decode step's layer */
     bool *pred_valid;         /* [n_layer] */
     float *pred_logits;       /* [n_expert] */
@@ -286,6 +286,33 @@ static void predict_ahead(e0_ctx *c, int il) {
     }
 }
 
+/* Long prefill chunks with streamed experts: while this layer computes, start reading the
+ * experts the next layer will most likely use — its router applied to this layer's FFN inputs,
+ * experts ranked by how many tokens pick them, as many as its slots hold. */
+static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
+    const e0_hparams *hp = c->hp;
+    if (!c->xc || !c->prefill_ahead || n_tok < c->prefill_ahead_min || il + 1 >= hp->n_layer) return;
+    const int64_t X = hp->n_expert, K = hp->n_expert_used;
+    matmul(c, &c->m->layers[il + 1].router, c->router); /* c->router is free after route() */
+    int *count = c->expert_start; /* reused: filled again by the grouping below */
+    memset(count, 0, (size_t)(X + 1) * sizeof *count);
+    int ids[64];
+    for (int i = 0; i < n_tok && K <= 64; i++) {
+        top_k(c->router + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
+        for (int64_t s = 0; s < K; s++) count[ids[s]]++;
+    }
+    int n = 0;
+    for (int64_t x = 0; x < X; x++)
+        if (count[x]) c->used[n++] = (int)x;
+    for (int a = 1; a < n; a++) /* by count, descending (insertion sort: X is small) */
+        for (int b = a; b > 0 && count[c->used[b]] > count[c->used[b - 1]]; b--) {
+            int t = c->used[b];
+            c->used[b] = c->used[b - 1];
+            c->used[b - 1] = t;
+        }
+    e0_experts_prefetch(c->xc, il + 1, c->used, n < c->expert_slots ? n : (int)c->expert_slots);
+}
+
 /* Predicted routing for one token: compute with the predicted experts, weighted by the actual
  * router's probabilities of them (renormalized like the model's own top-k). */
 static void use_prediction(e0_ctx *c, int il) {
@@ -323,7 +350,8 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         c->pred_valid[il] = false;
     }
     if (n_tok == 1 && (c->predicted || c->prefetch)) predict_ahead(c, il);
-    act_reset(&c->act, c->xn, n_tok, E); /* predict_next used the activation cache */
+    act_reset(&c->act, c->xn, n_tok, E); /* predict_ahead used the activation cache */
+    prefill_read_ahead(c, il, n_tok);
     double t1 = clock_if(c);
     c->stats.router += t1 - t0;
 
@@ -651,6 +679,13 @@ void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict
     c->predict_from = predict_from < 1 ? 1 : predict_from;
     c->predict_ahead = predict_ahead < 1 ? 1 : predict_ahead;
 }
+
+void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens) {
+    c->prefill_ahead = ahead;
+    c->prefill_ahead_min = min_tokens;
+}
+
+int e0_ctx_n_batch(const e0_ctx *c) { return c->n_batch; }
 
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total) {
     bool ok = c->pred_hits && layer >= 0 && layer < c->hp->n_layer;

@@ -152,6 +152,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     }
     if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
+    e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
     e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
                        o->prefetch == E0_ON);
     return 0;
@@ -170,6 +171,7 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "threads", json_integer(e0_ctx_n_threads(s->c)));
     json_object_set_new(j, "prefill_threads", json_integer(e0_ctx_n_threads_prefill(s->c)));
     json_object_set_new(j, "context", json_integer(e0_ctx_n_ctx(s->c)));
+    json_object_set_new(j, "batch", json_integer(e0_ctx_n_batch(s->c)));
     json_object_set_new(j, "kv_type", json_string("f32"));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));

@@ -41,8 +41,10 @@ static void identical_to_resident(const char *name, int k, int x) {
         for (int ri = 0; ri < 2; ri++) {
             if (slot_counts[si] > x) continue;
             char opts[256];
-            snprintf(opts, sizeof opts, "--model-option expert_slots=%d --model-option expert_read=%s --model-option routing=actual",
-                     slot_counts[si], reads[ri]);
+            /* the first variant also reads ahead (prefill and prefetch): reading order must not matter */
+            snprintf(opts, sizeof opts, "--model-option expert_slots=%d --model-option expert_read=%s --model-option routing=actual%s",
+                     slot_counts[si], reads[ri],
+                     si == 0 && ri == 0 ? " --model-option prefill_ahead_min_tokens=2 --model-option prefetch=on" : "");
             snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s %s", B, model, tokens, out, opts);
             CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
             CHECKF(files_equal(ref, out), "%s: logits differ from resident with %s", name, opts);

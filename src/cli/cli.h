@@ -32,6 +32,7 @@ typedef struct cli_model_opts {
     const char *model;
     int threads; /* 0 = default */
     int n_ctx;   /* 0 = default */
+    int n_batch; /* 0 = default */
     bool options_init;
     e0_options opt;     /* --model-option key=value ... */
     e0_session session; /* filled by cli_load */

@@ -29,6 +29,12 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
         o->threads = (int)n;
         return 1;
     }
+    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (e0_parse_i64(v, 1, 1 << 16, &n, a, &e) < 0) return cli_error("%s", e.msg), -1;
+        o->n_batch = (int)n;
+        return 1;
+    }
     if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--context")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         if (e0_parse_i64(v, 1, 1 << 24, &n, a, &e) < 0) return cli_error("%s", e.msg), -1;
@@ -63,7 +69,7 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
         e0_options_init(&o->opt);
         o->options_init = true;
     }
-    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads};
+    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads, .n_batch = o->n_batch};
     if (!p.n_ctx && min_ctx > 4096) {
         /* the default context (min(model, 4096)) grows to what the command needs, up to the model's */
         e0_model *probe = e0_model_load(o->model, NULL, false, &e);
