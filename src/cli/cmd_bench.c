@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "prompt.h"
 #include "quant.h"
 #include "stats.h"
@@ -27,6 +28,8 @@ static void help(void) {
          "                    short = short-story-prompt.txt\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
          "  --breakdown       add the split of decode time per step part");
+    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
+    fputs(e0_options_help(), stdout);
 }
 
 static const char *fixture_for(const char *name) {

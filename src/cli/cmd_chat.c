@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "generate.h"
 #include "prompt.h"
 
@@ -18,6 +19,8 @@ static void help(void) {
          "Reads one user message per line from stdin and answers on stdout.\n"
          "Commands: /reset (forget the conversation), /exit (or end of input).\n"
          "--verbose reports on stderr how many prompt tokens each turn prefilled.");
+    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
+    fputs(e0_options_help(), stdout);
 }
 
 int cmd_chat(int argc, char **argv) {

@@ -4,11 +4,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 
 static void help(void) {
     puts("usage: edge0-infer logits --model F --tokens 1,2,3 --out FILE [-t N] [-c N]\n"
          "Runs one batched prefill of the tokens from position 0 and writes len(tokens) x n_vocab\n"
          "little-endian float32 values to FILE: row i = the logits after position i.");
+    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
+    fputs(e0_options_help(), stdout);
 }
 
 int cmd_logits(int argc, char **argv) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "generate.h"
 #include "prompt.h"
 
@@ -33,6 +34,8 @@ static void help(void) {
          "  -s, --seed S         random seed (default: from the clock)\n"
          "  --stop TEXT          stop when TEXT is generated (repeatable)\n"
          "  --ignore-eos         do not stop at end-of-generation tokens");
+    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
+    fputs(e0_options_help(), stdout);
 }
 
 typedef struct {
