@@ -37,13 +37,15 @@
 static const char usage_text[] =
     "usage: llamacpp-bench --model F (--tokens-file T | --n-prompt N) [--ntok 100] [--warmup 10]\n"
     "         [--threads N] [--prefill-threads N] [--context N] [--runs 1] [--no-mmap]\n"
-    "         [--backend-dir D] [--verbose]\n"
+    "         [--no-repack] [--backend-dir D] [--verbose]\n"
     "Loads F with llama.cpp on the CPU, prefills the prompt (token ids from T, whitespace-separated\n"
     "as `edge0-infer tokenize` prints them, or N pseudo-random ids) in one batch of at most 512\n"
     "tokens per chunk, then decodes greedily: --warmup untimed steps, then --ntok timed steps.\n"
     "Prints one JSON row per run on stdout, shaped like `edge0-infer bench` rows.\n"
     "  --no-mmap         read the weights into memory instead of mapping the file (llama.cpp's\n"
     "                    default, kept otherwise, is to map it)\n"
+    "  --no-repack       no copies of the weights in the CPU backend's interleaved layouts (llama.cpp\n"
+    "                    makes them by default, in anonymous memory next to the mapped file)\n"
     "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
     "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
     "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n";
@@ -51,7 +53,7 @@ static const char usage_text[] =
 typedef struct {
     const char *model, *tokens_file, *backend_dir;
     long n_prompt, ntok, warmup, threads, prefill_threads, context, runs;
-    bool no_mmap, verbose;
+    bool no_mmap, no_repack, verbose;
 } bench_args;
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -90,6 +92,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
             return -1;
         }
         if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; continue; }
+        if (!strcmp(f, "--no-repack")) { a->no_repack = true; continue; }
         if (!strcmp(f, "--verbose")) { a->verbose = true; continue; }
         if (i + 1 >= argc) return fail("%s: missing value (see --help)", f);
         const char *v = argv[++i];
@@ -314,6 +317,7 @@ int main(int argc, char **argv) {
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
     if (a.no_mmap) mp.load_mode = LLAMA_LOAD_MODE_NONE;
+    if (a.no_repack) mp.use_extra_bufts = false;
     double t_load = now_seconds();
     struct llama_model *model = llama_model_load_from_file(a.model, mp);
     if (!model) return fail("%s: llama.cpp could not load the model (rerun with --verbose)", a.model);
