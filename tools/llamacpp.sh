@@ -85,6 +85,7 @@ if [ ! -x "$OUT" ] || [ -n "$(find "$BENCH_SRC" "$0" "$LIBLLAMA" -newer "$OUT" 2
     echo "llamacpp.sh: building $OUT" >&2
     # The rpath (and the bench's default backend directory) are relative to the binary, so
     # BUILD can be moved or copied as a whole.
+    # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
     $CC -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
         -I"$SRC_DIR/include" -I"$SRC_DIR/ggml/include" \
         -DLLAMACPP_PACKAGE="\"$PKG\"" \
