@@ -32,7 +32,7 @@ BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB       := $(BUILD)/libedge0.a
 
-.PHONY: all deps test asan demo bench sweep clean
+.PHONY: all deps test asan demo bench sweep llamacpp clean
 all: deps $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN)
 
 # Install missing Debian packages (only when missing).
@@ -92,6 +92,12 @@ bench: all
 # The standard measurement of any model: E0_BENCH_MODEL=M.gguf make sweep (see docs/bench.md).
 sweep: all
 	@sh bench/run.sh $(BUILD)
+
+# llama.cpp for side-by-side measurements only (never linked into the engine): fetches the
+# prebuilt libraries (npm node-llama-cpp) into $(BUILD)/llamacpp, builds $(BUILD)/bin/llamacpp-bench.
+# Then: sh tools/side_by_side.sh MODEL.gguf [THREADS].
+llamacpp:
+	@sh tools/llamacpp.sh $(BUILD)
 
 clean:
 	rm -rf build

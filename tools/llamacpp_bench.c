@@ -1,0 +1,409 @@
+/* llamacpp_bench.c — the llama.cpp side of the side-by-side measurement (tools/side_by_side.sh).
+ *
+ * Not part of the engine and not built by the default build: tools/llamacpp.sh compiles it
+ * against the headers of the llama.cpp source that node-llama-cpp ships and links the prebuilt
+ * libraries from its npm package. It mirrors `edge0-infer bench` step by step so that the two
+ * rows compare like for like: the same prompt token ids, one batched prefill (chunks of at most
+ * 512 tokens), the argmax of the first token counted in the prefill, --warmup untimed greedy
+ * steps, then --ntok timed greedy steps; one JSON row per run on stdout. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "llama.h"
+
+#ifndef LLAMACPP_PACKAGE
+#define LLAMACPP_PACKAGE "unknown"
+#endif
+#ifndef LLAMACPP_SOURCE_COMMIT
+#define LLAMACPP_SOURCE_COMMIT "unknown"
+#endif
+
+#define MAX_PROMPT_TOKENS (1 << 20)
+#define MAX_UBATCH 512
+
+static const char usage_text[] =
+    "usage: llamacpp-bench --model F (--tokens-file T | --n-prompt N) [--ntok 100] [--warmup 10]\n"
+    "         [--threads N] [--prefill-threads N] [--context N] [--runs 1] [--no-mmap]\n"
+    "         [--no-repack] [--backend-dir D] [--verbose]\n"
+    "Loads F with llama.cpp on the CPU, prefills the prompt (token ids from T, whitespace-separated\n"
+    "as `edge0-infer tokenize` prints them, or N pseudo-random ids) in one batch of at most 512\n"
+    "tokens per chunk, then decodes greedily: --warmup untimed steps, then --ntok timed steps.\n"
+    "Prints one JSON row per run on stdout, shaped like `edge0-infer bench` rows.\n"
+    "  --no-mmap         read the weights into memory instead of mapping the file (llama.cpp's\n"
+    "                    default, kept otherwise, is to map it)\n"
+    "  --no-repack       no copies of the weights in the CPU backend's interleaved layouts (llama.cpp\n"
+    "                    makes them by default, in anonymous memory next to the mapped file)\n"
+    "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
+    "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
+    "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n";
+
+typedef struct {
+    const char *model, *tokens_file, *backend_dir;
+    long n_prompt, ntok, warmup, threads, prefill_threads, context, runs;
+    bool no_mmap, no_repack, verbose;
+} bench_args;
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("llamacpp-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A whole decimal number in [lo, hi]; -1 on anything else. */
+static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return fail("%s: expected a whole number from %ld to %ld, got '%s'", flag, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_args(bench_args *a, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            fputs(usage_text, stdout);
+            return -1;
+        }
+        if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; continue; }
+        if (!strcmp(f, "--no-repack")) { a->no_repack = true; continue; }
+        if (!strcmp(f, "--verbose")) { a->verbose = true; continue; }
+        if (i + 1 >= argc) return fail("%s: missing value (see --help)", f);
+        const char *v = argv[++i];
+        int rc = 0;
+        if (!strcmp(f, "--model")) a->model = v;
+        else if (!strcmp(f, "--tokens-file")) a->tokens_file = v;
+        else if (!strcmp(f, "--backend-dir")) a->backend_dir = v;
+        else if (!strcmp(f, "--n-prompt")) rc = parse_long(f, v, 1, MAX_PROMPT_TOKENS, &a->n_prompt);
+        else if (!strcmp(f, "--ntok")) rc = parse_long(f, v, 1, 1000000, &a->ntok);
+        else if (!strcmp(f, "--warmup")) rc = parse_long(f, v, 0, 1000000, &a->warmup);
+        else if (!strcmp(f, "--threads")) rc = parse_long(f, v, 1, 1024, &a->threads);
+        else if (!strcmp(f, "--prefill-threads")) rc = parse_long(f, v, 1, 1024, &a->prefill_threads);
+        else if (!strcmp(f, "--context")) rc = parse_long(f, v, 16, 1 << 24, &a->context);
+        else if (!strcmp(f, "--runs")) rc = parse_long(f, v, 1, 1000, &a->runs);
+        else return fail("unknown option '%s' (see --help)", f);
+        if (rc) return rc;
+    }
+    if (!a->model) return fail("--model is required (see --help)");
+    if (!a->tokens_file == !a->n_prompt) return fail("give exactly one of --tokens-file and --n-prompt");
+    if (a->prefill_threads == 0) a->prefill_threads = a->threads; /* both 0: the CPU count, later */
+    return 0;
+}
+
+/* Token ids from a text file: decimal numbers separated by whitespace, each below n_vocab. */
+static int read_tokens(const char *path, int32_t n_vocab, llama_token **ids, int *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return fail("%s: %s", path, strerror(errno));
+    int cap = 0, count = 0, rc = 0;
+    llama_token *v = NULL;
+    char word[32];
+    int c;
+    for (;;) {
+        int len = 0;
+        while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\t' || c == '\r')) {}
+        if (c == EOF) break;
+        while (c != EOF && c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+            if (c < '0' || c > '9' || len >= 10) {
+                rc = fail("%s: token %d is not a token id (a decimal number)", path, count + 1);
+                goto out;
+            }
+            word[len++] = (char)c;
+            c = fgetc(f);
+        }
+        word[len] = 0;
+        long id = strtol(word, NULL, 10);
+        if (id >= n_vocab) {
+            rc = fail("%s: token id %ld is outside the model's vocabulary (%" PRId32 " tokens)", path, id, n_vocab);
+            goto out;
+        }
+        if (count >= MAX_PROMPT_TOKENS) {
+            rc = fail("%s: more than %d token ids", path, MAX_PROMPT_TOKENS);
+            goto out;
+        }
+        if (count == cap) {
+            cap = cap ? cap * 2 : 1024;
+            llama_token *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) {
+                rc = fail("out of memory");
+                goto out;
+            }
+            v = nv;
+        }
+        v[count++] = (llama_token)id;
+    }
+    if (ferror(f)) rc = fail("%s: read error", path);
+    else if (count == 0) rc = fail("%s: no token ids", path);
+out:
+    fclose(f);
+    if (rc) free(v);
+    else {
+        *ids = v;
+        *n = count;
+    }
+    return rc;
+}
+
+/* Deterministic pseudo-random ids (xorshift), like llama-bench's synthetic prompts. */
+static llama_token *synthetic_tokens(long n, int32_t n_vocab) {
+    llama_token *v = malloc((size_t)n * sizeof *v);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (long i = 0; v && i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v[i] = (llama_token)(x % (uint64_t)n_vocab);
+    }
+    return v;
+}
+
+static llama_token argmax(const float *logits, int32_t n_vocab) {
+    llama_token best = 0;
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+/* A "VmHWM:   123 kB" style field of /proc/self/status in bytes, or -1. */
+static long long proc_status_bytes(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kb = -1;
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, klen) && line[klen] == ':') {
+            kb = strtoll(line + klen + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Linear interpolation between closest ranks, as in src/stats.c. */
+static double percentile_sorted(const double *s, size_t n, double p) {
+    double h = (double)(n - 1) * p;
+    size_t lo = (size_t)floor(h);
+    if (lo + 1 >= n) return s[n - 1];
+    return s[lo] + (h - (double)lo) * (s[lo + 1] - s[lo]);
+}
+
+static json_t *itl_json(const double *itl, size_t n) {
+    double *s = malloc(n * sizeof *s), sum = 0;
+    if (!s) return json_null();
+    memcpy(s, itl, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    for (size_t i = 0; i < n; i++) sum += s[i];
+    json_t *o = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "n", (json_int_t)n, "min", s[0], "max", s[n - 1],
+                          "mean", sum / (double)n, "p50", percentile_sorted(s, n, 0.5), "p95",
+                          percentile_sorted(s, n, 0.95), "p99", percentile_sorted(s, n, 0.99));
+    free(s);
+    return o;
+}
+
+/* Results of one run. */
+typedef struct {
+    double prefill_s, decode_s;
+    double *itl;
+    llama_token first_tokens[8];
+} run_result;
+
+static int eval_tokens(struct llama_context *ctx, llama_token *ids, int n) {
+    int rc = llama_decode(ctx, llama_batch_get_one(ids, n));
+    if (rc) return fail("llama_decode failed (%d) with %d tokens", rc, n);
+    return 0;
+}
+
+static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch,
+                    const bench_args *a, run_result *r) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    double t0 = now_seconds();
+    for (int done = 0; done < n_prompt; done += n_batch) {
+        int n = n_prompt - done < n_batch ? n_prompt - done : n_batch;
+        if (eval_tokens(ctx, prompt + done, n)) return 1;
+    }
+    llama_token tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+    r->prefill_s = now_seconds() - t0;
+    r->first_tokens[0] = tok;
+    for (long k = 0; k < a->warmup; k++) {
+        if (eval_tokens(ctx, &tok, 1)) return 1;
+        tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        if (k + 1 < 8) r->first_tokens[k + 1] = tok;
+    }
+    double start = now_seconds(), prev = start;
+    for (long k = 0; k < a->ntok; k++) {
+        if (eval_tokens(ctx, &tok, 1)) return 1;
+        tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        double t = now_seconds();
+        r->itl[k] = t - prev;
+        prev = t;
+        long step = a->warmup + k + 1;
+        if (step < 8) r->first_tokens[step] = tok;
+    }
+    r->decode_s = prev - start;
+    return 0;
+}
+
+/* BUILD/llamacpp/lib for BUILD/bin/llamacpp-bench, as tools/llamacpp.sh lays them out. */
+static int default_backend_dir(char *out, size_t cap) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return fail("cannot find this program's path (/proc/self/exe); give --backend-dir");
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    if ((size_t)snprintf(out, cap, "%s/../llamacpp/lib", exe) >= cap) return fail("path too long: %s", exe);
+    return 0;
+}
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *verbose) {
+    if (verbose || level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+}
+
+int main(int argc, char **argv) {
+    bench_args a = {.ntok = 100, .warmup = 10, .runs = 1};
+    int rc = parse_args(&a, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (a.threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        a.threads = n > 0 ? n : 1;
+        if (a.prefill_threads == 0) a.prefill_threads = a.threads;
+    }
+    char backend_dir[PATH_MAX + 32];
+    if (!a.backend_dir) {
+        if (default_backend_dir(backend_dir, sizeof backend_dir)) return 1;
+        a.backend_dir = backend_dir;
+    }
+
+    struct stat st;
+    if (stat(a.model, &st) != 0) return fail("%s: %s", a.model, strerror(errno));
+    llama_log_set(quiet_log, a.verbose ? (void *)1 : NULL);
+    /* The CPU backend is one of several builds (sse42 ... sapphirerapids); ggml picks the best. */
+    ggml_backend_load_all_from_path(a.backend_dir);
+    if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU))
+        return fail("no CPU backend found in %s (libggml-cpu-*.so)", a.backend_dir);
+    llama_backend_init();
+
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    if (a.no_mmap) mp.load_mode = LLAMA_LOAD_MODE_NONE;
+    if (a.no_repack) mp.use_extra_bufts = false;
+    double t_load = now_seconds();
+    struct llama_model *model = llama_model_load_from_file(a.model, mp);
+    if (!model) return fail("%s: llama.cpp could not load the model (rerun with --verbose)", a.model);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    int32_t n_vocab = llama_vocab_n_tokens(vocab);
+
+    llama_token *prompt = NULL;
+    int n_prompt = 0;
+    if (a.tokens_file) {
+        if (read_tokens(a.tokens_file, n_vocab, &prompt, &n_prompt)) return 1;
+    } else {
+        prompt = synthetic_tokens(a.n_prompt, n_vocab);
+        if (!prompt) return fail("out of memory");
+        n_prompt = (int)a.n_prompt;
+    }
+    long need = n_prompt + a.warmup + a.ntok;
+    if (a.context == 0) a.context = (need + 255) / 256 * 256;
+    if (need > a.context)
+        return fail("context overflow: %d prompt + %ld warmup + %ld timed tokens > context size %ld (raise --context)",
+                    n_prompt, a.warmup, a.ntok, a.context);
+    int n_batch = n_prompt < MAX_UBATCH ? n_prompt : MAX_UBATCH;
+
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)a.context;
+    cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
+    cp.n_threads = (int32_t)a.threads;
+    cp.n_threads_batch = (int32_t)a.prefill_threads;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx) return fail("llama.cpp could not create a context of %ld tokens (rerun with --verbose)", a.context);
+    double load_s = now_seconds() - t_load;
+
+    char desc[256];
+    llama_model_desc(model, desc, sizeof desc);
+    run_result r = {0};
+    r.itl = malloc((size_t)a.ntok * sizeof *r.itl);
+    if (!r.itl) return fail("out of memory");
+    for (long run = 1; run <= a.runs; run++) {
+        if (run_once(ctx, n_vocab, prompt, n_prompt, n_batch, &a, &r)) return 1;
+        json_t *first = json_array();
+        long n_first = a.warmup + a.ntok + 1 < 8 ? a.warmup + a.ntok + 1 : 8;
+        for (long i = 0; i < n_first; i++) json_array_append_new(first, json_integer(r.first_tokens[i]));
+        json_t *row = json_object();
+        json_object_set_new(row, "run", json_integer(run));
+        json_object_set_new(row, "mode", json_string("single"));
+        json_object_set_new(row, "prompt_file", a.tokens_file ? json_string(a.tokens_file) : json_null());
+        json_object_set_new(row, "load_seconds", json_real(load_s));
+        json_object_set_new(row, "prefill_seconds", json_real(r.prefill_s));
+        json_object_set_new(row, "prefill_tokens_per_second", json_real(n_prompt / r.prefill_s));
+        json_object_set_new(row, "decode_tokens_per_second", json_real((double)a.ntok / r.decode_s));
+        json_object_set_new(row, "n_prompt", json_integer(n_prompt));
+        json_object_set_new(row, "n_decode", json_integer(a.ntok));
+        json_object_set_new(row, "n_warmup", json_integer(a.warmup));
+        json_object_set_new(row, "first_tokens", first);
+        json_object_set_new(row, "itl", itl_json(r.itl, (size_t)a.ntok));
+        json_object_set_new(row, "memory", json_pack("{s:I, s:I}", "peak_rss_bytes",
+                                                     (json_int_t)proc_status_bytes("VmHWM"), "rss_bytes",
+                                                     (json_int_t)proc_status_bytes("VmRSS")));
+        json_object_set_new(row, "config",
+                            json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I}", "threads",
+                                      (json_int_t)a.threads, "prefill_threads", (json_int_t)a.prefill_threads,
+                                      "context", (json_int_t)llama_n_ctx(ctx), "mmap", !a.no_mmap, "n_batch",
+                                      (json_int_t)n_batch, "n_ubatch", (json_int_t)n_batch, "kv_type", "f16",
+                                      "flash_attn", "auto", "repack", mp.use_extra_bufts, "sampling", "greedy",
+                                      "warmup", (json_int_t)a.warmup, "ntok", (json_int_t)a.ntok));
+        json_object_set_new(row, "engine",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", "llama.cpp", "version",
+                                      ggml_version(), "commit", ggml_commit(), "package", LLAMACPP_PACKAGE,
+                                      "source_commit", LLAMACPP_SOURCE_COMMIT, "system_info",
+                                      llama_print_system_info()));
+        json_object_set_new(row, "model", json_pack("{s:s, s:I, s:s, s:I, s:I}", "path", a.model, "size",
+                                                    (json_int_t)st.st_size, "description", desc, "params_total",
+                                                    (json_int_t)llama_model_n_params(model), "n_vocab",
+                                                    (json_int_t)n_vocab));
+        char *s = json_dumps(row, JSON_COMPACT);
+        json_decref(row);
+        if (!s) return fail("out of memory");
+        puts(s);
+        fflush(stdout);
+        free(s);
+        fprintf(stderr, "run %ld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %ld decode steps %.2f tok/s\n",
+                run, n_prompt, r.prefill_s, n_prompt / r.prefill_s, a.ntok, (double)a.ntok / r.decode_s);
+    }
+    free(r.itl);
+    free(prompt);
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return 0;
+}
