@@ -136,7 +136,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;
     if (o->evict < 0) o->evict = E0_EVICT_LRU;
     if (o->predict_from_layer < 0) o->predict_from_layer = 1;
-    if (o->predict_ahead <= 0) o->predict_ahead = 2;
+    if (o->predict_ahead <= 0) o->predict_ahead = 1; /* 2 measured worse: see docs/perf.md */
     if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
     if (o->prefetch == E0_AUTO) o->prefetch = E0_OFF;
     if (o->experts == E0_EXPERTS_AUTO) o->experts = s->streamed ? E0_EXPERTS_STREAM : E0_EXPERTS_RESIDENT;

@@ -21,7 +21,7 @@ const char *e0_options_help(void) {
            "  --model-option expert_read=cached|direct      page-cache reads or O_DIRECT\n"
            "  --model-option routing=actual|predicted       exact routing, or predicted experts read ahead\n"
            "  --model-option predict_from_layer=K           predicted routing from layer K on\n"
-           "  --model-option predict_ahead=D                layers predicted and read ahead (default 2)\n"
+           "  --model-option predict_ahead=D                layers predicted and read ahead (default 1)\n"
            "  --model-option prefetch=on|off                actual routing: read predicted experts ahead\n"
            "  --model-option prefill_read=auto|off          overlap the next layer's reads in long prefills\n"
            "  --model-option prefill_ahead_min_tokens=N     chunk size from which prefill_read=auto overlaps\n"
