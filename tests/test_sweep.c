@@ -1,6 +1,6 @@
 /* test_sweep.c — end to end: `edge0-bench sweep` with 2 runs and a 1 s cool-down drives the real
- * `edge0-infer bench` on a small model (env E0_SWEEP_MODEL, default <shared>/golden/
- * stories260K.gguf, whose short context takes the one-sentence prompt with a few decode steps),
+ * `edge0-infer bench` on a small model (env E0_SWEEP_MODEL, default a small synth qwen3moe with a
+ * chat template, written into the build dir; the one-sentence prompt with a few decode steps),
  * then checks report.json / report.md / report.svg and their fields, and that `report compare`
  * accepts the report against itself and refuses a copy whose protocol differs.
  * Needs the engine's `bench` command: it fails until that exists. */
@@ -34,7 +34,12 @@ static void test_sweep_end_to_end(void) {
     char model[512], cmd[4096];
     const char *env = getenv("E0_SWEEP_MODEL");
     snprintf(model, sizeof model, "%s", env ? env : "");
-    if (!env) snprintf(model, sizeof model, "%s/golden/stories260K.gguf", t_shared());
+    if (!env) {
+        snprintf(model, sizeof model, "%s/sweep-model.gguf", dir);
+        snprintf(cmd, sizeof cmd, "'%s/bin/edge0-infer' synth --arch qwen3moe --n-layer 2 --seed 5 --out '%s' "
+                 "--chat-template-file tools/demo-template.jinja > /dev/null 2>&1", t_build(), model);
+        CHECKF(sh(cmd) == 0, "synth failed: %s", cmd);
+    }
     snprintf(cmd, sizeof cmd,
              "'%s/bin/edge0-bench' sweep --cli '%s/bin/edge0-infer' --model '%s' --configs predicted --prompt short "
              "--warmup 2 --ntok 24 --runs 2 --cooldown 1 --out '%s/out' --raw 2> '%s/sweep.err'",

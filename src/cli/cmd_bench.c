@@ -308,6 +308,7 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "io", io_json(&a.o.session, &r));
         json_t *cfg = e0_session_config_json(&a.o.session);
         json_object_set_new(cfg, "sampling", json_string("greedy"));
+        json_object_set_new(cfg, "seed", json_string("none (greedy)"));
         json_object_set_new(cfg, "chat_template", json_boolean(pr.templated));
         json_object_set_new(cfg, "warmup", json_integer(a.warmup));
         json_object_set_new(cfg, "ntok", json_integer(a.ntok));

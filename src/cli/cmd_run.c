@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "experts.h"
 #include "generate.h"
 #include "prompt.h"
 
@@ -130,6 +131,30 @@ static int run_ids(run_args *a) {
     return status;
 }
 
+/* What streaming experts cost (when they stream): reads, cache and prediction hit rates, waits. */
+static void print_stream_summary(const e0_session *ses, int n_tokens) {
+    fprintf(stderr, "memory ledger peak: %.1f MiB (dense %.1f, experts %.1f, staging %.1f, KV %.1f, scratch %.1f)\n",
+            e0_mem_total_peak() / 1048576.0, e0_mem_peak(E0_MEM_DENSE) / 1048576.0, e0_mem_peak(E0_MEM_EXPERTS) / 1048576.0,
+            e0_mem_peak(E0_MEM_STAGING) / 1048576.0, e0_mem_peak(E0_MEM_KV) / 1048576.0, e0_mem_peak(E0_MEM_SCRATCH) / 1048576.0);
+    if (!ses->xc) return;
+    const e0_experts_stats *x = e0_experts_get_stats(ses->xc);
+    uint64_t hits = 0, total = 0;
+    for (int64_t il = 0; il < ses->m->hp.n_layer; il++) {
+        uint64_t h, t;
+        e0_ctx_prediction_stats(ses->c, (int)il, &h, &t);
+        hits += h;
+        total += t;
+    }
+    fprintf(stderr, "experts streamed (%lld slots/layer, %s routing): %.1f MB read (%.1f MB/token), %llu reads, "
+                    "cache hit rate %.3f, prediction hit rate ",
+            (long long)ses->opt.expert_slots, ses->opt.routing == E0_ROUTING_PREDICTED ? "predicted" : "actual",
+            x->bytes_read / 1e6, n_tokens ? x->bytes_read / 1e6 / n_tokens : 0.0, (unsigned long long)x->reads,
+            x->requests ? (double)x->hits / (double)x->requests : 0.0);
+    if (total) fprintf(stderr, "%.3f", (double)hits / (double)total);
+    else fprintf(stderr, "n/a");
+    fprintf(stderr, ", waited %.2f s for reads\n", x->wait_seconds);
+}
+
 int cmd_run(int argc, char **argv) {
     run_args a = {.n_predict = -1, .sp = e0_sampler_defaults()};
     int rc = parse(&a, argc, argv);
@@ -167,6 +192,7 @@ int cmd_run(int argc, char **argv) {
                             "peak memory %.1f MiB\n",
                     t_load, p.n, t_prompt, p.n / t_prompt, r.n_generated, r.seconds,
                     r.seconds > 0 ? r.n_generated / r.seconds : 0.0, gen_peak_rss() / 1048576.0);
+            print_stream_summary(&a.o.session, p.n + r.n_generated);
         }
         free(r.text);
     }
