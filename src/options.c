@@ -25,7 +25,7 @@ const char *e0_options_help(void) {
            "  --model-option prefetch=on|off                actual routing: read predicted experts ahead\n"
            "  --model-option prefill_read=auto|off          overlap the next layer's reads in long prefills\n"
            "  --model-option prefill_ahead_min_tokens=N     chunk size from which prefill_read=auto overlaps\n"
-           "  --model-option evict=lru|lfu                  expert cache eviction policy\n"
+           "  --model-option evict=lru|lfu                  expert cache eviction policy (default lfu)\n"
            "  --model-option io_threads=N                   expert reader threads\n";
 }
 
