@@ -590,3 +590,43 @@ done:
     free(frags.v);
     return rc;
 }
+
+/* ---- the merge queue shared by SPM and BPE ---- */
+
+static int bigram_before(const tok_bigram *x, const tok_bigram *y) {
+    return x->prio < y->prio || (x->prio == y->prio && x->left < y->left);
+}
+
+int tok_heap_push(tok_heap *h, tok_bigram b, e0_err *e) {
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 64;
+        tok_bigram *p = realloc(h->v, nc * sizeof *p);
+        if (!p) return e0_fail(e, "out of memory");
+        h->v = p;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!bigram_before(&b, &h->v[parent])) break;
+        h->v[i] = h->v[parent];
+        i = parent;
+    }
+    h->v[i] = b;
+    return 0;
+}
+
+tok_bigram tok_heap_pop(tok_heap *h) {
+    tok_bigram top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && bigram_before(&h->v[c + 1], &h->v[c])) c++;
+        if (!bigram_before(&h->v[c], &last)) break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n) h->v[i] = last;
+    return top;
+}

@@ -176,59 +176,10 @@ typedef struct bpe_sym {
     size_t n;   /* bytes covered; 0 once merged away */
 } bpe_sym;
 
-typedef struct bpe_bigram {
-    uint32_t rank;
-    int left, right;
-    int32_t lid, rid;
-} bpe_bigram;
-
-typedef struct bpe_heap {
-    bpe_bigram *v;
-    size_t n, cap;
-} bpe_heap;
-
-static int before(const bpe_bigram *a, const bpe_bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_heap *h, bpe_bigram b, e0_err *e) {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        bpe_bigram *p = realloc(h->v, nc * sizeof *p);
-        if (!p) return e0_fail(e, "out of memory");
-        h->v = p;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&b, &h->v[parent])) break;
-        h->v[i] = h->v[parent];
-        i = parent;
-    }
-    h->v[i] = b;
-    return 0;
-}
-
-static bpe_bigram heap_pop(bpe_heap *h) {
-    bpe_bigram top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && before(&h->v[c + 1], &h->v[c])) c++;
-        if (!before(&h->v[c], &last)) break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n) h->v[i] = last;
-    return top;
-}
-
 typedef struct bpe_work {
     bpe_sym *sym;
     size_t sym_cap;
-    bpe_heap heap;
+    tok_heap heap;
     char *enc;
     size_t enc_cap;
 } bpe_work;
@@ -238,7 +189,7 @@ static int add_bigram(const e0_tokenizer *t, bpe_work *w, int l, int r, e0_err *
     uint32_t rank;
     int32_t res;
     if (!tok_merge_find(&t->merges, w->sym[l].id, w->sym[r].id, &rank, &res)) return 0;
-    return heap_push(&w->heap, (bpe_bigram){rank, l, r, w->sym[l].id, w->sym[r].id}, e);
+    return tok_heap_push(&w->heap, (tok_bigram){(double)rank, l, r, w->sym[l].id, w->sym[r].id}, e);
 }
 
 /* One pre-tokenized word: bytes w[0..n). */
@@ -274,9 +225,9 @@ static int bpe_word(const e0_tokenizer *t, bpe_work *w, const unsigned char *byt
     for (int i = 1; i < ns; i++)
         if (add_bigram(t, w, i - 1, i, e) < 0) return -1;
     while (w->heap.n) {
-        bpe_bigram b = heap_pop(&w->heap);
+        tok_bigram b = tok_heap_pop(&w->heap);
         bpe_sym *l = &w->sym[b.left], *r = &w->sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->id != b.lid || r->id != b.rid) continue; /* outdated */
+        if (l->n == 0 || r->n == 0 || l->id != b.a || r->id != b.b) continue; /* outdated */
         uint32_t rank;
         int32_t res;
         tok_merge_find(&t->merges, l->id, r->id, &rank, &res);

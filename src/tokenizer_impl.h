@@ -104,4 +104,19 @@ int tok_bpe_init(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e);
 /* Build the piece pool (after attributes are final). */
 int tok_build_pieces(e0_tokenizer *t, e0_err *e);
 
+/* A candidate merge of two adjacent symbols for the SPM and BPE merge loops: smaller `prio`
+ * first (BPE: the merge rank; SPM: minus the merged token's score), then the smaller left index.
+ * `a` and `b` let the caller detect stale entries (SPM: the merged size; BPE: the two ids). */
+typedef struct tok_bigram {
+    double prio;
+    int left, right;
+    int64_t a, b;
+} tok_bigram;
+typedef struct tok_heap {
+    tok_bigram *v;
+    size_t n, cap;
+} tok_heap;
+int tok_heap_push(tok_heap *h, tok_bigram b, e0_err *e);
+tok_bigram tok_heap_pop(tok_heap *h); /* h->n > 0 */
+
 #endif

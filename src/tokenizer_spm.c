@@ -13,62 +13,12 @@ typedef struct spm_sym {
     size_t off, n; /* bytes of the escaped text; n == 0 once merged away */
 } spm_sym;
 
-typedef struct spm_bigram {
-    float score;
-    int left, right;
-    size_t size;
-} spm_bigram;
-
-typedef struct spm_heap {
-    spm_bigram *v;
-    size_t n, cap;
-} spm_heap;
-
-/* a goes before b: higher score, then smaller left index. */
-static int before(const spm_bigram *a, const spm_bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(spm_heap *h, spm_bigram b, e0_err *e) {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        spm_bigram *p = realloc(h->v, nc * sizeof *p);
-        if (!p) return e0_fail(e, "out of memory");
-        h->v = p;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&b, &h->v[parent])) break;
-        h->v[i] = h->v[parent];
-        i = parent;
-    }
-    h->v[i] = b;
-    return 0;
-}
-
-static spm_bigram heap_pop(spm_heap *h) {
-    spm_bigram top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && before(&h->v[c + 1], &h->v[c])) c++;
-        if (!before(&h->v[c], &last)) break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n) h->v[i] = last;
-    return top;
-}
-
-static int try_bigram(const e0_tokenizer *t, const char *text, spm_sym *sym, int l, int r, spm_heap *h, e0_err *e) {
+static int try_bigram(const e0_tokenizer *t, const char *text, spm_sym *sym, int l, int r, tok_heap *h, e0_err *e) {
     if (l < 0 || r < 0) return 0;
     size_t size = sym[l].n + sym[r].n;
     int32_t id = tok_strmap_find(t, text + sym[l].off, size);
     if (id < 0) return 0;
-    return heap_push(h, (spm_bigram){t->score[id], l, r, size}, e);
+    return tok_heap_push(h, (tok_bigram){-(double)t->score[id], l, r, (int64_t)size, 0}, e);
 }
 
 static int emit_symbol(const e0_tokenizer *t, const char *text, const spm_sym *s, e0_tokens *out, e0_err *e) {
@@ -93,7 +43,7 @@ int tok_spm_fragment(const e0_tokenizer *t, const char *raw, size_t len, bool sp
     size_t n = len + space_prefix + 2 * spaces;
     char *text = malloc(n ? n : 1);
     spm_sym *sym = malloc((n ? n : 1) * sizeof *sym);
-    spm_heap heap = {0};
+    tok_heap heap = {0};
     int rc = -1;
     if (!text || !sym) {
         e0_fail(e, "out of memory");
@@ -125,9 +75,9 @@ int tok_spm_fragment(const e0_tokenizer *t, const char *raw, size_t len, bool sp
     for (int i = 1; i < ns; i++)
         if (try_bigram(t, text, sym, i - 1, i, &heap, e) < 0) goto done;
     while (heap.n) {
-        spm_bigram b = heap_pop(&heap);
+        tok_bigram b = tok_heap_pop(&heap);
         spm_sym *l = &sym[b.left], *r = &sym[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+        if (l->n == 0 || r->n == 0 || (int64_t)(l->n + r->n) != b.a) continue; /* stale */
         l->n += r->n;
         r->n = 0;
         l->next = r->next;
