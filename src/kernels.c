@@ -87,11 +87,20 @@ static void matmul_worker(void *arg, int ith, int nth) {
             base += nblocks;
             continue;
         }
-        e0_vec_dot_fn dot = e0_type_traits_of(m->type)->vec_dot;
+        const e0_type_traits *tt = e0_type_traits_of(m->type);
+        e0_vec_dot_fn dot = tt->vec_dot;
+        e0_vec_dot_4_fn dot4 = tt->vec_dot_4; /* same results as dot, weight blocks unpacked once */
         int64_t b_end = hi - base < nblocks ? hi - base : nblocks;
         for (int64_t b = lo - base; b < b_end; b++) {
             int64_t r0 = b * ROW_BLOCK, r1 = r0 + ROW_BLOCK < m->n_out ? r0 + ROW_BLOCK : m->n_out;
-            for (int t = 0; t < m->n_tok; t++) {
+            int t = 0;
+            for (; dot4 && t + E0_DOT_TOKENS <= m->n_tok; t += E0_DOT_TOKENS) {
+                const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
+                float *y = m->y + (size_t)t * (size_t)m->y_stride;
+                for (int64_t r = r0; r < r1; r++)
+                    dot4(m->n_in, &y[r], (size_t)m->y_stride, m->w + (size_t)r * m->row_bytes, x, m->xq_stride);
+            }
+            for (; t < m->n_tok; t++) {
                 const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
                 float *y = m->y + (size_t)t * (size_t)m->y_stride;
                 for (int64_t r = r0; r < r1; r++) dot(m->n_in, &y[r], m->w + (size_t)r * m->row_bytes, x);
