@@ -35,7 +35,7 @@ static inline __m256i word_pair_ctrl(int lo, int hi) {
 
 /* q4_K / q5_K: one super-block for NT tokens; y[k] is token k's Q8_K block (scheme of
  * q45_K_block in quant_k_avx2.c). */
-static inline void q45_block_x4(const uint8_t *scales_packed, const e0_block_q8_K *const y[NT], const uint8_t *qs,
+static inline __attribute__((always_inline)) void q45_block_x4(const uint8_t *scales_packed, const e0_block_q8_K *const y[NT], const uint8_t *qs,
                                 const uint8_t *qh, const float d[NT], const float dmin[NT], __m256 acc[NT],
                                 __m128 acc_m[NT]) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);

@@ -13,14 +13,27 @@
 
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
-static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w) | ((2 * w + 1) << 8))); }
+/* q4_K / q5_K: one super-block for NT tokens; y[k] is token k's Q8_K block. Unlike the one-token
+ * kernel this uses 512-bit vectors: chunk j of 64 values is one vector whose low half holds the
+ * low nibbles of qs[32j..32j+31] (scale 2j) and whose high half holds their high nibbles (scale
+ * 2j+1), matching 64 consecutive activations. Lane i + lane 8+i of the int32 sum is exactly
+ * lane i of the one-token kernel's sum_lo + sum_hi, so the float steps see the same integers. */
+typedef struct {
+    /* words 0-15 = 2j, words 16-31 = 2j+1: the vpermw index of the two scales of chunk j, and
+     * (q5_K) the shift of qh that brings down the 5th bits of its two halves */
+    __m512i pair[4];
+} q45_consts;
 
-/* q4_K / q5_K: one super-block for NT tokens; y[k] is token k's Q8_K block (see q45_block in
- * quant_k_avx512.c for the scheme). */
-static inline void q45_block_x4(const uint8_t *scales_packed, const e0_block_q8_K *const y[NT], const uint8_t *qs,
-                                const uint8_t *qh, const float d[NT], const float dmin[NT], __m256 acc[NT],
-                                __m128 acc_m[NT]) {
-    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+static inline void q45_consts_init(q45_consts *c) {
+    for (int j = 0; j < 4; j++)
+        c->pair[j] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)), _mm256_set1_epi16((short)(2 * j + 1)), 1);
+}
+
+static inline __attribute__((always_inline)) void q45_block_x4(const q45_consts *c, const uint8_t *scales_packed,
+                                                                const e0_block_q8_K *const y[NT], const uint8_t *qs,
+                                                                const uint8_t *qh, const float d[NT], const float dmin[NT],
+                                                                __m256 acc[NT], __m128 acc_m[NT]) {
+    const __m512i m4 = _mm512_set1_epi8(0xF), m1 = _mm512_set1_epi8(1);
     const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scales_packed));
     const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
     #pragma GCC unroll 4
@@ -29,33 +42,26 @@ static inline void q45_block_x4(const uint8_t *scales_packed, const e0_block_q8_
         const __m128i bsum_pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
         acc_m[k] = _mm_fmadd_ps(_mm_set1_ps(dmin[k]), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum_pairs)), acc_m[k]);
     }
-    const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
-    const __m256i scales = _mm256_set_m128i(sc128, sc128);
-    const __m256i hbits = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    __m256i sum[NT];
+    const __m512i scales = _mm512_castsi256_si512(mins_scales);
+    const __m512i hbits = qh ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh)) : _mm512_setzero_si512();
+    __m512i sum[NT];
     #pragma GCC unroll 4
-    for (int k = 0; k < NT; k++) sum[k] = _mm256_setzero_si256();
+    for (int k = 0; k < NT; k++) sum[k] = _mm512_setzero_si512();
     #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
-        const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-        __m256i ul = _mm256_and_si256(bits, m4), uh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        if (qh) {
-            ul = _mm256_or_si256(ul, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), m1), 4));
-            uh = _mm256_or_si256(uh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
-        }
-        const __m256i sc_lo = _mm256_shuffle_epi8(scales, word_ctrl(2 * j));
-        const __m256i sc_hi = _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1));
+        const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+        __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4);
+        if (qh) u = _mm512_or_si512(u, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hbits, c->pair[j]), m1), 4));
+        const __m512i sc = _mm512_permutexvar_epi16(c->pair[j], scales);
         #pragma GCC unroll 4
-        for (int k = 0; k < NT; k++) {
-            const int8_t *q8 = y[k]->qs + 64 * j;
-            const __m256i pl = _mm256_maddubs_epi16(ul, _mm256_loadu_si256((const __m256i *)q8));
-            const __m256i ph = _mm256_maddubs_epi16(uh, _mm256_loadu_si256((const __m256i *)(q8 + 32)));
-            /* integer sums are exact: summing lo and hi in one register gives the same total */
-            sum[k] = _mm256_dpwssd_epi32(_mm256_dpwssd_epi32(sum[k], pl, sc_lo), ph, sc_hi);
-        }
+        for (int k = 0; k < NT; k++)
+            sum[k] = _mm512_dpwssd_epi32(sum[k], _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[k]->qs + 64 * j)), sc);
     }
     #pragma GCC unroll 4
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d[k]), _mm256_cvtepi32_ps(sum[k]), acc[k]);
+    for (int k = 0; k < NT; k++) {
+        const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sum[k]), _mm512_extracti64x4_epi64(sum[k], 1));
+        acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d[k]), _mm256_cvtepi32_ps(s8), acc[k]);
+    }
 }
 
 /* The reduction of e0_vec_dot_q4_K_avx512 (finish_q45 there), same order. */
@@ -72,6 +78,8 @@ static inline float finish_q45(__m256 acc, __m128 acc_m) {
 static inline __attribute__((always_inline)) void q45_rows_x4(int64_t n, float *s, size_t s_stride,
                                                               const e0_block_q4_K *x4, const e0_block_q5_K *x5,
                                                               const void *va, size_t a_stride) {
+    q45_consts c;
+    q45_consts_init(&c);
     const e0_block_q8_K *yrow[NT];
     __m256 acc[NT];
     __m128 acc_m[NT];
@@ -89,8 +97,8 @@ static inline __attribute__((always_inline)) void q45_rows_x4(int64_t n, float *
             d[k] = y[k]->d * xd;
             dmin[k] = -y[k]->d * xdmin;
         }
-        if (x4) q45_block_x4(x4[i].scales, y, x4[i].qs, NULL, d, dmin, acc, acc_m);
-        else q45_block_x4(x5[i].scales, y, x5[i].qs, x5[i].qh, d, dmin, acc, acc_m);
+        if (x4) q45_block_x4(&c, x4[i].scales, y, x4[i].qs, NULL, d, dmin, acc, acc_m);
+        else q45_block_x4(&c, x5[i].scales, y, x5[i].qs, x5[i].qh, d, dmin, acc, acc_m);
     }
     for (int k = 0; k < NT; k++) s[(size_t)k * s_stride] = finish_q45(acc[k], acc_m[k]);
 }
