@@ -5,9 +5,9 @@
  *   build/qspeed_gemm
  *
  * One expert's gate matrix of Qwen3-30B-A3B (768 rows of n = 2048, cache resident) times 4
- * Q8_K token rows, single-threaded, for each type and SIMD level with a vec_dot_4. Reports
- * row-token dot products per microsecond for both ways and their ratio; best of 100 runs (the
- * machine is shared: best-of filters out the time others take). */
+ * token rows (Q8_K / Q8_0), single-threaded, for each type and SIMD level with a vec_dot_4.
+ * Reports row-token dot products per microsecond for both ways and their ratio; best of 100
+ * runs (the machine is shared: best-of filters out the time others take). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +43,9 @@ int main(void) {
     for (int64_t i = 0; i < (int64_t)N * ROWS; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f + (float)(i % 13) * 0.01f;
     e0_quant_init(E0_SIMD_AVX512);
     const int top = e0_simd_level();
-    const size_t a_stride = e0_row_size(E0_TYPE_Q8_K, N);
+    const size_t a_stride = e0_row_size(E0_TYPE_Q8_K, N); /* the largest activation row */
     uint8_t *a = malloc(a_stride * E0_DOT_TOKENS);
     if (!a) return 1;
-    for (int k = 0; k < E0_DOT_TOKENS; k++) e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref(x + k * N, a + k * a_stride, N);
     printf("%d rows x n %d x %d tokens, single thread, dot products per us\n", ROWS, N, E0_DOT_TOKENS);
     printf("%-6s %-7s %10s %10s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "ratio");
     const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
@@ -54,7 +53,8 @@ int main(void) {
         e0_quant_init(level);
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);
-            if (!t->vec_dot_4 || t->vec_dot_type != E0_TYPE_Q8_K) continue;
+            if (!t->vec_dot_4) continue;
+            for (int k = 0; k < E0_DOT_TOKENS; k++) e0_type_traits_of((uint32_t)t->vec_dot_type)->from_float_ref(x + k * N, a + k * a_stride, N);
             const size_t row_bytes = e0_row_size((uint32_t)types[ti], N);
             uint8_t *w = malloc(row_bytes * ROWS);
             if (!w) return 1;
