@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -68,14 +69,16 @@ void e0_get_row(const e0_weight *w, int64_t row, float *out) {
 
 /* ---- matrix products ---- */
 
-/* Rows are handed out in blocks of ROW_BLOCK, one at a time from a shared counter: the jobs of
- * one dispatch (the experts of a layer) have different token counts, and the machine may be
- * shared, so a fixed split leaves one thread waiting. Which thread computes a row does not change
- * its result. */
+/* Rows are handed out in blocks of ROW_BLOCK. For prefill, one block at a time from a shared
+ * counter: the jobs of one dispatch (the experts of a layer) have different token counts, and the
+ * machine may be shared, so a fixed split leaves one thread waiting. For decode (one token
+ * everywhere) the blocks are cheap and equal, and a fixed split avoids the counter's cache-line
+ * traffic. Which thread computes a row never changes its result. */
 typedef struct {
     const e0_matmul *jobs;
     int n_jobs;
     int64_t total_blocks;
+    bool dynamic;
     _Atomic int64_t next_block;
 } matmul_task;
 
@@ -104,14 +107,14 @@ static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
 }
 
 static void matmul_worker(void *arg, int ith, int nth) {
-    (void)ith;
-    (void)nth;
     matmul_task *task = arg;
+    long lo = 0, hi = 0; /* the fixed split's range */
+    if (!task->dynamic) e0_split(task->total_blocks, ith, nth, &lo, &hi);
     int j = 0;
-    int64_t base = 0; /* first block index of job j; blocks are taken in increasing order */
+    int64_t base = 0; /* first block index of job j; each thread takes blocks in increasing order */
     for (;;) {
-        const int64_t b = atomic_fetch_add_explicit(&task->next_block, 1, memory_order_relaxed);
-        if (b >= task->total_blocks) return;
+        const int64_t b = task->dynamic ? atomic_fetch_add_explicit(&task->next_block, 1, memory_order_relaxed) : lo++;
+        if (b >= (task->dynamic ? task->total_blocks : hi)) return;
         while (b >= base + row_blocks(&task->jobs[j])) base += row_blocks(&task->jobs[j++]);
         const e0_matmul *m = &task->jobs[j];
         const int64_t r0 = (b - base) * ROW_BLOCK, r1 = r0 + ROW_BLOCK < m->n_out ? r0 + ROW_BLOCK : m->n_out;
@@ -126,6 +129,7 @@ void e0_matmul_run(e0_pool *pool, const e0_matmul *jobs, int n_jobs) {
     for (int j = 0; j < n_jobs; j++) {
         task.total_blocks += row_blocks(&jobs[j]);
         work += (double)jobs[j].n_out * (double)jobs[j].n_in * jobs[j].n_tok;
+        if (jobs[j].n_tok > 1) task.dynamic = true;
     }
     /* Waking the other threads costs more than a tiny product. */
     if (work < 32768) matmul_worker(&task, 0, 1);
