@@ -193,8 +193,49 @@ static void test_matmul_independent_of_batching(void) {
     e0_pool_free(pool);
 }
 
+/* One dispatch of jobs with different types and token counts (like a layer's experts), so the
+ * blocks are handed out dynamically across jobs: each output equals its per-token vec_dot. */
+static void test_matmul_mixed_jobs(void) {
+    e0_pool *pool = e0_pool_new(2);
+    CHECK(pool != NULL);
+    if (!pool) return;
+    enum { NJ = 4, N_OUT = 53, NB = 2, MAX_TOK = 7 };
+    static const int types[NJ] = {E0_TYPE_Q4_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_K};
+    static const int n_toks[NJ] = {5, 1, 7, 4};
+    e0_matmul jobs[NJ];
+    uint8_t *w[NJ], *xq[NJ];
+    float *y[NJ];
+    for (int j = 0; j < NJ; j++) {
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[j]), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+        const int64_t n_in = (int64_t)(t->block_size == QK_K ? NB : 8 * NB) * t->block_size;
+        const size_t row_bytes = e0_row_size((uint32_t)types[j], n_in), xs = e0_row_size((uint32_t)t->vec_dot_type, n_in);
+        w[j] = xalloc(row_bytes * N_OUT);
+        xq[j] = xalloc(xs * MAX_TOK);
+        y[j] = xalloc(sizeof(float) * N_OUT * MAX_TOK);
+        for (int r = 0; r < N_OUT; r++) fill_blocks(types[j], w[j] + (size_t)r * row_bytes, n_in / t->block_size, FILL_QUANTIZED);
+        for (int k = 0; k < n_toks[j]; k++) fill_blocks(t->vec_dot_type, xq[j] + (size_t)k * xs, n_in / at->block_size, FILL_QUANTIZED);
+        jobs[j] = (e0_matmul){.w = w[j], .type = (uint32_t)types[j], .n_in = n_in, .n_out = N_OUT, .row_bytes = row_bytes,
+                              .xq = xq[j], .xq_stride = xs, .n_tok = n_toks[j], .y = y[j], .y_stride = N_OUT};
+    }
+    e0_matmul_run(pool, jobs, NJ);
+    for (int j = 0; j < NJ; j++) {
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[j]);
+        for (int k = 0; k < n_toks[j]; k++)
+            for (int r = 0; r < N_OUT; r++) {
+                float want;
+                t->vec_dot(jobs[j].n_in, &want, w[j] + (size_t)r * jobs[j].row_bytes, xq[j] + (size_t)k * jobs[j].xq_stride);
+                CHECKF(!memcmp(&y[j][k * N_OUT + r], &want, sizeof want), "job %d token %d row %d", j, k, r);
+            }
+        free(w[j]);
+        free(xq[j]);
+        free(y[j]);
+    }
+    e0_pool_free(pool);
+}
+
 int main(void) {
     RUN(test_vec_dot_4_matches_vec_dot);
     RUN(test_matmul_independent_of_batching);
+    RUN(test_matmul_mixed_jobs);
     return T_DONE();
 }
