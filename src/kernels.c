@@ -4,6 +4,8 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -67,47 +69,67 @@ void e0_get_row(const e0_weight *w, int64_t row, float *out) {
 
 /* ---- matrix products ---- */
 
+/* Rows are handed out in blocks of ROW_BLOCK. For prefill, one block at a time from a shared
+ * counter: the jobs of one dispatch (the experts of a layer) have different token counts, and the
+ * machine may be shared, so a fixed split leaves one thread waiting. For decode (one token
+ * everywhere) the blocks are cheap and equal, and a fixed split avoids the counter's cache-line
+ * traffic. Which thread computes a row never changes its result. */
 typedef struct {
     const e0_matmul *jobs;
     int n_jobs;
     int64_t total_blocks;
+    bool dynamic;
+    _Atomic int64_t next_block;
 } matmul_task;
 
 #define ROW_BLOCK 16
 
+static int64_t row_blocks(const e0_matmul *m) { return (m->n_out + ROW_BLOCK - 1) / ROW_BLOCK; }
+
+/* Rows r0..r1-1 of one job for all its tokens: groups of E0_DOT_TOKENS tokens through the type's
+ * vec_dot_4 (weight blocks unpacked once per group, same results as vec_dot), the rest one by one. */
+static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
+    const e0_type_traits *tt = e0_type_traits_of(m->type);
+    const e0_vec_dot_fn dot = tt->vec_dot;
+    const e0_vec_dot_4_fn dot4 = tt->vec_dot_4;
+    int t = 0;
+    for (; dot4 && t + E0_DOT_TOKENS <= m->n_tok; t += E0_DOT_TOKENS) {
+        const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
+        float *y = m->y + (size_t)t * (size_t)m->y_stride;
+        for (int64_t r = r0; r < r1; r++)
+            dot4(m->n_in, &y[r], (size_t)m->y_stride, m->w + (size_t)r * m->row_bytes, x, m->xq_stride);
+    }
+    for (; t < m->n_tok; t++) {
+        const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
+        float *y = m->y + (size_t)t * (size_t)m->y_stride;
+        for (int64_t r = r0; r < r1; r++) dot(m->n_in, &y[r], m->w + (size_t)r * m->row_bytes, x);
+    }
+}
+
 static void matmul_worker(void *arg, int ith, int nth) {
-    const matmul_task *task = arg;
-    long lo, hi;
-    e0_split(task->total_blocks, ith, nth, &lo, &hi);
-    int64_t base = 0; /* first block index of job j */
-    for (int j = 0; j < task->n_jobs && lo < hi; j++) {
+    matmul_task *task = arg;
+    long lo = 0, hi = 0; /* the fixed split's range */
+    if (!task->dynamic) e0_split(task->total_blocks, ith, nth, &lo, &hi);
+    int j = 0;
+    int64_t base = 0; /* first block index of job j; each thread takes blocks in increasing order */
+    for (;;) {
+        const int64_t b = task->dynamic ? atomic_fetch_add_explicit(&task->next_block, 1, memory_order_relaxed) : lo++;
+        if (b >= (task->dynamic ? task->total_blocks : hi)) return;
+        while (b >= base + row_blocks(&task->jobs[j])) base += row_blocks(&task->jobs[j++]);
         const e0_matmul *m = &task->jobs[j];
-        int64_t nblocks = (m->n_out + ROW_BLOCK - 1) / ROW_BLOCK;
-        if (lo >= base + nblocks) {
-            base += nblocks;
-            continue;
-        }
-        e0_vec_dot_fn dot = e0_type_traits_of(m->type)->vec_dot;
-        int64_t b_end = hi - base < nblocks ? hi - base : nblocks;
-        for (int64_t b = lo - base; b < b_end; b++) {
-            int64_t r0 = b * ROW_BLOCK, r1 = r0 + ROW_BLOCK < m->n_out ? r0 + ROW_BLOCK : m->n_out;
-            for (int t = 0; t < m->n_tok; t++) {
-                const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
-                float *y = m->y + (size_t)t * (size_t)m->y_stride;
-                for (int64_t r = r0; r < r1; r++) dot(m->n_in, &y[r], m->w + (size_t)r * m->row_bytes, x);
-            }
-        }
-        lo = base + b_end;
-        base += nblocks;
+        const int64_t r0 = (b - base) * ROW_BLOCK, r1 = r0 + ROW_BLOCK < m->n_out ? r0 + ROW_BLOCK : m->n_out;
+        matmul_rows(m, r0, r1);
     }
 }
 
 void e0_matmul_run(e0_pool *pool, const e0_matmul *jobs, int n_jobs) {
-    matmul_task task = {jobs, n_jobs, 0};
+    matmul_task task = {.jobs = jobs, .n_jobs = n_jobs};
+    atomic_init(&task.next_block, 0);
     double work = 0; /* multiply-adds */
     for (int j = 0; j < n_jobs; j++) {
-        task.total_blocks += (jobs[j].n_out + ROW_BLOCK - 1) / ROW_BLOCK;
+        task.total_blocks += row_blocks(&jobs[j]);
         work += (double)jobs[j].n_out * (double)jobs[j].n_in * jobs[j].n_tok;
+        if (jobs[j].n_tok > 1) task.dynamic = true;
     }
     /* Waking the other threads costs more than a tiny product. */
     if (work < 32768) matmul_worker(&task, 0, 1);

@@ -70,9 +70,17 @@ void e0_quant_init(int max_level) {
     for (int i = 0; i < E0_TYPE_COUNT; i++) {
         e0_type_traits *t = &table[i];
         if (!t->name) continue;
+        /* vec_dot_4 always comes from the same level as vec_dot (bit-identical results) */
         t->vec_dot = t->vec_dot_ref;
-        if (level >= E0_SIMD_AVX2 && t->vec_dot_avx2) t->vec_dot = t->vec_dot_avx2;
-        if (level >= E0_SIMD_AVX512 && t->vec_dot_avx512) t->vec_dot = t->vec_dot_avx512;
+        t->vec_dot_4 = NULL;
+        if (level >= E0_SIMD_AVX2 && t->vec_dot_avx2) {
+            t->vec_dot = t->vec_dot_avx2;
+            t->vec_dot_4 = t->vec_dot_4_avx2;
+        }
+        if (level >= E0_SIMD_AVX512 && t->vec_dot_avx512) {
+            t->vec_dot = t->vec_dot_avx512;
+            t->vec_dot_4 = t->vec_dot_4_avx512;
+        }
         if (!t->from_float) t->from_float = t->from_float_ref;
     }
 }

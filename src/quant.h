@@ -9,7 +9,8 @@
  *
  * Every dot product has a scalar reference (`vec_dot_ref`) and optional SIMD versions
  * (`vec_dot_avx2`, `vec_dot_avx512`); e0_quant_init() picks the best one the CPU supports into
- * `vec_dot`. Tests check every SIMD version against the reference. */
+ * `vec_dot`. Tests check every SIMD version against the reference. Some types also have a
+ * 4-token `vec_dot_4` for prefill, which must equal its level's `vec_dot` bit for bit. */
 #ifndef E0_QUANT_H
 #define E0_QUANT_H
 
@@ -42,6 +43,11 @@ enum e0_type {
 typedef void (*e0_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*e0_from_float_fn)(const float *src, void *dst, int64_t n);
 typedef void (*e0_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a);
+/* One weight row against 4 activation rows: s[k * s_stride] = dot(w, a + k * a_stride) for
+ * k = 0..3. Unpacks each weight block once for the 4 tokens (prefill); bit-identical to 4 calls
+ * of the vec_dot of the same SIMD level, so results never depend on how tokens are batched. */
+#define E0_DOT_TOKENS 4
+typedef void (*e0_vec_dot_4_fn)(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
 
 typedef struct e0_type_traits {
     const char *name;     /* "q4_K" style, as ggml names it; NULL = unknown/unsupported id */
@@ -57,6 +63,9 @@ typedef struct e0_type_traits {
     e0_vec_dot_fn vec_dot_avx2;      /* AVX2+FMA version, or NULL */
     e0_vec_dot_fn vec_dot_avx512;    /* AVX-512 version, or NULL */
     e0_vec_dot_fn vec_dot;           /* the one in use (set by e0_quant_init) */
+    e0_vec_dot_4_fn vec_dot_4_avx2;   /* 4-token versions, or NULL; each matches the vec_dot */
+    e0_vec_dot_4_fn vec_dot_4_avx512; /* of its own level bit for bit */
+    e0_vec_dot_4_fn vec_dot_4;        /* the one matching `vec_dot`, or NULL (then loop vec_dot) */
 } e0_type_traits;
 
 /* Traits of a type id, or NULL if the id is unknown to this engine. */

@@ -445,6 +445,7 @@ void e0_quant_register_basic(e0_type_traits *table) {
     set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2,
         vnni ? e0_vec_dot_q5_1_avx512 : NULL);
     set(&table[E0_TYPE_Q8_0], q8_0_to_float, q8_0_from_float_ref, vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2, NULL);
+    table[E0_TYPE_Q8_0].vec_dot_4_avx2 = e0_vec_dot_4_q8_0_avx2;
     set(&table[E0_TYPE_Q8_1], q8_1_to_float, q8_1_from_float_ref, vec_dot_q8_1_ref, NULL, NULL);
 
     /* Activation quantizers: llama.cpp's x86 rounding at every SIMD level, so that E0_SIMD=scalar

@@ -60,6 +60,8 @@ void e0_vec_dot_q4_1_avx2(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_0_avx2(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_1_avx2(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
+/* quant_basic_x4_avx2.c: 4-token version (see e0_vec_dot_4_fn) */
+void e0_vec_dot_4_q8_0_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
 
 /* quant_basic_avx512.c (AVX-512 F/BW/VL/DQ + VNNI); only the kernels that beat AVX2 exist. */
 void e0_vec_dot_f32_avx512(int64_t n, float *s, const void *w, const void *a);

@@ -614,18 +614,24 @@ void e0_quant_register_k(e0_type_traits *t) {
     t[E0_TYPE_Q4_K].vec_dot_ref = vec_dot_q4_K_ref;
     t[E0_TYPE_Q4_K].vec_dot_avx2 = e0_vec_dot_q4_K_avx2;
     t[E0_TYPE_Q4_K].vec_dot_avx512 = vnni ? e0_vec_dot_q4_K_avx512 : NULL;
+    t[E0_TYPE_Q4_K].vec_dot_4_avx2 = e0_vec_dot_4_q4_K_avx2;
+    t[E0_TYPE_Q4_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q4_K_avx512 : NULL;
 
     t[E0_TYPE_Q5_K].to_float = dequant_q5_K;
     t[E0_TYPE_Q5_K].from_float_ref = quantize_q5_K_ref;
     t[E0_TYPE_Q5_K].vec_dot_ref = vec_dot_q5_K_ref;
     t[E0_TYPE_Q5_K].vec_dot_avx2 = e0_vec_dot_q5_K_avx2;
     t[E0_TYPE_Q5_K].vec_dot_avx512 = vnni ? e0_vec_dot_q5_K_avx512 : NULL;
+    t[E0_TYPE_Q5_K].vec_dot_4_avx2 = e0_vec_dot_4_q5_K_avx2;
+    t[E0_TYPE_Q5_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q5_K_avx512 : NULL;
 
     t[E0_TYPE_Q6_K].to_float = dequant_q6_K;
     t[E0_TYPE_Q6_K].from_float_ref = quantize_q6_K_ref;
     t[E0_TYPE_Q6_K].vec_dot_ref = vec_dot_q6_K_ref;
     t[E0_TYPE_Q6_K].vec_dot_avx2 = e0_vec_dot_q6_K_avx2;
     t[E0_TYPE_Q6_K].vec_dot_avx512 = vnni ? e0_vec_dot_q6_K_avx512 : NULL;
+    t[E0_TYPE_Q6_K].vec_dot_4_avx2 = e0_vec_dot_4_q6_K_avx2;
+    t[E0_TYPE_Q6_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q6_K_avx512 : NULL;
 
     t[E0_TYPE_Q8_K].to_float = dequant_q8_K;
     t[E0_TYPE_Q8_K].from_float_ref = quantize_q8_K_ref;

@@ -127,6 +127,13 @@ void e0_quantize_q8_K_avx2(const float *x, void *y, int64_t n);
 void e0_vec_dot_q4_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q5_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_q6_K_avx512(int64_t n, float *s, const void *w, const void *a);
+/* 4-token versions (quant_k_x4_avx2.c / quant_k_x4_avx512.c), see e0_vec_dot_4_fn. */
+void e0_vec_dot_4_q4_K_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+void e0_vec_dot_4_q5_K_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+void e0_vec_dot_4_q6_K_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+void e0_vec_dot_4_q4_K_avx512(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+void e0_vec_dot_4_q5_K_avx512(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+void e0_vec_dot_4_q6_K_avx512(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
 
 /* Scalar reference Q8_K quantization of one block (the SIMD version falls back to it for blocks
  * with non-finite values so its bytes always match). */

@@ -1,0 +1,241 @@
+/* test_gemm.c — the 4-token dot products (vec_dot_4) used by prefill matrix products: for every
+ * SIMD level the CPU has and every type that has one, vec_dot_4 must equal the vec_dot of the same
+ * level on each token bit for bit (memcmp), on quantized, random-byte and extreme data, odd block
+ * counts and padded strides; and e0_matmul_run must give, for every token count, exactly the
+ * per-token vec_dot results (so results never depend on how tokens are batched). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "quant.h"
+#include "t.h"
+
+/* ---- deterministic random numbers ---- */
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint64_t rng_u64(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float rng_gauss(void) {
+    double u1 = ((double)(rng_u64() >> 11) + 1) / 9007199254740993.0, u2 = (double)(rng_u64() >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static void *xalloc(size_t n) {
+    void *p = calloc(1, n ? n : 1);
+    if (!p) abort();
+    return p;
+}
+
+/* Where a block keeps its float fields (fp16 or f32), so random bytes can be given finite
+ * scales: NaN inputs would make bit-for-bit comparison depend on NaN payload rules. */
+typedef struct {
+    int type;
+    int n;
+    struct { int off, bytes; } f[2];
+} float_fields;
+static const float_fields k_fields[] = {
+    {E0_TYPE_Q4_0, 1, {{0, 2}}},        {E0_TYPE_Q4_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q5_0, 1, {{0, 2}}},
+    {E0_TYPE_Q5_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_0, 1, {{0, 2}}},        {E0_TYPE_Q8_1, 2, {{0, 2}, {2, 2}}},
+    {E0_TYPE_Q2_K, 2, {{80, 2}, {82, 2}}}, {E0_TYPE_Q3_K, 1, {{108, 2}}},    {E0_TYPE_Q4_K, 2, {{0, 2}, {2, 2}}},
+    {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{0, 4}}},
+};
+
+static const float_fields *fields_of(int type) {
+    for (size_t i = 0; i < sizeof k_fields / sizeof k_fields[0]; i++)
+        if (k_fields[i].type == type) return &k_fields[i];
+    return NULL;
+}
+
+enum fill_mode { FILL_QUANTIZED, FILL_RANDOM, FILL_EXTREME, FILL_MODES };
+
+/* A row of nblocks blocks of `type`: quantized gaussian data, random bytes with finite random
+ * scales, or all bytes 0xFF / 0x80 with the largest finite scales. Returns 0 if the type's
+ * float fields are unknown here. */
+static int fill_blocks(int type, uint8_t *dst, int64_t nblocks, int mode) {
+    const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+    const float_fields *ff = fields_of(type);
+    if (!ff) return 0;
+    const int64_t n = nblocks * t->block_size;
+    if (mode == FILL_QUANTIZED) {
+        float *x = xalloc((size_t)n * sizeof *x);
+        for (int64_t i = 0; i < n; i++) x[i] = rng_gauss() * ((rng_u64() & 63) ? 1.0f : 12.0f);
+        t->from_float_ref(x, dst, n);
+        free(x);
+        return 1;
+    }
+    const size_t bytes = (size_t)nblocks * t->type_size;
+    const uint8_t extreme = (rng_u64() & 1) ? 0xFF : 0x80; /* max codes / most negative int8 */
+    for (size_t i = 0; i < bytes; i++) dst[i] = mode == FILL_RANDOM ? (uint8_t)rng_u64() : extreme;
+    for (int64_t b = 0; b < nblocks; b++) {
+        uint8_t *blk = dst + (size_t)b * t->type_size;
+        for (int k = 0; k < ff->n; k++) {
+            uint8_t *p = blk + ff->f[k].off;
+            if (ff->f[k].bytes == 2) { /* fp16: random finite, or +-65504 */
+                uint16_t h = mode == FILL_RANDOM ? (uint16_t)(rng_u64() & 0xBBFF) : (uint16_t)((rng_u64() & 0x8000) | 0x7BFF);
+                memcpy(p, &h, 2);
+            } else {
+                float f = mode == FILL_RANDOM ? rng_gauss() * 0.01f : 1e30f;
+                memcpy(p, &f, 4);
+            }
+        }
+    }
+    return 1;
+}
+
+enum { MAX_BLOCKS = 7, A_PAD = 40, S_STRIDE = 3 };
+
+/* One type at the current level: vec_dot_4 against 4 x vec_dot. */
+static void check_type_x4(int type) {
+    const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+    const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+    static const int64_t block_counts[] = {1, 2, 3, 7};
+    for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
+        const int64_t nb = block_counts[bc], n = nb * t->block_size;
+        const size_t a_stride = (size_t)nb * at->type_size + A_PAD; /* padded rows */
+        uint8_t *w = xalloc((size_t)nb * t->type_size), *a = xalloc(a_stride * E0_DOT_TOKENS);
+        for (int mode = 0; mode < FILL_MODES; mode++) {
+            for (int rep = 0; rep < 6; rep++) {
+                CHECKF(fill_blocks(type, w, nb, mode), "%s: float fields unknown to the test", t->name);
+                for (int k = 0; k < E0_DOT_TOKENS; k++) fill_blocks(t->vec_dot_type, a + k * a_stride, nb, rep & 1 ? mode : FILL_RANDOM);
+                float want[E0_DOT_TOKENS], got[E0_DOT_TOKENS * S_STRIDE];
+                for (int k = 0; k < E0_DOT_TOKENS; k++) t->vec_dot(n, &want[k], w, a + k * a_stride);
+                const float sentinel = -1234.5f;
+                for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++) got[i] = sentinel;
+                t->vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
+                for (int k = 0; k < E0_DOT_TOKENS; k++)
+                    CHECKF(!memcmp(&got[k * S_STRIDE], &want[k], sizeof(float)),
+                           "%s %s blocks %lld mode %d token %d: %.9g vs %.9g", e0_simd_name(e0_simd_level()), t->name,
+                           (long long)nb, mode, k, got[k * S_STRIDE], want[k]);
+                for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++)
+                    if (i % S_STRIDE) CHECKF(got[i] == sentinel, "%s wrote outside its outputs", t->name);
+            }
+        }
+        free(w);
+        free(a);
+    }
+}
+
+/* The SIMD levels this CPU has (scalar included). */
+static int max_level(void) {
+    e0_quant_init(E0_SIMD_AVX512);
+    return e0_simd_level();
+}
+
+static void test_vec_dot_4_matches_vec_dot(void) {
+    const int top = max_level();
+    for (int level = E0_SIMD_SCALAR; level <= top; level++) {
+        e0_quant_init(level);
+        CHECK(e0_simd_level() == level);
+        int n_checked = 0;
+        for (int type = 0; type < E0_TYPE_COUNT; type++) {
+            const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+            if (!t || !t->vec_dot_4) continue;
+            check_type_x4(type);
+            n_checked++;
+        }
+        /* the prefill types must have it wherever there is SIMD (else the test checked nothing) */
+        if (level >= E0_SIMD_AVX2) {
+            CHECK(e0_type_traits_of(E0_TYPE_Q4_K)->vec_dot_4 != NULL);
+            CHECK(e0_type_traits_of(E0_TYPE_Q6_K)->vec_dot_4 != NULL);
+            CHECK(n_checked >= 2);
+        }
+        printf("# %s: %d types with vec_dot_4\n", e0_simd_name(level), n_checked);
+    }
+    e0_quant_init(E0_SIMD_AVX512);
+}
+
+/* e0_matmul_run for n_tok = 1..9 (full groups of 4 plus remainders), two threads, a row count
+ * that is not a multiple of the row block: every output equals the per-token vec_dot. */
+static void check_matmul(e0_pool *pool, int type) {
+    const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+    const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+    const int64_t nb = 3, n_in = nb * t->block_size, n_out = 37;
+    const int max_tok = 9;
+    const size_t row_bytes = (size_t)nb * t->type_size, xq_stride = (size_t)nb * at->type_size + 8;
+    const int64_t y_stride = n_out + 5;
+    uint8_t *w = xalloc(row_bytes * (size_t)n_out), *xq = xalloc(xq_stride * (size_t)max_tok);
+    float *y = xalloc(sizeof(float) * (size_t)(y_stride * max_tok)), *want = xalloc(sizeof(float) * (size_t)n_out);
+    for (int64_t r = 0; r < n_out; r++) fill_blocks(type, w + (size_t)r * row_bytes, nb, (int)(r % FILL_MODES));
+    for (int k = 0; k < max_tok; k++) fill_blocks(t->vec_dot_type, xq + (size_t)k * xq_stride, nb, k % 3 ? FILL_QUANTIZED : FILL_RANDOM);
+    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
+        memset(y, 0, sizeof(float) * (size_t)(y_stride * max_tok));
+        const e0_matmul job = {.w = w, .type = (uint32_t)type, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes,
+                               .xq = xq, .xq_stride = xq_stride, .n_tok = n_tok, .y = y, .y_stride = y_stride};
+        e0_matmul_run(pool, &job, 1);
+        for (int k = 0; k < n_tok; k++) {
+            for (int64_t r = 0; r < n_out; r++) t->vec_dot(n_in, &want[r], w + (size_t)r * row_bytes, xq + (size_t)k * xq_stride);
+            CHECKF(!memcmp(y + (size_t)k * (size_t)y_stride, want, sizeof(float) * (size_t)n_out), "%s %s n_tok %d token %d",
+                   e0_simd_name(e0_simd_level()), t->name, n_tok, k);
+        }
+    }
+    free(w);
+    free(xq);
+    free(y);
+    free(want);
+}
+
+static void test_matmul_independent_of_batching(void) {
+    e0_pool *pool = e0_pool_new(2);
+    CHECK(pool != NULL);
+    if (!pool) return;
+    const int top = max_level();
+    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    for (int level = E0_SIMD_SCALAR; level <= top; level++) {
+        e0_quant_init(level);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
+    }
+    e0_quant_init(E0_SIMD_AVX512);
+    e0_pool_free(pool);
+}
+
+/* One dispatch of jobs with different types and token counts (like a layer's experts), so the
+ * blocks are handed out dynamically across jobs: each output equals its per-token vec_dot. */
+static void test_matmul_mixed_jobs(void) {
+    e0_pool *pool = e0_pool_new(2);
+    CHECK(pool != NULL);
+    if (!pool) return;
+    enum { NJ = 4, N_OUT = 53, NB = 2, MAX_TOK = 7 };
+    static const int types[NJ] = {E0_TYPE_Q4_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_K};
+    static const int n_toks[NJ] = {5, 1, 7, 4};
+    e0_matmul jobs[NJ];
+    uint8_t *w[NJ], *xq[NJ];
+    float *y[NJ];
+    for (int j = 0; j < NJ; j++) {
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[j]), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+        const int64_t n_in = (int64_t)(t->block_size == QK_K ? NB : 8 * NB) * t->block_size;
+        const size_t row_bytes = e0_row_size((uint32_t)types[j], n_in), xs = e0_row_size((uint32_t)t->vec_dot_type, n_in);
+        w[j] = xalloc(row_bytes * N_OUT);
+        xq[j] = xalloc(xs * MAX_TOK);
+        y[j] = xalloc(sizeof(float) * N_OUT * MAX_TOK);
+        for (int r = 0; r < N_OUT; r++) fill_blocks(types[j], w[j] + (size_t)r * row_bytes, n_in / t->block_size, FILL_QUANTIZED);
+        for (int k = 0; k < n_toks[j]; k++) fill_blocks(t->vec_dot_type, xq[j] + (size_t)k * xs, n_in / at->block_size, FILL_QUANTIZED);
+        jobs[j] = (e0_matmul){.w = w[j], .type = (uint32_t)types[j], .n_in = n_in, .n_out = N_OUT, .row_bytes = row_bytes,
+                              .xq = xq[j], .xq_stride = xs, .n_tok = n_toks[j], .y = y[j], .y_stride = N_OUT};
+    }
+    e0_matmul_run(pool, jobs, NJ);
+    for (int j = 0; j < NJ; j++) {
+        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[j]);
+        for (int k = 0; k < n_toks[j]; k++)
+            for (int r = 0; r < N_OUT; r++) {
+                float want;
+                t->vec_dot(jobs[j].n_in, &want, w[j] + (size_t)r * jobs[j].row_bytes, xq[j] + (size_t)k * jobs[j].xq_stride);
+                CHECKF(!memcmp(&y[j][k * N_OUT + r], &want, sizeof want), "job %d token %d row %d", j, k, r);
+            }
+        free(w[j]);
+        free(xq[j]);
+        free(y[j]);
+    }
+    e0_pool_free(pool);
+}
+
+int main(void) {
+    RUN(test_vec_dot_4_matches_vec_dot);
+    RUN(test_matmul_independent_of_batching);
+    RUN(test_matmul_mixed_jobs);
+    return T_DONE();
+}

@@ -1,0 +1,70 @@
+/* qspeed_gemm.c — micro benchmark of the 4-token dot kernels (vec_dot_4) against 4 calls of
+ * vec_dot (not built by default).
+ *
+ *   make && cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/qspeed_gemm tools/qspeed_gemm.c build/libedge0.a -lm -lpthread
+ *   build/qspeed_gemm
+ *
+ * One expert's gate matrix of Qwen3-30B-A3B (768 rows of n = 2048, cache resident) times 4
+ * token rows (Q8_K / Q8_0), single-threaded, for each type and SIMD level with a vec_dot_4.
+ * Reports row-token dot products per microsecond for both ways and their ratio; best of 100
+ * runs (the machine is shared: best-of filters out the time others take). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "util.h"
+
+static volatile float sink;
+
+enum { N = 2048, ROWS = 768, REPS = 100 };
+
+static double bench(const e0_type_traits *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride, int use4) {
+    float out[ROWS * E0_DOT_TOKENS];
+    double best = 1e30;
+    for (int rep = 0; rep < REPS; rep++) {
+        const double t0 = e0_now();
+        for (int r = 0; r < ROWS; r++) {
+            const uint8_t *wr = w + (size_t)r * row_bytes;
+            if (use4) t->vec_dot_4(N, &out[r], ROWS, wr, a, a_stride);
+            else
+                for (int k = 0; k < E0_DOT_TOKENS; k++) t->vec_dot(N, &out[k * ROWS + r], wr, a + (size_t)k * a_stride);
+        }
+        const double dt = e0_now() - t0;
+        sink = out[rep % (ROWS * E0_DOT_TOKENS)];
+        if (dt < best) best = dt;
+    }
+    return (double)ROWS * E0_DOT_TOKENS / best / 1e6;
+}
+
+int main(void) {
+    float *x = malloc(sizeof(float) * N * ROWS);
+    if (!x) return 1;
+    for (int64_t i = 0; i < (int64_t)N * ROWS; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f + (float)(i % 13) * 0.01f;
+    e0_quant_init(E0_SIMD_AVX512);
+    const int top = e0_simd_level();
+    const size_t a_stride = e0_row_size(E0_TYPE_Q8_K, N); /* the largest activation row */
+    uint8_t *a = malloc(a_stride * E0_DOT_TOKENS);
+    if (!a) return 1;
+    printf("%d rows x n %d x %d tokens, single thread, dot products per us\n", ROWS, N, E0_DOT_TOKENS);
+    printf("%-6s %-7s %10s %10s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "ratio");
+    const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
+    for (int level = E0_SIMD_AVX2; level <= top; level++) {
+        e0_quant_init(level);
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);
+            if (!t->vec_dot_4) continue;
+            for (int k = 0; k < E0_DOT_TOKENS; k++) e0_type_traits_of((uint32_t)t->vec_dot_type)->from_float_ref(x + k * N, a + k * a_stride, N);
+            const size_t row_bytes = e0_row_size((uint32_t)types[ti], N);
+            uint8_t *w = malloc(row_bytes * ROWS);
+            if (!w) return 1;
+            t->from_float_ref(x, w, (int64_t)N * ROWS);
+            const double one = bench(t, w, row_bytes, a, a_stride, 0), four = bench(t, w, row_bytes, a, a_stride, 1);
+            printf("%-6s %-7s %10.1f %10.1f %7.2f\n", t->name, e0_simd_name(level), one, four, four / one);
+            free(w);
+        }
+    }
+    free(x);
+    free(a);
+    return 0;
+}
