@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "quant_basic.h"
+#include "quant_impl.h"
 
 static inline float hsum_ps(__m256 v) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -166,6 +167,7 @@ static inline __m256 scale(const uint8_t *x, const uint8_t *y) {
     __m256 acc = _mm256_setzero_ps();                                             \
     float summs = 0;                                                              \
     for (int64_t i = 0; i < n / E0_QK; i++, x += (WSIZE), y += (ASIZE)) {         \
+        e0_prefetch_bytes(x + 32 * (WSIZE), (WSIZE)); /* decode streams rows: read ahead */\
         if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);               \
         acc = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc);                       \
     }                                                                             \

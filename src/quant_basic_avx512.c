@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "quant_basic.h"
+#include "quant_impl.h"
 
 static inline __m256i load32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
@@ -157,6 +158,7 @@ static inline __m256i q5_1_dot256(const uint8_t *x, const uint8_t *y) {
     __m256 acc = _mm256_setzero_ps();                                                          \
     float summs = 0;                                                                           \
     for (int64_t i = 0; i < n / E0_QK; i++, x += (WSIZE), y += (ASIZE)) {                      \
+        e0_prefetch_bytes(x + 32 * (WSIZE), (WSIZE)); /* decode streams rows: read ahead */    \
         if (has_min) summs += _cvtsh_ss(e0_rd16(x + (min_off))) * _cvtsh_ss(e0_rd16(y + Q8_1_S)); \
         acc = _mm256_fmadd_ps(scale_1(x, y), _mm256_cvtepi32_ps(DOT(x, y)), acc);              \
     }                                                                                          \

@@ -8,6 +8,7 @@
  * through the activation's bsums (sums of 16 activations), which costs one madd per block. */
 #include <immintrin.h>
 
+#include "quant_impl.h"
 #include "quant_k_simd.h"
 
 static inline float hsum_ps(__m256 v) {
@@ -42,6 +43,7 @@ void e0_vec_dot_q2_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const __m128i m4 = _mm_set1_epi8(0xF);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         const float dall = y[i].d * fp16(x[i].d), dmin = -y[i].d * fp16(x[i].dmin);
         const __m128i sc = _mm_loadu_si128((const __m128i *)x[i].scales);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), m4));
@@ -71,6 +73,7 @@ void e0_vec_dot_q3_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const __m256i m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         const float d = y[i].d * fp16(x[i].d);
         uint32_t raw[4];
         k_unpack_q3_scales_raw(x[i].scales, raw);
@@ -141,8 +144,10 @@ void e0_vec_dot_q4_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++)
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_K_block(x[i].scales, &y[i], y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), x[i].qs, NULL, &acc, &acc_m);
+    }
     *s = finish_q45(acc, acc_m);
 }
 
@@ -151,8 +156,10 @@ void e0_vec_dot_q5_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++)
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_K_block(x[i].scales, &y[i], y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), x[i].qs, x[i].qh, &acc, &acc_m);
+    }
     *s = finish_q45(acc, acc_m);
 }
 
@@ -162,6 +169,7 @@ void e0_vec_dot_q6_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         const float d = y[i].d * fp16(x[i].d);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         const __m256i scs[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};

@@ -7,6 +7,7 @@
  * faster than AVX2 (tools/qspeed_k.c); q2_K / q3_K use the AVX2 kernels. */
 #include <immintrin.h>
 
+#include "quant_impl.h"
 #include "quant_k_simd.h"
 
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
@@ -60,8 +61,10 @@ void e0_vec_dot_q4_K_avx512(int64_t n, float *s, const void *vw, const void *va)
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++)
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_block(x[i].scales, &y[i], x[i].qs, NULL, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
+    }
     *s = finish_q45(acc, acc_m);
 }
 
@@ -70,8 +73,10 @@ void e0_vec_dot_q5_K_avx512(int64_t n, float *s, const void *vw, const void *va)
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++)
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_block(x[i].scales, &y[i], x[i].qs, x[i].qh, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
+    }
     *s = finish_q45(acc, acc_m);
 }
 
@@ -91,6 +96,7 @@ void e0_vec_dot_q6_K_avx512(int64_t n, float *s, const void *vw, const void *va)
             _mm256_set_m128i(_mm_set1_epi16((short)(4 * q + 3)), _mm_set1_epi16((short)(4 * q + 2))), 1);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         const float d = y[i].d * fp16(x[i].d);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
