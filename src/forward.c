@@ -137,27 +137,47 @@ typedef struct {
     int il, n_tok, pos0;
 } attn_task;
 
+/* Causal attention for the heads [h0, h1) of one KV head (GQA: they share its keys and values),
+ * one token: each key and value row is loaded once for all of them. */
+static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0, int64_t h1, float *scores) {
+    const e0_hparams *hp = c->hp;
+    const int64_t hd = hp->head_dim;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *kc = c->k_cache + (size_t)t->il * c->n_ctx * c->kv_dim + kvh * hd;
+    const float *vc = c->v_cache + (size_t)t->il * c->n_ctx * c->kv_dim + kvh * hd;
+    const int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
+    const float *q = c->q + (size_t)i * c->q_dim;
+    for (int j = 0; j < n_keys; j++) {
+        const float *k = kc + (size_t)j * c->kv_dim;
+        for (int64_t h = h0; h < h1; h++) scores[(h - h0) * c->n_ctx + j] = e0_dot_f32(hd, k, q + h * hd) * scale;
+    }
+    for (int64_t h = h0; h < h1; h++) {
+        e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
+        memset(c->att + (size_t)i * c->q_dim + h * hd, 0, (size_t)hd * sizeof(float));
+    }
+    for (int j = 0; j < n_keys; j++) {
+        const float *v = vc + (size_t)j * c->kv_dim;
+        for (int64_t h = h0; h < h1; h++) e0_axpy(hd, scores[(h - h0) * c->n_ctx + j], v, c->att + (size_t)i * c->q_dim + h * hd);
+    }
+}
+
+/* Work items are (token, KV head) pairs; with fewer pairs than threads (decode of a model with
+ * few KV heads), (token, head) pairs instead. Either way each head's arithmetic is the same. */
 static void attention_worker(void *arg, int ith, int nth) {
     const attn_task *t = arg;
     e0_ctx *c = t->c;
     const e0_hparams *hp = c->hp;
-    const int64_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const float *kc = c->k_cache + (size_t)t->il * c->n_ctx * c->kv_dim;
-    const float *vc = c->v_cache + (size_t)t->il * c->n_ctx * c->kv_dim;
-    float *scores = c->scores + (size_t)ith * c->n_ctx;
+    const int64_t group = hp->n_head / hp->n_head_kv;
+    float *scores = c->scores + (size_t)ith * c->n_ctx * (size_t)group;
+    const bool by_kv = (long)t->n_tok * hp->n_head_kv >= nth;
+    const int64_t per_tok = by_kv ? hp->n_head_kv : hp->n_head;
     long lo, hi;
-    e0_split((long)t->n_tok * hp->n_head, ith, nth, &lo, &hi);
+    e0_split((long)t->n_tok * per_tok, ith, nth, &lo, &hi);
     for (long item = lo; item < hi; item++) {
-        int i = (int)(item / hp->n_head);
-        int64_t h = item % hp->n_head, kvh = h / group;
-        int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
-        const float *q = c->q + (size_t)i * c->q_dim + h * hd;
-        for (int j = 0; j < n_keys; j++) scores[j] = e0_dot_f32(hd, kc + (size_t)j * c->kv_dim + kvh * hd, q) * scale;
-        e0_softmax(scores, n_keys);
-        float *out = c->att + (size_t)i * c->q_dim + h * hd;
-        memset(out, 0, (size_t)hd * sizeof(float));
-        for (int j = 0; j < n_keys; j++) e0_axpy(hd, scores[j], vc + (size_t)j * c->kv_dim + kvh * hd, out);
+        int i = (int)(item / per_tok);
+        int64_t u = item % per_tok;
+        if (by_kv) attend(c, t, i, u, u * group, (u + 1) * group, scores);
+        else attend(c, t, i, u / group, u, u + 1, scores);
     }
 }
 
@@ -596,7 +616,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         {(void **)&c->hb, B * max_sz((size_t)c->ff_max, E) * 4},
         {(void **)&c->hb2, B * max_sz((size_t)c->ff_max, E) * 4},
         {(void **)&c->logits, (size_t)hp->n_vocab * 4},
-        {(void **)&c->scores, (size_t)max_threads * (size_t)c->n_ctx * 4},
+        {(void **)&c->scores, (size_t)max_threads * (size_t)c->n_ctx * (size_t)(hp->n_head / hp->n_head_kv) * 4},
         {(void **)&c->act.buf[0], B * c->max_act_row},
         {(void **)&c->act.buf[1], B * c->max_act_row},
         {(void **)&c->act.buf[2], B * c->max_act_row},
