@@ -58,6 +58,13 @@ $(GEN_SRC): tools/gen_unicode.sh
 	@mkdir -p $(dir $@)
 	sh tools/gen_unicode.sh $(UNICODE_DATA) > $@.tmp && mv $@.tmp $@
 
+# Case-mapping tables for the chat templates' string functions, from the same package.
+UNICODE_DIR ?= $(dir $(UNICODE_DATA))
+$(BUILD)/gen/jinja_case_data.inc: tools/gen_case.sh
+	@mkdir -p $(dir $@)
+	sh tools/gen_case.sh $(UNICODE_DIR) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/src/jinja_unicode.o: $(BUILD)/gen/jinja_case_data.inc
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
