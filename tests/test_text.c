@@ -67,8 +67,9 @@ static void test_chat_two_turns_pipe(void) {
     CHECK(sscanf(l1, "[prompt %u tokens, %u prefilled, %u reused", &tot1, &new1, &reuse1) == 3);
     CHECK(sscanf(l2, "[prompt %u tokens, %u prefilled, %u reused", &tot2, &new2, &reuse2) == 3);
     CHECKF(reuse1 == 0 && new1 == tot1, "turn 1 starts from an empty cache");
-    /* the boundary between the first prompt and the answer may tokenize differently: allow 2 */
-    CHECKF(reuse2 + 2 >= tot1 && new2 < tot2, "turn 2 must reuse turn 1's tokens: %s", l2);
+    /* all of turn 1's prompt is reused, but for at most one token at its end, where the answer's
+     * first bytes may merge with it when the whole conversation is tokenized again */
+    CHECKF(reuse2 + 1 >= tot1 && new2 < tot2, "turn 2 must reuse turn 1's tokens: %s", l2);
     /* a model without a template: a clear error */
     snprintf(cmd, sizeof cmd, "printf 'hi\\n' | %s/bin/edge0-infer chat -m %s/golden/stories260K.gguf 2>&1 >/dev/null", B, t_shared());
     int rc = t_sh(cmd, out, sizeof out);
