@@ -11,7 +11,7 @@ CFLAGS_AVX2 = -mavx2 -mfma -mf16c
 CFLAGS_AVX512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 LDLIBS = -ljansson -luring -lcrypto -lm -lpthread
 
-# Build identity for src/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
+# Build identity for src/measure/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
 # $(BUILD)/gen/e0_build_info.h and rewritten only when a value changes (the .d files then rebuild
 # just that object). Outside git both git values are "unknown".
 HASH := \#
@@ -20,7 +20,7 @@ E0_GIT_DIRTY := $(shell git rev-parse HEAD >/dev/null 2>&1 && { test -z "$$(git 
 E0_COMPILER := $(subst ",,$(shell $(CC) --version 2>/dev/null | head -n1))
 E0_BUILD_INFO := $(shell mkdir -p $(BUILD)/gen && printf '$(HASH)define E0_GIT_COMMIT "%s"\n$(HASH)define E0_GIT_DIRTY "%s"\n$(HASH)define E0_COMPILER "%s"\n$(HASH)define E0_CFLAGS "%s"\n' '$(E0_GIT_COMMIT)' '$(E0_GIT_DIRTY)' '$(E0_COMPILER)' '$(CFLAGS_COMMON)' > $(BUILD)/gen/e0_build_info.h.tmp && { cmp -s $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h && rm -f $(BUILD)/gen/e0_build_info.h.tmp || mv $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h; })
 
-LIB_SRC   := $(wildcard src/*.c)
+LIB_SRC   := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -63,7 +63,7 @@ UNICODE_DIR ?= $(dir $(UNICODE_DATA))
 $(BUILD)/gen/jinja_case_data.inc: tools/gen_case.sh
 	@mkdir -p $(dir $@)
 	sh tools/gen_case.sh $(UNICODE_DIR) > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/src/jinja_unicode.o: $(BUILD)/gen/jinja_case_data.inc
+$(BUILD)/obj/src/text/jinja/jinja_unicode.o: $(BUILD)/gen/jinja_case_data.inc
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "stats.h"
+#include "measure/stats.h"
 
 #define AB_MIN_PAIRS 3
 

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "util.h"
+#include "base/util.h"
 
 #define REPORT_FORMAT "edge0-bench-report/1"
 

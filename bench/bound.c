@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "stats.h"
+#include "measure/stats.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

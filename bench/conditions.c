@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 
 #define LOAD_PER_CPU_WARN 0.25 /* 1-minute load average per logical CPU */
 #define HOT_C 80.0

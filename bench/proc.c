@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 
 #define OUT_MAX ((size_t)64 << 20) /* stdout beyond this is dropped (a row is a few KiB) */
 #define ERR_KEEP ((size_t)256 << 10) /* the last this-many bytes of stderr are kept */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "stats.h"
-#include "sysinfo.h"
+#include "measure/stats.h"
+#include "measure/sysinfo.h"
 
 static const char REPORT_USAGE[] =
     "usage: edge0-bench report render R.json\n"

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "stats.h"
-#include "sysinfo.h"
+#include "measure/stats.h"
+#include "measure/sysinfo.h"
 
 const metric_def METRICS[] = {
     {"prefill_seconds", "First token", "s", 1},

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 
 /* A JSON value as short text for a table cell or a line: strings as is, numbers, compact JSON
  * otherwise; '|' and newlines made harmless for Markdown tables. */

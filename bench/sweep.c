@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 
 static const char SWEEP_USAGE[] =
     "usage: edge0-bench sweep --cli PATH --model F --out DIR [options]\n"

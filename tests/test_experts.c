@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "experts.h"
-#include "quant.h"
+#include "engine/experts.h"
+#include "quant/quant.h"
 #include "t.h"
 
 static const char *const models[] = {"llama-moe.gguf", "qwen3moe.gguf", "qwen2moe.gguf", "stories260K-moe4.gguf"};

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "quant.h"
+#include "engine/kernels.h"
+#include "quant/quant.h"
 #include "t.h"
 
 /* ---- deterministic random numbers ---- */

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
 #include "t.h"
 
 static char dir[512];

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "t.h"
-#include "util.h"
+#include "base/util.h"
 
 static char *ids_csv(json_t *arr) {
     size_t n = json_array_size(arr), cap = n * 12 + 2, len = 0;

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "jinja.h"
+#include "gguf/gguf.h"
+#include "text/jinja/jinja.h"
 #include "t.h"
 
 /* Unit cases: template source and jinja2's output for the variables UNIT_VARS.

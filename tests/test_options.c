@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "load.h"
-#include "quant.h"
+#include "engine/load.h"
+#include "quant/quant.h"
 #include "t.h"
 
 static void test_parse(void) {

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "quant.h"
-#include "quant_basic.h"
+#include "quant/quant.h"
+#include "quant/quant_basic.h"
 #include "t.h"
 
 /* ---------------- helpers ---------------- */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "quant_k.h"
+#include "quant/quant.h"
+#include "quant/quant_k.h"
 #include "t.h"
 
 static const int k_types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};

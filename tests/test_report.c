@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 #include "t.h"
 
 static char dir[256];

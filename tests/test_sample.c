@@ -1,6 +1,6 @@
 /* test_sample.c — the sampling chain: greedy, top-k against a full sort, top-p/min-p cut-offs,
  * repetition penalty, seeds. */
-#include "sample.h"
+#include "engine/sample.h"
 #include "t.h"
 
 #define NV 1000

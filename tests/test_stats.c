@@ -3,7 +3,7 @@
  * distribution object, range verdicts and RAPL counter wraparound. */
 #include <math.h>
 
-#include "stats.h"
+#include "measure/stats.h"
 #include "t.h"
 
 static int near(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }

@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "load.h"
-#include "prompt.h"
-#include "quant.h"
+#include "engine/load.h"
+#include "text/prompt.h"
+#include "quant/quant.h"
 #include "t.h"
 
 static int files_equal(const char *a, const char *b) {

@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "quant.h"
-#include "synth.h"
-#include "synth_impl.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "synth/synth.h"
+#include "synth/synth_impl.h"
 #include "t.h"
 
 static char tmpdir[64];

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 #include "t.h"
 
 static char tmp_root[256];

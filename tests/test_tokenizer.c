@@ -12,12 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "regex_split.h"
+#include "gguf/gguf.h"
+#include "text/regex_split.h"
 #include "t.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"
-#include "unicode.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_impl.h"
+#include "text/unicode.h"
 
 static const char *const vocabs[] = {"llama-spm", "llama-bpe", "qwen2", "gpt-2", "deepseek-coder"};
 #define N_VOCABS 5

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "experts.h"
-#include "quant.h"
+#include "engine/experts.h"
+#include "quant/quant.h"
 
 typedef struct step {
     int layer, n, first; /* ids[first .. first + n) */

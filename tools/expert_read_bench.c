@@ -31,8 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "experts.h"
-#include "quant.h"
+#include "engine/experts.h"
+#include "quant/quant.h"
 
 #define ALIGN 4096
 

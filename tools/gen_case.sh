@@ -1,5 +1,5 @@
 #!/bin/sh
-# Generate the case-mapping tables of src/jinja_unicode.c from Debian's unicode-data:
+# Generate the case-mapping tables of src/text/jinja/jinja_unicode.c from Debian's unicode-data:
 #   UnicodeData.txt (simple upper/lower/title mappings), SpecialCasing.txt (unconditional full
 #   mappings such as U+00DF -> "SS"), DerivedCoreProperties.txt (the Cased property).
 # Usage: sh tools/gen_case.sh DIR > jinja_case_data.inc   (DIR = /usr/share/unicode)

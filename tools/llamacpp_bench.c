@@ -210,7 +210,7 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Linear interpolation between closest ranks, as in src/stats.c. */
+/* Linear interpolation between closest ranks, as in src/measure/stats.c. */
 static double percentile_sorted(const double *s, size_t n, double p) {
     double h = (double)(n - 1) * p;
     size_t lo = (size_t)floor(h);

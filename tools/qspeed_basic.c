@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 static const uint32_t types[] = {E0_TYPE_F32,  E0_TYPE_F16,  E0_TYPE_BF16, E0_TYPE_Q4_0,
                                  E0_TYPE_Q4_1, E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q8_0};

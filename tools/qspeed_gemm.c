@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 static volatile float sink;
 

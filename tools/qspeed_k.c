@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "quant_k.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "quant/quant_k.h"
+#include "base/util.h"
 
 static volatile float sink;
 

@@ -3,9 +3,9 @@
 #ifndef E0_CLI_H
 #define E0_CLI_H
 
-#include "engine.h"
-#include "load.h"
-#include "util.h"
+#include "engine/engine.h"
+#include "engine/load.h"
+#include "base/util.h"
 
 /* Each returns the process exit status. argv[0] is the command name. */
 int cmd_info(int argc, char **argv);

@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "options.h"
-#include "prompt.h"
-#include "quant.h"
-#include "stats.h"
-#include "experts.h"
-#include "sysinfo.h"
+#include "engine/options.h"
+#include "text/prompt.h"
+#include "quant/quant.h"
+#include "measure/stats.h"
+#include "engine/experts.h"
+#include "measure/sysinfo.h"
 
 static void help(void) {
     puts("usage: edge0-infer bench --model F [--user-file F | --prompt long|medium|short] [--warmup 10]\n"

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "options.h"
+#include "engine/options.h"
 #include "generate.h"
-#include "prompt.h"
+#include "text/prompt.h"
 
 static void help(void) {
     puts("usage: edge0-infer chat -m F [--system TEXT] [-n N] [-c N] [-t N] [--temp T] [--top-k K] [--top-p P]\n"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "quant.h"
+#include "quant/quant.h"
 
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;

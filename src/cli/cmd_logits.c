@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "options.h"
+#include "engine/options.h"
 
 static void help(void) {
     puts("usage: edge0-infer logits --model F --tokens 1,2,3 --out FILE [-t N] [-c N]\n"

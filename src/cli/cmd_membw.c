@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "membw.h"
+#include "measure/membw.h"
 
 int cmd_membw(int argc, char **argv) {
     int64_t threads = e0_physical_cores(), mib = 1024;

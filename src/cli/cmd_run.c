@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "options.h"
-#include "experts.h"
+#include "engine/options.h"
+#include "engine/experts.h"
 #include "generate.h"
-#include "prompt.h"
+#include "text/prompt.h"
 
 static void help(void) {
     puts("usage: edge0-infer run -m F (-p TEXT | --user-file F | --tokens 1,2,3) [options]\n"

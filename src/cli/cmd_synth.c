@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "quant.h"
-#include "synth.h"
+#include "quant/quant.h"
+#include "synth/synth.h"
 
 static void usage(FILE *f) {
     fprintf(f,

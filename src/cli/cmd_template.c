@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gguf.h"
-#include "jinja.h"
+#include "gguf/gguf.h"
+#include "text/jinja/jinja.h"
 
 #define MAX_TEMPLATE_BYTES (4u << 20)
 #define MAX_MESSAGES_BYTES (64u << 20)

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gguf.h"
-#include "tokenizer.h"
+#include "gguf/gguf.h"
+#include "text/tokenizer.h"
 
 #define MAX_STDIN (256u << 20)
 

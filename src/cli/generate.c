@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sysinfo.h"
+#include "measure/sysinfo.h"
 
 typedef struct {
     char *buf;

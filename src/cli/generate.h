@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 
-#include "engine.h"
-#include "sample.h"
-#include "tokenizer.h"
+#include "engine/engine.h"
+#include "engine/sample.h"
+#include "text/tokenizer.h"
 
 typedef struct gen_opts {
     int64_t n_predict;  /* < 0: until EOG or the context is full */

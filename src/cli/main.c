@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "quant.h"
+#include "quant/quant.h"
 
 static const struct {
     const char *name;

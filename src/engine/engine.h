@@ -1,0 +1,67 @@
+/* engine.h — the inference context: a model plus its KV cache, scratch buffers and threads.
+ *
+ *   e0_ctx *c = e0_ctx_new(model, &(e0_ctx_params){.n_ctx = 4096, .n_threads = 2}, &err);
+ *   e0_eval(c, prompt, n_prompt, NULL, &err);       // prefill (batched)
+ *   int next = argmax(e0_ctx_logits(c), n_vocab);
+ *   e0_eval(c, &next, 1, NULL, &err);                // decode one token
+ *
+ * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing. */
+#ifndef E0_ENGINE_H
+#define E0_ENGINE_H
+
+#include "engine/model.h"
+#include "base/threadpool.h"
+
+typedef struct e0_ctx_params {
+    int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
+    int n_threads; /* decode threads; 0 = physical cores */
+    int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
+    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = 256 */
+} e0_ctx_params;
+
+typedef struct e0_ctx e0_ctx;
+
+e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e);
+void e0_ctx_free(e0_ctx *c);
+
+/* Evaluate n tokens at the current position (appending to the KV cache). If all_logits is not
+ * NULL it receives n x n_vocab floats (row i = logits after token i). The logits after the last
+ * token are always available from e0_ctx_logits(). Errors: context overflow, bad token id. */
+int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e);
+const float *e0_ctx_logits(const e0_ctx *c);
+int e0_ctx_pos(const e0_ctx *c);
+int e0_ctx_n_ctx(const e0_ctx *c);
+int e0_ctx_n_threads(const e0_ctx *c);
+/* Forget everything from position pos on (pos <= current position). */
+void e0_ctx_truncate(e0_ctx *c, int pos);
+const e0_model *e0_ctx_model(const e0_ctx *c);
+int e0_ctx_n_threads_prefill(const e0_ctx *c);
+
+/* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
+ * slots = the cache's slots per layer (experts are taken in batches of at most that many). */
+struct e0_experts;
+void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc, int64_t slots);
+/* predicted: layers from predict_from on compute with the experts predicted one layer ahead
+ * (the next layer's router applied to this layer's hidden state), read in the background;
+ * predict_ahead layers are predicted and read ahead; prefetch (actual routing): read those
+ * predictions ahead but compute with the actual experts. */
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict_ahead, bool prefetch);
+/* prefill_read=auto: in chunks of at least min_tokens, read the next layer's likely experts while
+ * the current layer computes. */
+void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens);
+int e0_ctx_n_batch(const e0_ctx *c);
+/* Per layer: predicted experts that the actual router also chose, out of all predicted. */
+void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
+
+/* Where evaluation time goes (seconds, summed over calls since the last reset) and the expert
+ * I/O accounting. Timing is only collected while enabled (it costs a clock read per phase). */
+typedef struct e0_ctx_stats {
+    double attention, router, experts, expert_wait, ffn_dense, output;
+    uint64_t tokens;
+    uint64_t expert_bytes_read, expert_reads, expert_hits, expert_misses;
+} e0_ctx_stats;
+void e0_ctx_enable_timing(e0_ctx *c, bool on);
+const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c);
+void e0_ctx_reset_stats(e0_ctx *c);
+
+#endif

@@ -1,0 +1,665 @@
+/* experts.c — the routed-expert cache (see experts.h): per-layer slots, eviction, a pool of I/O
+ * threads reading expert matrices with pread (through the page cache or O_DIRECT), prefetch.
+ *
+ * Concurrency: one mutex guards everything shared. The main thread owns the slot table (which
+ * expert is where, pins, recency, counters); an I/O thread only takes a read request from a
+ * queue, fills the bytes of a slot in state LOADING (nobody else touches them until it is
+ * READY), then updates `pending`, `state` and the error fields and wakes the main thread. */
+#include "engine/experts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DIRECT_ALIGN 4096 /* O_DIRECT offset/length/buffer alignment; a multiple of any logical block size in use */
+#define MAX_IO_THREADS 64
+#define N_PARTS 3         /* gate, up, down */
+
+enum slot_state { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
+enum read_error { READ_OK = 0, READ_EOF, READ_ERRNO };
+
+typedef struct slot {
+    int expert;          /* -1 when empty */
+    int state;           /* slot_state */
+    int pins;
+    int pending;         /* read requests not finished yet */
+    bool from_prefetch;  /* loaded by prefetch and not acquired since */
+    uint64_t last_use;
+    int err_kind, err_errno; /* first failure of the current load */
+    uint64_t err_offset;
+    uint8_t *data;
+} slot;
+
+typedef struct layer_cache {
+    slot *slots;
+    int *where;          /* [n_expert]: slot holding the expert, or -1 */
+    uint32_t *freq;      /* [n_expert]: LFU use counts (aged) */
+    uint64_t requests;   /* since the last LFU aging */
+    uint8_t *mem;
+    size_t mem_bytes;
+    size_t part_off[N_PARTS], part_len[N_PARTS]; /* in a slot; part_len = matrix bytes */
+    uint64_t file_off[N_PARTS];                   /* of expert 0's matrix */
+    uint64_t expert_bytes;
+    size_t stride;
+} layer_cache;
+
+typedef struct read_req {
+    int layer, slot, part;
+} read_req;
+
+typedef struct req_queue {
+    read_req *q;
+    size_t cap, head, n;
+} req_queue;
+
+typedef struct io_thread {
+    e0_experts *x;
+    pthread_t tid;
+    uint8_t *staging;    /* aligned, for O_DIRECT */
+    uint8_t *staging_raw;
+} io_thread;
+
+struct e0_experts {
+    const e0_model *m;
+    const char *path;
+    int n_layer;
+    int64_t n_expert, slots;
+    int read_mode, evict;
+    const char *why;
+    char why_buf[256];
+    int fd_cached, fd_direct;
+    layer_cache *layers;
+    size_t staging_bytes;  /* usable bytes of each staging buffer */
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    req_queue urgent, background;
+    bool stop;
+    io_thread *threads;
+    int n_threads, n_started;
+    bool sync_ok;          /* mutex and condition variables initialized */
+
+    uint64_t tick;
+    uint32_t mark_gen;
+    uint32_t *mark;        /* [n_expert]: == mark_gen when seen in the current call */
+    int *call_slot;        /* [n_expert]: slot pinned for the i-th distinct id of a call */
+    int *call_id;          /* [n_expert]: the i-th distinct id */
+    e0_experts_stats st;
+};
+
+/* ---- sizes ---- */
+
+static const e0_weight *part_weight(const e0_layer *L, int p) {
+    return p == 0 ? &L->gate_exps : p == 1 ? &L->up_exps : &L->down_exps;
+}
+
+uint64_t e0_expert_bytes(const e0_model *m, int layer) {
+    if (!m || layer < 0 || layer >= m->hp.n_layer || m->hp.n_expert <= 0) return 0;
+    const e0_layer *L = &m->layers[layer];
+    uint64_t b = 0;
+    for (int p = 0; p < N_PARTS; p++) {
+        if (!part_weight(L, p)->t) return 0;
+        b += part_weight(L, p)->matrix_bytes;
+    }
+    return b;
+}
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* Slot stride of a layer: each matrix starts 64-byte aligned. */
+static size_t slot_stride(const e0_layer *L) {
+    size_t s = 0;
+    for (int p = 0; p < N_PARTS; p++) s += align_up(part_weight(L, p)->matrix_bytes, 64);
+    return s;
+}
+
+static size_t max_matrix_bytes(const e0_model *m) {
+    size_t mx = 0;
+    for (int64_t il = 0; il < m->hp.n_layer; il++)
+        for (int p = 0; p < N_PARTS; p++)
+            if (part_weight(&m->layers[il], p)->matrix_bytes > mx) mx = part_weight(&m->layers[il], p)->matrix_bytes;
+    return mx;
+}
+
+static size_t staging_bytes(size_t max_part) { return align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN; }
+
+uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
+    if (!m || !p || m->hp.n_expert <= 0 || !m->layers) return 0;
+    uint64_t total = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        if (!e0_expert_bytes(m, il)) return 0;
+        total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(p->slots > 0 ? p->slots : 0);
+    }
+    if (p->read_mode == E0_READ_DIRECT) {
+        int nt = p->n_io_threads > 0 ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
+        total += (uint64_t)nt * (staging_bytes(max_matrix_bytes(m)) + DIRECT_ALIGN);
+    }
+    return total;
+}
+
+/* ---- request queues ---- */
+
+static void queue_push(req_queue *q, read_req r) {
+    /* Capacity is n_layer * slots * 3: every slot has at most 3 requests outstanding. */
+    q->q[(q->head + q->n) % q->cap] = r;
+    q->n++;
+}
+
+static read_req queue_pop(req_queue *q) {
+    read_req r = q->q[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return r;
+}
+
+/* ---- reading ---- */
+
+/* pread exactly len bytes at off. READ_OK, READ_EOF (file shorter than expected) or READ_ERRNO. */
+static int read_cached(int fd, uint8_t *dst, size_t len, uint64_t off, int *err_no, uint64_t *err_off) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, dst + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            *err_no = errno;
+            *err_off = off + got;
+            return READ_ERRNO;
+        }
+        if (r == 0) {
+            *err_off = off + got;
+            return READ_EOF;
+        }
+        got += (size_t)r;
+    }
+    return READ_OK;
+}
+
+/* O_DIRECT: read the covering aligned range into `stage`, copy the exact bytes to dst. The
+ * aligned end may lie past the end of the file; only the bytes up to off + len must arrive. */
+static int read_direct(int fd, uint8_t *stage, uint8_t *dst, size_t len, uint64_t off, int *err_no,
+                       uint64_t *err_off) {
+    uint64_t a0 = off & ~(uint64_t)(DIRECT_ALIGN - 1);
+    size_t need = (size_t)(off + len - a0), alen = align_up(need, DIRECT_ALIGN), got = 0;
+    while (got < need) {
+        ssize_t r = pread(fd, stage + got, alen - got, (off_t)(a0 + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            *err_no = errno;
+            *err_off = a0 + got;
+            return READ_ERRNO;
+        }
+        got += (size_t)r;
+        /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
+        if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
+            *err_off = a0 + got;
+            return READ_EOF;
+        }
+    }
+    memcpy(dst, stage + (off - a0), len);
+    return READ_OK;
+}
+
+static void *io_main(void *arg) {
+    io_thread *t = arg;
+    e0_experts *x = t->x;
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        while (!x->stop && !x->urgent.n && !x->background.n) pthread_cond_wait(&x->work_cv, &x->mu);
+        if (x->stop) break;
+        read_req r = queue_pop(x->urgent.n ? &x->urgent : &x->background);
+        layer_cache *lc = &x->layers[r.layer];
+        slot *s = &lc->slots[r.slot];
+        uint8_t *dst = s->data + lc->part_off[r.part];
+        size_t len = lc->part_len[r.part];
+        uint64_t off = lc->file_off[r.part] + (uint64_t)s->expert * len;
+        pthread_mutex_unlock(&x->mu);
+
+        int err_no = 0;
+        uint64_t err_off = 0;
+        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, t->staging, dst, len, off, &err_no, &err_off)
+                                                : read_cached(x->fd_cached, dst, len, off, &err_no, &err_off);
+
+        pthread_mutex_lock(&x->mu);
+        if (rc != READ_OK && !s->err_kind) {
+            s->err_kind = rc;
+            s->err_errno = err_no;
+            s->err_offset = err_off;
+        }
+        if (--s->pending == 0) {
+            s->state = s->err_kind ? SLOT_FAILED : SLOT_READY;
+            pthread_cond_broadcast(&x->done_cv);
+        }
+    }
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+/* ---- slot table (mutex held) ---- */
+
+/* Bytes asked of the file for one expert (covering aligned ranges under O_DIRECT). */
+static uint64_t device_bytes(const e0_experts *x, const layer_cache *lc, int id) {
+    if (x->read_mode != E0_READ_DIRECT) return lc->expert_bytes;
+    uint64_t b = 0;
+    for (int p = 0; p < N_PARTS; p++) {
+        uint64_t off = lc->file_off[p] + (uint64_t)id * lc->part_len[p];
+        uint64_t a0 = off & ~(uint64_t)(DIRECT_ALIGN - 1);
+        b += align_up((size_t)(off + lc->part_len[p] - a0), DIRECT_ALIGN);
+    }
+    return b;
+}
+
+static void start_load(e0_experts *x, int layer, int si, int id, bool urgent) {
+    layer_cache *lc = &x->layers[layer];
+    slot *s = &lc->slots[si];
+    if (s->expert >= 0 && lc->where[s->expert] == si) {
+        if (s->state == SLOT_READY && s->expert != id) x->st.evictions++;
+        lc->where[s->expert] = -1;
+    }
+    s->expert = id;
+    s->state = SLOT_LOADING;
+    s->pending = N_PARTS;
+    s->err_kind = READ_OK;
+    s->from_prefetch = !urgent;
+    s->last_use = x->tick;
+    lc->where[id] = si;
+    for (int p = 0; p < N_PARTS; p++) queue_push(urgent ? &x->urgent : &x->background, (read_req){layer, si, p});
+    x->st.reads += N_PARTS;
+    x->st.bytes_read += lc->expert_bytes;
+    x->st.bytes_device += device_bytes(x, lc, id);
+    pthread_cond_broadcast(&x->work_cv);
+}
+
+/* Is slot a better eviction victim than slot b under the policy? */
+static bool better_victim(const e0_experts *x, const layer_cache *lc, const slot *a, const slot *b) {
+    if (x->evict == E0_EVICT_LFU) {
+        uint32_t fa = lc->freq[a->expert], fb = lc->freq[b->expert];
+        if (fa != fb) return fa < fb;
+    }
+    return a->last_use < b->last_use;
+}
+
+/* A slot to load into: an empty or failed one, else the policy's victim among unpinned, idle
+ * experts. -1 if none; *busy tells whether an unpinned slot is being read (wait for it). */
+static int pick_slot(const e0_experts *x, const layer_cache *lc, bool *busy) {
+    int best = -1;
+    *busy = false;
+    for (int i = 0; i < (int)x->slots; i++) {
+        const slot *s = &lc->slots[i];
+        if (s->pins) continue;
+        if (s->state == SLOT_EMPTY || s->state == SLOT_FAILED) return i;
+        if (s->state == SLOT_LOADING) {
+            *busy = true;
+            continue;
+        }
+        if (best < 0 || better_victim(x, lc, s, &lc->slots[best])) best = i;
+    }
+    return best;
+}
+
+static void count_use(e0_experts *x, layer_cache *lc, int id) {
+    lc->freq[id] = lc->freq[id] < UINT32_MAX ? lc->freq[id] + 1 : UINT32_MAX;
+    if (++lc->requests >= 4 * (uint64_t)x->n_expert) {
+        for (int64_t i = 0; i < x->n_expert; i++) lc->freq[i] >>= 1;
+        lc->requests = 0;
+    }
+}
+
+static int slot_error(const e0_experts *x, int layer, const slot *s, e0_err *e) {
+    if (s->err_kind == READ_EOF)
+        return e0_fail(e, "%s: unexpected end of file reading expert %d of layer %d (at offset %llu)", x->path,
+                       s->expert, layer, (unsigned long long)s->err_offset);
+    return e0_fail(e, "%s: read error at offset %llu reading expert %d of layer %d: %s", x->path,
+                   (unsigned long long)s->err_offset, s->expert, layer, strerror(s->err_errno));
+}
+
+/* ---- public ---- */
+
+int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_expert_ptrs *out, e0_err *e) {
+    if (layer < 0 || layer >= x->n_layer)
+        return e0_fail(e, "expert cache: layer %d out of range (the model has %d layers)", layer, x->n_layer);
+    if (n < 0 || (n > 0 && (!ids || !out))) return e0_fail(e, "expert cache: bad arguments to acquire");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= x->n_expert)
+            return e0_fail(e, "expert cache: expert id %d out of range (layer %d has %lld experts)", ids[i], layer,
+                           (long long)x->n_expert);
+    layer_cache *lc = &x->layers[layer];
+    pthread_mutex_lock(&x->mu);
+
+    /* Distinct ids, and how many more slots they would pin. */
+    if (++x->mark_gen == 0) {
+        memset(x->mark, 0, (size_t)x->n_expert * sizeof *x->mark);
+        x->mark_gen = 1;
+    }
+    int nd = 0, pinned = 0, new_pins = 0;
+    for (int i = 0; i < (int)x->slots; i++) pinned += lc->slots[i].pins > 0;
+    for (int i = 0; i < n; i++) {
+        if (x->mark[ids[i]] == x->mark_gen) continue;
+        x->mark[ids[i]] = x->mark_gen;
+        x->call_id[nd++] = ids[i];
+        int si = lc->where[ids[i]];
+        new_pins += !(si >= 0 && lc->slots[si].pins > 0);
+    }
+    if (pinned + new_pins > x->slots) {
+        pthread_mutex_unlock(&x->mu);
+        return e0_fail(e, "expert cache: layer %d needs %d distinct experts pinned at once (%d already pinned) but has "
+                          "only %lld slots; acquire fewer at a time or raise expert_slots",
+                       layer, pinned + new_pins, pinned, (long long)x->slots);
+    }
+    x->tick++;
+
+    /* Hits first (pinned at once so that loading the misses cannot evict them). */
+    for (int d = 0; d < nd; d++) {
+        int id = x->call_id[d], si = lc->where[id];
+        x->st.requests++;
+        count_use(x, lc, id);
+        x->call_slot[d] = -1;
+        if (si < 0 || lc->slots[si].state == SLOT_FAILED) continue;
+        slot *s = &lc->slots[si];
+        x->st.hits++;
+        if (s->from_prefetch) x->st.prefetch_hits++;
+        s->from_prefetch = false;
+        s->last_use = x->tick;
+        s->pins++;
+        x->call_slot[d] = si;
+    }
+    /* Misses: a slot each (waiting for an idle one if all unpinned slots are being read). */
+    double waited = 0;
+    for (int d = 0; d < nd; d++) {
+        if (x->call_slot[d] >= 0) continue;
+        int id = x->call_id[d], si = lc->where[id]; /* a failed earlier load of this id: reuse its slot */
+        bool busy;
+        while (si < 0) {
+            si = pick_slot(x, lc, &busy);
+            if (si >= 0 || !busy) break;
+            double w0 = e0_now();
+            pthread_cond_wait(&x->done_cv, &x->mu);
+            waited += e0_now() - w0;
+        }
+        if (si < 0) { /* cannot happen: the pin count was checked above */
+            for (int k = 0; k < d; k++)
+                if (x->call_slot[k] >= 0) lc->slots[x->call_slot[k]].pins--;
+            pthread_mutex_unlock(&x->mu);
+            return e0_fail(e, "expert cache: no free slot in layer %d", layer);
+        }
+        x->st.misses++;
+        start_load(x, layer, si, id, true);
+        lc->slots[si].pins++;
+        x->call_slot[d] = si;
+    }
+    /* Wait for every read of this call (ours and prefetches in flight). */
+    for (int d = 0; d < nd; d++) {
+        while (lc->slots[x->call_slot[d]].state == SLOT_LOADING) {
+            double w0 = e0_now();
+            pthread_cond_wait(&x->done_cv, &x->mu);
+            waited += e0_now() - w0;
+        }
+    }
+    x->st.wait_seconds += waited;
+    for (int d = 0; d < nd; d++) {
+        const slot *s = &lc->slots[x->call_slot[d]];
+        if (s->state != SLOT_FAILED) continue;
+        slot_error(x, layer, s, e);
+        for (int k = 0; k < nd; k++) lc->slots[x->call_slot[k]].pins--;
+        pthread_mutex_unlock(&x->mu);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const slot *s = &lc->slots[lc->where[ids[i]]];
+        out[i] = (e0_expert_ptrs){s->data + lc->part_off[0], s->data + lc->part_off[1], s->data + lc->part_off[2]};
+    }
+    pthread_mutex_unlock(&x->mu);
+    return 0;
+}
+
+void e0_experts_release(e0_experts *x, int layer) {
+    if (!x || layer < 0 || layer >= x->n_layer) return;
+    pthread_mutex_lock(&x->mu);
+    for (int i = 0; i < (int)x->slots; i++) x->layers[layer].slots[i].pins = 0;
+    pthread_mutex_unlock(&x->mu);
+}
+
+void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n) {
+    if (!x || !ids || layer < 0 || layer >= x->n_layer) return;
+    layer_cache *lc = &x->layers[layer];
+    pthread_mutex_lock(&x->mu);
+    x->tick++; /* prefetched experts count as the most recent, so the next prefetch does not evict them */
+    for (int i = 0; i < n; i++) {
+        int id = ids[i];
+        if (id < 0 || id >= x->n_expert) continue;
+        int si = lc->where[id];
+        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) continue; /* resident or being read */
+        if (si < 0) {
+            bool busy;
+            si = pick_slot(x, lc, &busy);
+            if (si < 0) break;
+        }
+        x->st.prefetched++;
+        start_load(x, layer, si, id, false);
+    }
+    pthread_mutex_unlock(&x->mu);
+}
+
+const e0_experts_stats *e0_experts_get_stats(const e0_experts *x) { return &x->st; }
+
+void e0_experts_reset_stats(e0_experts *x) { memset(&x->st, 0, sizeof x->st); }
+
+int e0_experts_read_mode(const e0_experts *x, const char **why) {
+    if (why) *why = x->why;
+    return x->read_mode;
+}
+
+bool e0_experts_resident(const e0_experts *x, int layer, int id) {
+    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert) return false;
+    e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */
+    pthread_mutex_lock(&mx->mu);
+    int si = x->layers[layer].where[id];
+    bool r = si >= 0 && x->layers[layer].slots[si].state == SLOT_READY;
+    pthread_mutex_unlock(&mx->mu);
+    return r;
+}
+
+/* ---- construction ---- */
+
+static _Atomic bool test_refuse_direct;
+void e0_experts_test_refuse_direct(bool on) { test_refuse_direct = on; }
+
+/* Open the file a second time with O_DIRECT and read one aligned block of the first expert. On
+ * any failure fall back to cached reads and say why. */
+static void setup_direct(e0_experts *x) {
+    const char *step = "open";
+    int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (fd >= 0) {
+        uint64_t off = x->layers[0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
+        ssize_t r;
+        do r = pread(fd, x->threads[0].staging, DIRECT_ALIGN, (off_t)off);
+        while (r < 0 && errno == EINTR);
+        if (r > 0) {
+            x->fd_direct = fd;
+            return;
+        }
+        step = "first read";
+        if (r == 0) errno = EIO;
+    }
+    snprintf(x->why_buf, sizeof x->why_buf, "O_DIRECT refused by the file system (%s: %s); using cached reads", step,
+             strerror(errno));
+    if (fd >= 0) close(fd);
+    x->why = x->why_buf;
+    x->read_mode = E0_READ_CACHED;
+}
+
+e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err *e) {
+    if (!m || !p) {
+        e0_fail(e, "expert cache: no model or parameters");
+        return NULL;
+    }
+    const e0_hparams *hp = &m->hp;
+    if (hp->n_expert <= 0 || !m->layers || !m->gguf) {
+        e0_fail(e, "expert cache: the model has no routed experts");
+        return NULL;
+    }
+    if (p->slots < 1 || p->slots > hp->n_expert) {
+        e0_fail(e, "expert_slots = %lld out of range [1, %lld] (n_expert)", (long long)p->slots, (long long)hp->n_expert);
+        return NULL;
+    }
+    if (p->read_mode != E0_READ_CACHED && p->read_mode != E0_READ_DIRECT) {
+        e0_fail(e, "expert cache: unknown read mode %d", p->read_mode);
+        return NULL;
+    }
+    if (p->evict != E0_EVICT_LRU && p->evict != E0_EVICT_LFU) {
+        e0_fail(e, "expert cache: unknown eviction policy %d", p->evict);
+        return NULL;
+    }
+    if (p->n_io_threads < 0 || p->n_io_threads > MAX_IO_THREADS) {
+        e0_fail(e, "expert cache: %d I/O threads out of range [0, %d]", p->n_io_threads, MAX_IO_THREADS);
+        return NULL;
+    }
+    e0_experts *x = calloc(1, sizeof *x);
+    if (!x) {
+        e0_fail(e, "out of memory");
+        return NULL;
+    }
+    x->m = m;
+    x->path = m->gguf->path;
+    x->n_layer = (int)hp->n_layer;
+    x->n_expert = hp->n_expert;
+    x->slots = p->slots;
+    x->read_mode = p->read_mode;
+    x->evict = p->evict;
+    x->fd_cached = m->gguf->fd;
+    x->fd_direct = -1;
+    x->n_threads = p->n_io_threads ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
+
+    size_t nx = (size_t)x->n_expert, ns = (size_t)x->slots;
+    size_t qcap = (size_t)x->n_layer * ns * N_PARTS;
+    x->layers = calloc((size_t)x->n_layer, sizeof *x->layers);
+    x->mark = calloc(nx, sizeof *x->mark);
+    x->call_slot = calloc(nx, sizeof *x->call_slot);
+    x->call_id = calloc(nx, sizeof *x->call_id);
+    x->urgent = (req_queue){.q = calloc(qcap, sizeof(read_req)), .cap = qcap};
+    x->background = (req_queue){.q = calloc(qcap, sizeof(read_req)), .cap = qcap};
+    x->threads = calloc((size_t)x->n_threads, sizeof *x->threads);
+    if (!x->layers || !x->mark || !x->call_slot || !x->call_id || !x->urgent.q || !x->background.q || !x->threads) {
+        e0_fail(e, "out of memory");
+        goto fail;
+    }
+    for (int il = 0; il < x->n_layer; il++) {
+        const e0_layer *L = &m->layers[il];
+        layer_cache *lc = &x->layers[il];
+        lc->expert_bytes = e0_expert_bytes(m, il);
+        if (!lc->expert_bytes) {
+            e0_fail(e, "expert cache: layer %d has no routed experts", il);
+            goto fail;
+        }
+        size_t off = 0;
+        for (int q = 0; q < N_PARTS; q++) {
+            const e0_weight *w = part_weight(L, q);
+            lc->part_off[q] = off;
+            lc->part_len[q] = w->matrix_bytes;
+            lc->file_off[q] = w->t->offset;
+            off += align_up(w->matrix_bytes, 64);
+        }
+        lc->stride = off; /* = slot_stride(L) */
+        uint64_t total;
+        if (e0_mul_overflow(off, ns, &total) || total > SIZE_MAX) {
+            e0_fail(e, "expert cache: slots of layer %d too large", il);
+            goto fail;
+        }
+        lc->mem_bytes = (size_t)total;
+        lc->mem = e0_alloc(E0_MEM_EXPERTS, lc->mem_bytes);
+        lc->slots = calloc(ns, sizeof *lc->slots);
+        lc->where = malloc(nx * sizeof *lc->where);
+        lc->freq = calloc(nx, sizeof *lc->freq);
+        if (!lc->mem || !lc->slots || !lc->where || !lc->freq) {
+            e0_fail(e, "cannot allocate %zu bytes for the expert slots of layer %d", lc->mem_bytes, il);
+            goto fail;
+        }
+        for (size_t i = 0; i < nx; i++) lc->where[i] = -1;
+        for (size_t i = 0; i < ns; i++) lc->slots[i] = (slot){.expert = -1, .data = lc->mem + i * lc->stride};
+    }
+    if (x->read_mode == E0_READ_DIRECT) {
+        x->staging_bytes = staging_bytes(max_matrix_bytes(m));
+        for (int t = 0; t < x->n_threads; t++) {
+            x->threads[t].staging_raw = e0_alloc(E0_MEM_STAGING, x->staging_bytes + DIRECT_ALIGN);
+            if (!x->threads[t].staging_raw) {
+                e0_fail(e, "cannot allocate %zu bytes of I/O staging", x->staging_bytes);
+                goto fail;
+            }
+            uintptr_t a = ((uintptr_t)x->threads[t].staging_raw + DIRECT_ALIGN - 1) & ~(uintptr_t)(DIRECT_ALIGN - 1);
+            x->threads[t].staging = (uint8_t *)a;
+        }
+        setup_direct(x);
+        if (x->read_mode == E0_READ_CACHED) /* the fallback needs no staging */
+            for (int t = 0; t < x->n_threads; t++) {
+                e0_free(E0_MEM_STAGING, x->threads[t].staging_raw, x->staging_bytes + DIRECT_ALIGN);
+                x->threads[t].staging_raw = x->threads[t].staging = NULL;
+            }
+    }
+    if (pthread_mutex_init(&x->mu, NULL)) {
+        e0_fail(e, "expert cache: cannot create a mutex");
+        goto fail;
+    }
+    if (pthread_cond_init(&x->work_cv, NULL)) {
+        pthread_mutex_destroy(&x->mu);
+        e0_fail(e, "expert cache: cannot create a condition variable");
+        goto fail;
+    }
+    if (pthread_cond_init(&x->done_cv, NULL)) {
+        pthread_cond_destroy(&x->work_cv);
+        pthread_mutex_destroy(&x->mu);
+        e0_fail(e, "expert cache: cannot create a condition variable");
+        goto fail;
+    }
+    x->sync_ok = true;
+    for (int t = 0; t < x->n_threads; t++) {
+        x->threads[t].x = x;
+        int rc = pthread_create(&x->threads[t].tid, NULL, io_main, &x->threads[t]);
+        if (rc) {
+            e0_fail(e, "expert cache: cannot start I/O thread: %s", strerror(rc));
+            goto fail;
+        }
+        x->n_started++;
+    }
+    return x;
+fail:
+    e0_experts_free(x);
+    return NULL;
+}
+
+void e0_experts_free(e0_experts *x) {
+    if (!x) return;
+    if (x->sync_ok) {
+        pthread_mutex_lock(&x->mu);
+        x->stop = true;
+        pthread_cond_broadcast(&x->work_cv);
+        pthread_mutex_unlock(&x->mu);
+        for (int t = 0; t < x->n_started; t++) pthread_join(x->threads[t].tid, NULL);
+        pthread_cond_destroy(&x->done_cv);
+        pthread_cond_destroy(&x->work_cv);
+        pthread_mutex_destroy(&x->mu);
+    }
+    if (x->threads)
+        for (int t = 0; t < x->n_threads; t++)
+            e0_free(E0_MEM_STAGING, x->threads[t].staging_raw, x->staging_bytes + DIRECT_ALIGN);
+    if (x->layers)
+        for (int il = 0; il < x->n_layer; il++) {
+            layer_cache *lc = &x->layers[il];
+            e0_free(E0_MEM_EXPERTS, lc->mem, lc->mem_bytes);
+            free(lc->slots);
+            free(lc->where);
+            free(lc->freq);
+        }
+    if (x->fd_direct >= 0) close(x->fd_direct);
+    free(x->layers);
+    free(x->mark);
+    free(x->call_slot);
+    free(x->call_id);
+    free(x->urgent.q);
+    free(x->background.q);
+    free(x->threads);
+    free(x);
+}

@@ -1,0 +1,105 @@
+/* experts.h — the routed-expert cache: per layer, `slots` expert slots in memory, filled from the
+ * GGUF file on demand (pread by a pool of I/O threads, or O_DIRECT with aligned buffers), so a
+ * mixture-of-experts model whose experts do not fit in memory can run.
+ *
+ * One expert of layer L = its three matrices: gate_exps[:, :, x], up_exps[:, :, x] and
+ * down_exps[:, :, x], each a contiguous byte range of the file (the tensors' expert stride).
+ *
+ *   e0_experts_acquire(x, L, ids, n, ptrs)  -> all n experts resident (reads what is missing,
+ *                                              waits for it), pinned until release
+ *   e0_experts_release(x, L)                -> they may be evicted again
+ *   e0_experts_prefetch(x, L, ids, n)       -> start reading in the background, no wait
+ *
+ * Pointers stay valid and unchanged while pinned. Reads are bit-exact copies of the file bytes,
+ * so computing with streamed experts gives exactly the results of resident ones.
+ *
+ * Threads: acquire, release, prefetch, the stats calls and free are called from one thread (the
+ * engine's main thread); the cache owns its I/O threads. Each matrix of an expert is one read
+ * request (three per expert), served by whichever I/O thread is free, so the experts of one
+ * acquire are read in parallel. Reads for acquire go ahead of queued prefetch reads.
+ *
+ * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, slots * slot stride) (the stride
+ * is e0_expert_bytes rounded up to 64 bytes per matrix); O_DIRECT staging buffers (one per I/O
+ * thread, the largest matrix + 2 blocks) are E0_MEM_STAGING. */
+#ifndef E0_EXPERTS_H
+#define E0_EXPERTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/model.h"
+
+/* cached: pread through the page cache. direct: O_DIRECT; each matrix's covering 4096-aligned
+ * range is read into an aligned staging buffer and the exact bytes are copied into the slot. */
+enum e0_expert_read { E0_READ_CACHED = 0, E0_READ_DIRECT = 1 };
+/* LRU: evict the unpinned expert used longest ago. LFU: evict the unpinned expert with the fewest
+ * uses in this layer (counts kept per expert across evictions, halved every 4 * n_expert
+ * requests of the layer so old popularity fades); ties go to the least recently used. */
+enum e0_evict { E0_EVICT_LRU = 0, E0_EVICT_LFU = 1 };
+
+typedef struct e0_experts_params {
+    int64_t slots;          /* expert slots per layer, 1..n_expert (the forward pass needs >= n_expert_used) */
+    int read_mode;          /* e0_expert_read */
+    int evict;              /* e0_evict */
+    int n_io_threads;       /* 0 = default (E0_EXPERTS_DEFAULT_IO_THREADS); at most 64 */
+} e0_experts_params;
+
+#define E0_EXPERTS_DEFAULT_IO_THREADS 8
+
+typedef struct e0_expert_ptrs {
+    const uint8_t *gate, *up, *down;
+} e0_expert_ptrs;
+
+/* Counters since creation or the last reset. Every distinct id of an acquire call is one request
+ * (an id repeated within a call counts once): hits + misses = requests. hits include experts still being read by a prefetch (acquire waits
+ * for that read instead of reading again); prefetch_hits = hits on an expert a prefetch loaded
+ * that had not been used since. Experts read = misses + prefetched, and bytes_read is the sum of
+ * their exact sizes (e0_expert_bytes of their layer); bytes_device is what was asked of the file
+ * (the aligned covering ranges under O_DIRECT, = bytes_read when cached). reads = read requests
+ * queued (3 per expert read). */
+typedef struct e0_experts_stats {
+    uint64_t bytes_read, reads, hits, misses, prefetched, prefetch_hits, evictions;
+    uint64_t requests, bytes_device;
+    double wait_seconds; /* time acquire spent waiting for reads */
+} e0_experts_stats;
+
+typedef struct e0_experts e0_experts;
+
+/* Errors: the model has no routed experts, slots outside 1..n_expert, a bad read mode / policy,
+ * out of memory, threads that cannot start. O_DIRECT refused by the file system is not an error:
+ * the cache falls back to cached reads (see e0_experts_read_mode). The model must outlive the
+ * cache; its expert tensors may be resident or not (the cache always reads from the file). */
+e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err *e);
+/* Joins the I/O threads (reads in progress finish, queued ones are dropped) and frees all. */
+void e0_experts_free(e0_experts *x);
+/* Make experts ids[0..n) of `layer` resident and pinned; out[i] are ids[i]'s matrices. Ids may
+ * repeat. Pins add up over several acquires of a layer until e0_experts_release(layer), and the
+ * distinct pinned experts of a layer must fit its slots: asking for more is an error (the caller
+ * batches). Errors: layer or id out of range, too many distinct experts, a read error
+ * ("<path>: unexpected end of file reading expert 5 of layer 3"); on error this call pins
+ * nothing (earlier pins stay) and out is not filled. */
+int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_expert_ptrs *out, e0_err *e);
+/* Unpin every expert of `layer`. */
+void e0_experts_release(e0_experts *x, int layer);
+/* Queue background reads of those ids of `layer` that are neither resident nor being read, into
+ * empty slots or by evicting unpinned, idle experts (never a pinned one, never one a read is
+ * filling); ids beyond what fits are skipped, invalid ids ignored. Does not wait. A read error
+ * here is silent: the expert is read again (and the error reported) by acquire. */
+void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n);
+const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
+void e0_experts_reset_stats(e0_experts *x);
+/* Bytes of one expert (gate + up + down) of a layer, exact (0 for a layer without experts). */
+uint64_t e0_expert_bytes(const e0_model *m, int layer);
+/* Bytes a cache with these parameters allocates in the memory ledger (expert slots + O_DIRECT
+ * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
+uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
+/* The read mode actually in use (direct falls back to cached when the file system refuses
+ * O_DIRECT; *why says so, else *why = NULL). */
+int e0_experts_read_mode(const e0_experts *x, const char **why);
+/* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
+ * the fallback path can be tested where the file system accepts it. */
+void e0_experts_test_refuse_direct(bool on);
+/* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */
+bool e0_experts_resident(const e0_experts *x, int layer, int id);
+
+#endif

@@ -1,0 +1,43 @@
+/* kernels.h — the numeric building blocks of the forward pass (norms, RoPE, softmax, SwiGLU,
+ * matrix-vector products). Elementwise kernels are plain C the compiler vectorizes; matrix
+ * products go through the type table's vec_dot and are split across the thread pool. */
+#ifndef E0_KERNELS_H
+#define E0_KERNELS_H
+
+#include <stdint.h>
+
+#include "engine/model.h"
+#include "base/threadpool.h"
+
+void e0_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
+void e0_softmax(float *x, int64_t n);
+/* a[i] = silu(a[i]) * b[i] */
+void e0_swiglu(float *a, const float *b, int64_t n);
+/* Rotate one head vector of head_dim values at position pos (first n_rot dims). */
+void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox);
+/* y += a * x (n floats) and the F32 dot product, with the best SIMD the CPU has. */
+void e0_axpy(int64_t n, float a, const float *x, float *y);
+float e0_dot_f32(int64_t n, const float *x, const float *y);
+/* A dequantized copy of row `row` of w into out (n = w->ne[0] floats). */
+void e0_get_row(const e0_weight *w, int64_t row, float *out);
+
+/* y[t][r] = W[r] . x[t] for several matrices at once, rows split across threads.
+ * xq holds the n_tok activation rows already converted to W's vec_dot_type. */
+typedef struct e0_matmul {
+    const uint8_t *w;   /* first row */
+    uint32_t type;
+    int64_t n_in, n_out;
+    size_t row_bytes;
+    const uint8_t *xq;
+    size_t xq_stride;   /* bytes between activation rows */
+    int n_tok;
+    float *y;
+    int64_t y_stride;   /* floats between output rows (one per token) */
+} e0_matmul;
+
+void e0_matmul_run(e0_pool *pool, const e0_matmul *jobs, int n_jobs);
+/* Convert n_tok rows of n floats (stride n) to `type` (a vec_dot_type), rows split across threads. */
+void e0_quantize_rows(e0_pool *pool, uint32_t type, const float *x, int n_tok, int64_t n, uint8_t *out,
+                      size_t out_stride);
+
+#endif

@@ -1,0 +1,201 @@
+/* load.c — resolve the options, load the model and its expert cache (see load.h). */
+#include "engine/load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/sysinfo.h"
+
+#define DEFAULT_PREFILL_AHEAD 3000
+
+static uint64_t meminfo_available(void) {
+    char *t = e0_read_text("/proc/meminfo", 1 << 16, NULL);
+    uint64_t v = 0;
+    if (t && e0_parse_kb_field(t, "MemAvailable:", &v) != 0) v = 0;
+    free(t);
+    return v;
+}
+
+/* Page cache charged to the cgroup (reclaimable, so not "used" for the budget): memory.stat's
+ * "cache" (v1) or "file" (v2). */
+static uint64_t cgroup_cache(const json_t *cg) {
+    const char *path = json_string_value(json_object_get(cg, "path"));
+    json_int_t version = json_integer_value(json_object_get(cg, "version"));
+    if (!path) return 0;
+    char file[1024];
+    snprintf(file, sizeof file, "/sys/fs/cgroup%s%s/memory.stat", version == 1 ? "/memory" : "", path);
+    char *t = e0_read_text(file, 1 << 20, NULL);
+    uint64_t v = 0;
+    const char *key = version == 1 ? "cache " : "file ";
+    for (const char *line = t; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, strlen(key))) {
+            v = strtoull(line + strlen(key), NULL, 10);
+            break;
+        }
+    free(t);
+    return v;
+}
+
+/* Room in this process's memory cgroup: the limit minus what is used other than page cache;
+ * 0 when it has no limit. */
+static uint64_t cgroup_room(void) {
+    char *t = e0_read_text("/proc/self/cgroup", 1 << 16, NULL);
+    if (!t) return 0;
+    json_t *j = e0_cgroup_memory_json_at(t, "/sys/fs/cgroup");
+    free(t);
+    uint64_t room = 0;
+    json_t *lim = json_object_get(j, "limit_bytes"), *use = json_object_get(j, "usage_bytes");
+    if (json_is_integer(lim) && json_integer_value(lim) > 0) {
+        uint64_t l = (uint64_t)json_integer_value(lim), u = json_is_integer(use) ? (uint64_t)json_integer_value(use) : 0;
+        uint64_t cache = cgroup_cache(j);
+        u = u > cache ? u - cache : 0;
+        room = l > u ? l - u : 1;
+    }
+    json_decref(j);
+    return room;
+}
+
+static bool is_expert_tensor(const char *name) { return strstr(name, "_exps.") != NULL; }
+
+int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+            e0_session *s, e0_err *e) {
+    memset(s, 0, sizeof *s);
+    s->opt = *opt;
+    e0_options *o = &s->opt;
+    /* 1. what the model needs (metadata only) */
+    e0_model *probe = e0_model_load(path, NULL, false, e);
+    if (!probe) return -1;
+    const e0_hparams hp = probe->hp;
+    uint64_t dense = 0, experts = 0, max_expert = 0;
+    for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) {
+        const gguf_tensor *t = &probe->gguf->tensors[i];
+        if (is_expert_tensor(t->name)) experts += t->nbytes;
+        else dense += t->nbytes;
+    }
+    for (int64_t il = 0; il < hp.n_layer && hp.n_expert; il++) {
+        uint64_t b = e0_expert_bytes(probe, (int)il);
+        if (b > max_expert) max_expert = b;
+    }
+    int64_t n_ctx = cp && cp->n_ctx > 0 ? cp->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    uint64_t kv = 2ull * (uint64_t)hp.n_layer * (uint64_t)n_ctx * (uint64_t)(hp.n_head_kv * hp.head_dim) * 4;
+
+    /* 2. the budget */
+    if (o->memory_budget) {
+        s->budget = o->memory_budget;
+        s->budget_source = "memory_budget option";
+    } else {
+        uint64_t avail = meminfo_available(), room = cgroup_room();
+        s->budget_source = "80% of MemAvailable";
+        if (room && (room < avail || !avail)) {
+            avail = room;
+            s->budget_source = "80% of the memory cgroup's limit less its non-cache usage";
+        }
+        s->budget = avail / 10 * 8;
+    }
+
+    /* 3. residency and slots */
+    bool moe = hp.n_expert > 0;
+    if (!moe) {
+        if (o->experts == E0_EXPERTS_STREAM || o->expert_slots)
+            return e0_model_free(probe), e0_fail(e, "--model-option: %s has no routed experts to stream", path);
+        s->streamed = false;
+    } else if (o->experts == E0_EXPERTS_RESIDENT) {
+        if (o->expert_slots) return e0_model_free(probe), e0_fail(e, "--model-option: expert_slots contradicts experts=resident");
+        s->streamed = false;
+    } else if (o->experts == E0_EXPERTS_STREAM || o->expert_slots) {
+        s->streamed = true;
+    } else {
+        s->streamed = dense + experts + kv > s->budget;
+    }
+    if (s->streamed) {
+        if (o->expert_slots) {
+            if (o->expert_slots < hp.n_expert_used || o->expert_slots > hp.n_expert)
+                return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
+                               (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
+        } else {
+            uint64_t need = dense + kv + (uint64_t)hp.n_layer * (uint64_t)hp.n_expert_used * max_expert;
+            if (s->budget < need)
+                return e0_model_free(probe), e0_fail(e, "memory budget %.2f GiB (%s) is too small for %s: it needs at least %.2f GiB "
+                                  "(dense weights, KV cache, %lld expert slots per layer)",
+                               s->budget / 1073741824.0, s->budget_source, path, need / 1073741824.0,
+                               (long long)hp.n_expert_used);
+            uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
+            int64_t slots = (int64_t)(room / per_slot);
+            o->expert_slots = slots < hp.n_expert_used ? hp.n_expert_used : slots > hp.n_expert ? hp.n_expert : slots;
+            /* the exact cache size (slot padding, O_DIRECT staging) must fit too */
+            e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+                                    .n_io_threads = (int)o->io_threads};
+            while (xp.slots > hp.n_expert_used && e0_experts_memory(probe, &xp) > room) xp.slots--;
+            o->expert_slots = xp.slots;
+        }
+    }
+    e0_model_free(probe);
+    if (o->routing == E0_ROUTING_AUTO) o->routing = s->streamed ? E0_ROUTING_PREDICTED : E0_ROUTING_ACTUAL;
+    if (!moe && o->routing == E0_ROUTING_PREDICTED) return e0_fail(e, "--model-option routing=predicted: %s has no routed experts", path);
+    if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;
+    if (o->evict < 0) o->evict = E0_EVICT_LFU; /* 13-15% fewer bytes read than LRU: docs/perf.md */
+    if (o->predict_from_layer < 0) o->predict_from_layer = 1;
+    if (o->predict_ahead <= 0) o->predict_ahead = 1; /* 2 measured worse: see docs/perf.md */
+    if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
+    if (o->prefetch == E0_AUTO) o->prefetch = E0_OFF;
+    if (o->experts == E0_EXPERTS_AUTO) o->experts = s->streamed ? E0_EXPERTS_STREAM : E0_EXPERTS_RESIDENT;
+
+    /* 4. load */
+    e0_model_params p = mp ? *mp : (e0_model_params){0};
+    p.experts_resident = !s->streamed;
+    if (!(s->m = e0_model_load(path, &p, true, e))) return -1;
+    if (s->streamed) {
+        e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read, .evict = o->evict,
+                                .n_io_threads = (int)o->io_threads};
+        if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
+    }
+    if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
+    e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
+    e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
+    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
+                       o->prefetch == E0_ON);
+    return 0;
+}
+
+void e0_close(e0_session *s) {
+    e0_ctx_free(s->c);
+    e0_experts_free(s->xc);
+    e0_model_free(s->m);
+    memset(s, 0, sizeof *s);
+}
+
+json_t *e0_session_config_json(const e0_session *s) {
+    const e0_options *o = &s->opt;
+    json_t *j = json_object();
+    json_object_set_new(j, "threads", json_integer(e0_ctx_n_threads(s->c)));
+    json_object_set_new(j, "prefill_threads", json_integer(e0_ctx_n_threads_prefill(s->c)));
+    json_object_set_new(j, "context", json_integer(e0_ctx_n_ctx(s->c)));
+    json_object_set_new(j, "batch", json_integer(e0_ctx_n_batch(s->c)));
+    json_object_set_new(j, "kv_type", json_string("f32"));
+    bool moe = s->m->hp.n_expert > 0;
+    json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
+    json_object_set_new(j, "routing", json_string(!moe ? "none (dense model)" : o->routing == E0_ROUTING_PREDICTED ? "predicted" : "actual"));
+    if (moe) {
+        json_object_set_new(j, "expert_slots", s->streamed ? json_integer(o->expert_slots) : json_string("all (resident)"));
+        const char *why = NULL;
+        int mode = s->xc ? e0_experts_read_mode(s->xc, &why) : o->expert_read;
+        json_object_set_new(j, "expert_read", json_string(!s->streamed ? "n/a (resident)" : mode == E0_READ_DIRECT ? "direct" : "cached"));
+        if (why) json_object_set_new(j, "expert_read_note", json_string(why));
+        json_object_set_new(j, "evict", json_string(o->evict == E0_EVICT_LFU ? "lfu" : "lru"));
+        json_object_set_new(j, "predict_from_layer", json_integer(o->predict_from_layer));
+        json_object_set_new(j, "predict_ahead", json_integer(o->predict_ahead));
+        json_object_set_new(j, "prefetch", json_string(o->prefetch == E0_ON ? "on" : "off"));
+        json_object_set_new(j, "prefill_read", json_string(o->prefill_read == E0_OFF ? "off" : "auto"));
+        json_object_set_new(j, "prefill_ahead_min_tokens", json_integer(o->prefill_ahead_min_tokens));
+        json_object_set_new(j, "io_threads", json_integer(o->io_threads ? o->io_threads : E0_EXPERTS_DEFAULT_IO_THREADS));
+    }
+    /* The budget derived from free memory changes from run to run: only a given one is part of
+     * the configuration (the derived value is reported by e0_session_budget_json). */
+    json_object_set_new(j, "memory_budget", o->memory_budget ? json_integer((json_int_t)o->memory_budget) : json_string("auto"));
+    return j;
+}
+
+json_t *e0_session_budget_json(const e0_session *s) {
+    return json_pack("{s:I, s:s}", "bytes", (json_int_t)s->budget, "source", s->budget_source);
+}

@@ -1,0 +1,39 @@
+/* load.h — open a model the way the options say: decide whether routed experts are resident or
+ * streamed (and with how many slots), the routing mode, and build the context around it.
+ *
+ * The residency rule (docs/design.md):
+ *   budget = memory_budget option, else 80% of the memory this process may use: the smaller of
+ *            MemAvailable and the memory cgroup's limit (minus its current usage) when limited.
+ *   experts=resident -> resident. experts=stream or expert_slots given -> streamed.
+ *   otherwise resident when dense weights + all experts + KV cache fit the budget, else streamed.
+ *   streamed without expert_slots: slots = (budget - dense - KV) / (layers x bytes of one expert),
+ *   at least experts-used-per-token, at most all experts; a budget below that is an error.
+ *   routing defaults to predicted when experts stream, actual when they are resident. */
+#ifndef E0_LOAD_H
+#define E0_LOAD_H
+
+#include <jansson.h>
+
+#include "engine/engine.h"
+#include "engine/experts.h"
+#include "engine/options.h"
+
+typedef struct e0_session {
+    e0_model *m;
+    e0_ctx *c;
+    e0_experts *xc;        /* NULL when experts are resident (or the model has none) */
+    e0_options opt;        /* resolved */
+    bool streamed;
+    uint64_t budget;       /* bytes the rule used */
+    const char *budget_source;
+} e0_session;
+
+int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+            e0_session *s, e0_err *e);
+void e0_close(e0_session *s);
+/* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
+json_t *e0_session_config_json(const e0_session *s);
+/* The memory budget the residency rule used: {bytes, source}. */
+json_t *e0_session_budget_json(const e0_session *s);
+
+#endif

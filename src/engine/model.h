@@ -1,0 +1,94 @@
+/* model.h — architectures: hyperparameters, the weights of each layer, and loading them.
+ *
+ * A model is a GGUF file's tensors bound to the roles they play in one of the supported
+ * architectures (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe). Every
+ * hyperparameter comes from the `<arch>.*` keys and every tensor's shape is checked against them
+ * before any weight is read. Dense weights are read (pread) into memory the engine owns; routed
+ * expert tensors are resident too unless the expert cache (experts.c) streams them. */
+#ifndef E0_MODEL_H
+#define E0_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+
+enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE };
+
+typedef struct e0_hparams {
+    enum e0_arch arch;
+    const char *arch_name;
+    int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    int64_t n_rot;       /* dims rotated by RoPE (rope.dimension_count) */
+    float rms_eps, rope_base;
+    bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
+    bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
+    bool qkv_bias;       /* qwen2*: q/k/v biases */
+    bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
+    bool shared_expert;  /* qwen2moe: sigmoid-gated shared expert */
+} e0_hparams;
+
+/* A weight matrix (or stack of matrices for routed experts): ne[0] = input dim (row length),
+ * ne[1] = output rows, ne[2] = experts. `data` is NULL for absent tensors and for streamed
+ * expert stacks. */
+typedef struct e0_weight {
+    const gguf_tensor *t;
+    uint32_t type;
+    int64_t ne[3];
+    size_t row_bytes;    /* bytes of one row */
+    size_t matrix_bytes; /* bytes of one ne[0] x ne[1] matrix (one expert) */
+    const uint8_t *data;
+} e0_weight;
+
+typedef struct e0_layer {
+    const float *attn_norm, *ffn_norm;          /* [n_embd] */
+    const float *bq, *bk, *bv;                  /* qwen2*: biases, else NULL */
+    const float *q_norm, *k_norm;               /* qwen3*: [head_dim], else NULL */
+    e0_weight wq, wk, wv, wo;
+    e0_weight ffn_gate, ffn_up, ffn_down;       /* dense FFN */
+    e0_weight router;                           /* ffn_gate_inp [n_embd, n_expert] */
+    e0_weight gate_exps, up_exps, down_exps;    /* routed experts */
+    const float *shexp_gate_inp;                /* qwen2moe: [n_embd] */
+    e0_weight gate_shexp, up_shexp, down_shexp; /* qwen2moe shared expert */
+} e0_layer;
+
+typedef struct e0_model_params {
+    bool experts_resident; /* read routed expert tensors at load time */
+    /* Called after each tensor is read (may be NULL): bytes read so far and in all. */
+    void (*progress)(void *user, uint64_t done, uint64_t total);
+    void *progress_user;
+} e0_model_params;
+
+typedef struct e0_model {
+    gguf_file *gguf;
+    e0_hparams hp;
+    const float *output_norm;
+    e0_weight tok_embd, output; /* output aliases tok_embd when tied */
+    bool tied_output;
+    e0_layer *layers;
+    uint8_t *dense_buf;         /* all resident non-expert weights */
+    size_t dense_bytes;
+    uint8_t *expert_buf;        /* resident routed experts (NULL when streamed) */
+    size_t expert_bytes;
+    uint64_t params_total, params_active; /* active = per token (top-k experts) */
+} e0_model;
+
+/* Open, validate (architecture, hyperparameters, every tensor's presence and shape) and load.
+ * With `load_weights` false only the metadata is validated (used by `info`). */
+e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_weights, e0_err *e);
+void e0_model_free(e0_model *m);
+
+bool e0_model_is_moe(const e0_model *m);
+/* Bytes one decode step reads with n_kv positions in the KV cache (F32): every dense matrix,
+ * the output matrix, one embedding row, n_expert_used experts per layer, and the KV cache. The
+ * memory-bandwidth bound of decode is bandwidth / this. */
+uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv);
+const char *e0_arch_name(enum e0_arch a);
+
+/* Pointer to expert `x`'s matrix inside a resident expert stack. */
+static inline const uint8_t *e0_expert_matrix(const e0_weight *w, int64_t x) {
+    return w->data + (size_t)x * w->matrix_bytes;
+}
+
+#endif

@@ -1,0 +1,26 @@
+/* quant_k_simd.h — internal: small SSE/AVX helpers shared by quant_k_avx2.c and
+ * quant_k_avx512.c (include only from files compiled with at least -mavx2). */
+#ifndef E0_QUANT_K_SIMD_H
+#define E0_QUANT_K_SIMD_H
+
+#include <immintrin.h>
+
+#include "quant/quant_k.h"
+
+/* q4_K / q5_K: the 12 packed scale bytes (see k_scale_min) to 8 scales (bytes 0..7) and 8 mins
+ * (bytes 8..15), all in vector registers. Reads 16 bytes at p: in both block layouts the scales
+ * are followed by at least 4 more bytes of the same block. */
+static inline __m128i k_unpack_scales_mins_simd(const uint8_t *p) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)p);
+    /* low parts: scales 0-3 = b0-3 & 63, scales 4-7 = b8-11 & 15, mins 0-3 = b4-7 & 63,
+     * mins 4-7 = b8-11 >> 4 */
+    const __m128i s1 = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i lo = _mm_or_si128(
+        _mm_and_si128(s1, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm_and_si128(_mm_srli_epi16(s1, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    /* high 2 bits of scales / mins 4-7: top bits of b0-3 / b4-7, moved to bits 4-5 */
+    const __m128i s2 = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(s2, 2), _mm_set1_epi8(0x30)));
+}
+
+#endif

@@ -1,0 +1,182 @@
+/* synth.c — synth parameters: architecture and type names, the named shapes, validation and
+ * llama.cpp's per-tensor type fallback. The writing itself is in synth_write.c, the tokenizer in
+ * synth_vocab.c. */
+#include "synth/synth.h"
+
+#include <strings.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+static const char *const arch_names[SYNTH_ARCH_COUNT] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"};
+
+int synth_arch_from_name(const char *name) {
+    for (int i = 0; i < SYNTH_ARCH_COUNT; i++)
+        if (!strcmp(name, arch_names[i])) return i;
+    return -1;
+}
+
+const char *synth_arch_name(enum synth_arch a) { return a < SYNTH_ARCH_COUNT ? arch_names[a] : "?"; }
+
+int synth_arch_is_moe(enum synth_arch a) { return a == SYNTH_QWEN2MOE || a == SYNTH_QWEN3MOE; }
+
+/* The weight types synth writes (all the engine supports). */
+static const uint32_t writable_types[] = {E0_TYPE_F32,  E0_TYPE_F16,  E0_TYPE_BF16, E0_TYPE_Q4_0, E0_TYPE_Q4_1,
+                                          E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q8_0, E0_TYPE_Q2_K, E0_TYPE_Q3_K,
+                                          E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
+
+int synth_type_from_name(const char *name) {
+    for (size_t i = 0; i < sizeof writable_types / sizeof writable_types[0]; i++) {
+        const e0_type_traits *t = e0_type_traits_of(writable_types[i]);
+        if (t && !strcasecmp(name, t->name)) return (int)writable_types[i];
+    }
+    return -1;
+}
+
+uint32_t synth_fallback_type(uint32_t want, int64_t row_len) {
+    const e0_type_traits *t = e0_type_traits_of(want);
+    if (t && row_len % t->block_size == 0) return want;
+    uint32_t alt;
+    switch (want) {
+    case E0_TYPE_Q2_K:
+    case E0_TYPE_Q3_K: alt = E0_TYPE_Q4_0; break; /* llama.cpp: IQ4_NL, which we do not support */
+    case E0_TYPE_Q4_K: alt = E0_TYPE_Q5_0; break;
+    case E0_TYPE_Q5_K: alt = E0_TYPE_Q5_1; break;
+    case E0_TYPE_Q6_K: alt = E0_TYPE_Q8_0; break;
+    default: alt = E0_TYPE_F16; break;
+    }
+    if (row_len % e0_type_traits_of(alt)->block_size == 0) return alt;
+    return E0_TYPE_F16;
+}
+
+uint32_t synth_file_type(uint32_t type) {
+    /* llama_ftype values; the K-quants map to their "_S" (uniform) variant. */
+    switch (type) {
+    case E0_TYPE_F32: return 0;
+    case E0_TYPE_F16: return 1;
+    case E0_TYPE_Q4_0: return 2;
+    case E0_TYPE_Q4_1: return 3;
+    case E0_TYPE_Q8_0: return 7;
+    case E0_TYPE_Q5_0: return 8;
+    case E0_TYPE_Q5_1: return 9;
+    case E0_TYPE_Q2_K: return 10;
+    case E0_TYPE_Q3_K: return 11; /* Q3_K_S */
+    case E0_TYPE_Q4_K: return 14; /* Q4_K_S */
+    case E0_TYPE_Q5_K: return 16; /* Q5_K_S */
+    case E0_TYPE_Q6_K: return 18;
+    case E0_TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+/* ---- named shapes ---- */
+typedef struct shape {
+    const char *name;
+    int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp, n_vocab, n_ctx;
+    double rope_base, rms_eps; /* 0 = the architecture's default */
+} shape;
+
+static const shape shapes[] = {
+    /* small enough for tests and demos, like the golden models */
+    {"tiny", 2, 256, 4, 2, 64, 512, 8, 2, 256, 512, 512, 2048, 0, 0},
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 128, 8, 768, 0, 151936, 40960, 1e6, 1e-6},
+    {"mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 8, 2, 14336, 0, 32000, 32768, 1e6, 1e-5},
+    {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6, 1e-6},
+};
+
+const char *synth_shape_names(void) { return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b"; }
+
+int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
+    const shape *s = NULL;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(name, shapes[i].name)) s = &shapes[i];
+    if (!s) return e0_fail(e, "unknown shape '%s' (known: %s)", name, synth_shape_names());
+    int qwen = p->arch != SYNTH_LLAMA;
+    p->n_layer = s->n_layer;
+    p->n_embd = s->n_embd;
+    p->n_head = s->n_head;
+    p->n_head_kv = s->n_head_kv;
+    p->head_dim = s->head_dim;
+    p->n_ff = s->n_ff;
+    p->n_vocab = s->n_vocab;
+    p->n_ctx = s->n_ctx;
+    p->n_ff_exp = 0;
+    p->n_ff_shexp = 0;
+    p->n_expert = 0;
+    p->n_expert_used = 0;
+    if (synth_arch_is_moe(p->arch)) {
+        p->n_expert = s->n_expert;
+        p->n_expert_used = s->n_expert_used;
+        p->n_ff_exp = s->n_ff_exp;
+        if (p->arch == SYNTH_QWEN2MOE) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
+    } else if (p->arch == SYNTH_LLAMA && strcmp(s->name, "tiny") != 0) {
+        /* llama MoE (Mixtral): experts are n_ff wide, so n_ff takes the shape's expert width;
+         * tiny llama stays dense */
+        p->n_expert = s->n_expert;
+        p->n_expert_used = s->n_expert_used;
+        p->n_ff = s->n_ff_exp;
+    }
+    p->rope_base = s->rope_base ? s->rope_base : qwen ? 1e6 : 1e4;
+    p->rms_eps = s->rms_eps ? s->rms_eps : qwen ? 1e-6 : 1e-5;
+    return 0;
+}
+
+/* ---- validation ---- */
+static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err *e) {
+    if (v < lo || v > hi)
+        return e0_fail(e, "%s = %lld is out of range [%lld, %lld]", what, (long long)v, (long long)lo, (long long)hi);
+    return 0;
+}
+
+int synth_validate(const synth_params *p, e0_err *e) {
+    if (p->arch >= SYNTH_ARCH_COUNT) return e0_fail(e, "unknown architecture");
+    const e0_type_traits *t = e0_type_traits_of(p->type);
+    if (!t || !t->weight_ok) return e0_fail(e, "type %u cannot be written", p->type);
+    if (in_range(p->n_layer, 1, 512, "--n-layer", e) || in_range(p->n_embd, 1, 65536, "--n-embd", e) ||
+        in_range(p->n_head, 1, 1024, "--n-head", e) || in_range(p->n_head_kv, 1, 1024, "--n-head-kv", e) ||
+        in_range(p->head_dim, 2, 1024, "--head-dim", e) || in_range(p->n_ff, 1, 1 << 20, "--n-ff", e) ||
+        in_range(p->n_vocab, 260, 1 << 22, "--n-vocab", e) || in_range(p->n_ctx, 1, 1 << 24, "--n-ctx", e) ||
+        in_range(p->n_threads, 1, 256, "--threads", e))
+        return -1;
+    if (p->n_head % p->n_head_kv)
+        return e0_fail(e, "--n-head (%lld) must be a multiple of --n-head-kv (%lld)", (long long)p->n_head,
+                       (long long)p->n_head_kv);
+    if (p->head_dim % 2) return e0_fail(e, "--head-dim (%lld) must be even (RoPE rotates pairs)", (long long)p->head_dim);
+    if (!(p->rope_base > 0 && p->rope_base <= 1e12)) return e0_fail(e, "--rope-base %g is out of range (0, 1e12]", p->rope_base);
+    if (!(p->rms_eps > 0 && p->rms_eps <= 1)) return e0_fail(e, "--rms-eps %g is out of range (0, 1]", p->rms_eps);
+    if (synth_arch_is_moe(p->arch)) {
+        if (in_range(p->n_expert, 1, 512, "--n-expert", e) ||
+            in_range(p->n_expert_used, 1, p->n_expert, "--n-expert-used", e) ||
+            in_range(p->n_ff_exp, 1, 1 << 20, "--n-ff-exp", e))
+            return -1;
+        if (p->arch == SYNTH_QWEN2MOE && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
+        if (p->arch == SYNTH_QWEN3MOE && p->n_ff_shexp)
+            return e0_fail(e, "--n-ff-shexp: qwen3moe has no shared expert");
+    } else if (p->arch == SYNTH_LLAMA) {
+        if (in_range(p->n_expert, 0, 512, "--n-expert", e)) return -1;
+        if (p->n_expert == 0 && p->n_expert_used)
+            return e0_fail(e, "--n-expert-used (%lld) needs --n-expert > 0", (long long)p->n_expert_used);
+        if (p->n_expert && in_range(p->n_expert_used, 1, p->n_expert, "--n-expert-used", e)) return -1;
+        if (p->n_ff_exp || p->n_ff_shexp)
+            return e0_fail(e, "--n-ff-exp/--n-ff-shexp: llama experts are --n-ff wide and have no shared expert");
+    } else {
+        if (p->n_expert || p->n_expert_used || p->n_ff_exp || p->n_ff_shexp)
+            return e0_fail(e, "%s is a dense architecture: --n-expert, --n-expert-used, --n-ff-exp and "
+                              "--n-ff-shexp do not apply (use %smoe)",
+                           synth_arch_name(p->arch), synth_arch_name(p->arch));
+    }
+    /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
+    uint64_t big;
+    int64_t ff = p->n_ff_exp > p->n_ff ? p->n_ff_exp : p->n_ff;
+    if (e0_mul_overflow((uint64_t)p->n_embd, (uint64_t)ff, &big) ||
+        e0_mul_overflow(big, (uint64_t)(p->n_expert ? p->n_expert : 1), &big) || big > ((uint64_t)1 << 40))
+        return e0_fail(e, "expert tensor too large (n_embd x n_ff x n_expert > 2^40 elements)");
+    if ((uint64_t)p->n_embd * (uint64_t)p->n_vocab > ((uint64_t)1 << 40))
+        return e0_fail(e, "embedding too large (n_embd x n_vocab > 2^40 elements)");
+    if ((uint64_t)p->n_head * (uint64_t)p->head_dim > 1 << 20)
+        return e0_fail(e, "n_head x head_dim = %lld is too large", (long long)(p->n_head * p->head_dim));
+    if (p->name && strlen(p->name) > 256) return e0_fail(e, "--name is longer than 256 bytes");
+    return 0;
+}

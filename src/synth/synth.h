@@ -1,0 +1,81 @@
+/* synth.h — deterministic random-weight GGUF models (`edge0-infer synth`).
+ *
+ * A synth model has exactly the tensor names, shapes and metadata llama.cpp expects for its
+ * architecture (llama, qwen2, qwen3, qwen2moe, qwen3moe), a usable tokenizer (SentencePiece-style
+ * for llama, byte-level BPE for qwen*), and weights drawn from a counter-based PRNG keyed by
+ * (seed, tensor name, element index): any tensor, any row, can be generated on its own, so the
+ * file is written streaming, in parallel, with identical bytes for identical parameters.
+ *
+ * Quantized weights are by default drawn directly as blocks (random codes, random sub-block
+ * scales and mins, an fp16 scale giving the intended std after dequantization): 0.2-1.5 ns per
+ * weight, so a 30 B-parameter Q4_K model is limited by the disk, not the CPU. The alternative
+ * (`quantize`: float weights through the type's reference quantizer, as llama-quantize would
+ * store them) costs ~200 ns per weight for the K-quants — hours for such a model — and only
+ * matters when the codes must look like those of a real quantizer (e.g. quantization-error
+ * studies). F32/F16/BF16 weights are always generated as floats. */
+#ifndef E0_SYNTH_H
+#define E0_SYNTH_H
+
+#include <stdint.h>
+
+#include "base/util.h"
+
+enum synth_arch { SYNTH_LLAMA = 0, SYNTH_QWEN2, SYNTH_QWEN3, SYNTH_QWEN2MOE, SYNTH_QWEN3MOE, SYNTH_ARCH_COUNT };
+
+typedef struct synth_params {
+    enum synth_arch arch;
+    uint32_t type; /* e0_type of the weight matrices (per-tensor fallback when a row does not fit) */
+    int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* n_ff_exp/shexp: qwen*moe only */
+    int64_t n_vocab, n_ctx;
+    double rope_base, rms_eps;
+    uint64_t seed;
+    const char *name;          /* general.name; NULL = "synth-<arch>" */
+    const char *chat_template; /* tokenizer.chat_template contents, or NULL */
+    int tied_output;           /* no output.weight: the output reuses token_embd.weight */
+    int quantize;              /* 1: quantized types from float weights via the reference quantizer
+                                  (slow); 0 (default): blocks drawn directly */
+    int n_threads;             /* generation/quantization threads (>= 1) */
+    int progress;              /* print progress lines on stderr */
+} synth_params;
+
+/* What synth_write did. */
+typedef struct synth_stats {
+    uint64_t n_tensors;
+    uint64_t n_params;
+    uint64_t data_bytes;   /* tensor bytes written (without header or padding) */
+    uint64_t n_fallback;   /* tensors stored in another type because their rows did not fit */
+    double seconds;
+} synth_stats;
+
+/* "qwen3moe" -> SYNTH_QWEN3MOE; -1 if unknown. */
+int synth_arch_from_name(const char *name);
+const char *synth_arch_name(enum synth_arch a);
+int synth_arch_is_moe(enum synth_arch a);
+
+/* "q4_k"/"Q4_K" ... -> e0_type id; -1 if not a weight type synth can write. */
+int synth_type_from_name(const char *name);
+
+/* Fill every dimension from a named shape ("tiny", "qwen3-30b-a3b", "mixtral-8x7b",
+ * "qwen1.5-moe-a2.7b") with the defaults of p->arch (rope base, eps, type, seed, threads are
+ * set too). Dense architectures get n_expert = 0 whatever the shape says. */
+int synth_shape_apply(synth_params *p, const char *shape, e0_err *e);
+/* Comma-separated list of shape names, for messages. */
+const char *synth_shape_names(void);
+
+/* Check every field (ranges, divisibility, consistency between arch and experts). */
+int synth_validate(const synth_params *p, e0_err *e);
+
+/* The type a tensor with rows of `row_len` elements gets when `want` is requested: `want` if the
+ * row is a whole number of blocks, else llama.cpp's fallback (Q4_K->Q5_0, Q5_K->Q5_1,
+ * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0 here since IQ4_NL is not supported), else F16. */
+uint32_t synth_fallback_type(uint32_t want, int64_t row_len);
+
+/* Value of llama.cpp's general.file_type for an all-`type` model. */
+uint32_t synth_file_type(uint32_t type);
+
+/* Validate and write the model to `path` (streaming; p->n_threads workers). The file appears
+ * only when complete (the writer renames "<path>.partial"); on failure nothing is left. */
+int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err *e);
+
+#endif

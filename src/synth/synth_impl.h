@@ -1,0 +1,33 @@
+/* synth_impl.h — internal to the synth_*.c files: the PRNG they share, the direct block
+ * generator (synth_blocks.c) and the tokenizer builder (synth_vocab.c). */
+#ifndef E0_SYNTH_IMPL_H
+#define E0_SYNTH_IMPL_H
+
+#include "gguf/gguf.h"
+#include "synth/synth.h"
+
+/* splitmix64's output function: a bijective 64-bit mix, used on counters (counter-based PRNG). */
+static inline uint64_t synth_splitmix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Whether synth_fill_blocks can draw blocks of `type` (the quantized weight types). */
+int synth_blocks_supported(uint32_t type);
+
+/* Blocks first_block .. first_block + n_blocks - 1 of a tensor of `type` with PRNG key `key`,
+ * drawn directly (random codes and sub-block scales; see synth_blocks.c), into dst. The
+ * dequantized weights have mean ~0 and standard deviation ~std. Each block depends only on
+ * (key, its index). -1 if the type is not supported or std is not a positive finite number. */
+int synth_fill_blocks(uint32_t type, uint64_t key, uint64_t first_block, uint64_t n_blocks, double std, void *dst);
+
+/* The tokenizer arrays of a synth model; kept alive until the writer has written its header. */
+typedef struct synth_vocab synth_vocab;
+
+/* Build the tokenizer for p (SentencePiece-style for llama, byte-level BPE for qwen*) with
+ * exactly p->n_vocab tokens and add its tokenizer.* keys to w. *out owns the arrays. */
+int synth_vocab_write(gguf_writer *w, const synth_params *p, synth_vocab **out, e0_err *e);
+void synth_vocab_free(synth_vocab *v);
+
+#endif

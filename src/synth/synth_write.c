@@ -1,0 +1,407 @@
+/* synth_write.c — writing a synth model: the tensor list of each architecture (llama.cpp's
+ * names and shapes), the metadata, and the weights, generated in row chunks by worker threads
+ * and written in order by the calling thread, so memory stays at a few chunks whatever the
+ * model size.
+ *
+ * Intended weight distributions keep activations near unit RMS through any depth: matrices
+ * N(0, 1/fan_in), token embeddings N(0, 1), norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2),
+ * routers N(0, 4/n_embd) so that expert choice clearly depends on the token.
+ *
+ * Two ways to produce a tensor's bytes:
+ *  - direct (default for quantized types): blocks drawn from the PRNG by synth_blocks.c, with
+ *    the intended mean and std after dequantization; 0.2-1.5 ns per weight.
+ *  - float (F32/F16/BF16 always; quantized types with synth_params.quantize): element i of
+ *    tensor T is a function of (seed, name of T, i) — splitmix64 of a counter turned into an
+ *    approximately normal value (sum of four 16-bit uniforms) — then the type's reference
+ *    quantizer (~200 ns per weight for the K-quants). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "quant/quant.h"
+#include "synth/synth_impl.h"
+
+enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER };
+
+typedef struct synth_tensor {
+    char name[GGUF_MAX_NAME + 1];
+    uint32_t n_dims;
+    uint64_t ne[3];
+    uint32_t type;
+    enum init_kind init;
+    uint64_t nbytes;
+    uint64_t key; /* PRNG key: hash of seed and name */
+    int direct;   /* bytes drawn as quantized blocks, not quantized from floats */
+} synth_tensor;
+
+typedef struct tensor_list {
+    synth_tensor *t;
+    size_t n, cap;
+} tensor_list;
+
+/* ---- the PRNG (float path; the block path is in synth_blocks.c) ---- */
+static uint64_t name_key(uint64_t seed, const char *name) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 1099511628211ull;
+    return synth_splitmix64(synth_splitmix64(seed) ^ h);
+}
+
+/* Approximately N(0, 1) for counter i (Irwin-Hall of four 16-bit uniforms, range +-3.46). */
+static inline float gauss(uint64_t key, uint64_t i) {
+    uint64_t r = synth_splitmix64(key + (i + 1) * 0x9e3779b97f4a7c15ull);
+    uint32_t s = (uint32_t)(r & 0xffff) + (uint32_t)((r >> 16) & 0xffff) + (uint32_t)((r >> 32) & 0xffff) +
+                 (uint32_t)(r >> 48);
+    return ((float)s - 131070.0f) * (1.0f / 37837.23f);
+}
+
+/* The intended mean and standard deviation of tensor t's elements. */
+static float init_std(const synth_tensor *t, float *mean) {
+    *mean = t->init == INIT_NORM ? 1.0f : 0.0f;
+    switch (t->init) {
+    case INIT_EMBED: return 1.0f;
+    case INIT_NORM: return 0.1f;
+    case INIT_BIAS: return 0.1f;
+    case INIT_ROUTER: return 2.0f / sqrtf((float)t->ne[0]);
+    default: return 1.0f / sqrtf((float)t->ne[0]);
+    }
+}
+
+/* Elements [first, first + n) of tensor t, as floats. */
+static void gen_values(const synth_tensor *t, uint64_t first, uint64_t n, float *dst) {
+    float mean, std = init_std(t, &mean);
+    for (uint64_t j = 0; j < n; j++) dst[j] = mean + std * gauss(t->key, first + j);
+}
+
+/* Whether t's bytes are drawn as blocks directly (see the top of the file). */
+static int use_direct(const synth_tensor *t, const synth_params *p) {
+    float mean;
+    init_std(t, &mean);
+    return !p->quantize && mean == 0.0f && synth_blocks_supported(t->type);
+}
+
+/* ---- the tensor list ---- */
+static int push(tensor_list *l, const synth_params *p, const char *name, uint32_t n_dims, uint64_t ne0, uint64_t ne1,
+                uint64_t ne2, enum init_kind init, e0_err *e) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        synth_tensor *t = realloc(l->t, cap * sizeof *t);
+        if (!t) return e0_fail(e, "out of memory");
+        l->t = t;
+        l->cap = cap;
+    }
+    synth_tensor *t = &l->t[l->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n_dims = n_dims;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->ne[2] = ne2;
+    t->init = init;
+    /* vectors and routers stay F32, as llama.cpp's quantizer keeps them */
+    t->type = (n_dims == 1 || init == INIT_ROUTER) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
+    t->nbytes = e0_row_size(t->type, (int64_t)ne0) * ne1 * ne2;
+    t->key = name_key(p->seed, name);
+    t->direct = use_direct(t, p);
+    return 0;
+}
+
+static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
+    uint64_t E = (uint64_t)p->n_embd, V = (uint64_t)p->n_vocab, FF = (uint64_t)p->n_ff;
+    uint64_t QD = (uint64_t)(p->n_head * p->head_dim), KD = (uint64_t)(p->n_head_kv * p->head_dim);
+    uint64_t X = (uint64_t)p->n_expert, FE = synth_arch_is_moe(p->arch) ? (uint64_t)p->n_ff_exp : FF;
+    int bias = p->arch == SYNTH_QWEN2 || p->arch == SYNTH_QWEN2MOE;
+    int qk_norm = p->arch == SYNTH_QWEN3 || p->arch == SYNTH_QWEN3MOE;
+    char n[GGUF_MAX_NAME + 1];
+#define T(dims, a, b, c, init, ...)                                   \
+    do {                                                              \
+        snprintf(n, sizeof n, __VA_ARGS__);                           \
+        if (push(l, p, n, dims, a, b, c, init, e)) return -1;        \
+    } while (0)
+    T(2, E, V, 1, INIT_EMBED, "token_embd.weight");
+    for (int64_t i = 0; i < p->n_layer; i++) {
+        T(1, E, 1, 1, INIT_NORM, "blk.%lld.attn_norm.weight", (long long)i);
+        T(2, E, QD, 1, INIT_MATRIX, "blk.%lld.attn_q.weight", (long long)i);
+        T(2, E, KD, 1, INIT_MATRIX, "blk.%lld.attn_k.weight", (long long)i);
+        T(2, E, KD, 1, INIT_MATRIX, "blk.%lld.attn_v.weight", (long long)i);
+        if (bias) {
+            T(1, QD, 1, 1, INIT_BIAS, "blk.%lld.attn_q.bias", (long long)i);
+            T(1, KD, 1, 1, INIT_BIAS, "blk.%lld.attn_k.bias", (long long)i);
+            T(1, KD, 1, 1, INIT_BIAS, "blk.%lld.attn_v.bias", (long long)i);
+        }
+        if (qk_norm) {
+            T(1, (uint64_t)p->head_dim, 1, 1, INIT_NORM, "blk.%lld.attn_q_norm.weight", (long long)i);
+            T(1, (uint64_t)p->head_dim, 1, 1, INIT_NORM, "blk.%lld.attn_k_norm.weight", (long long)i);
+        }
+        T(2, QD, E, 1, INIT_MATRIX, "blk.%lld.attn_output.weight", (long long)i);
+        T(1, E, 1, 1, INIT_NORM, "blk.%lld.ffn_norm.weight", (long long)i);
+        if (X) {
+            T(2, E, X, 1, INIT_ROUTER, "blk.%lld.ffn_gate_inp.weight", (long long)i);
+            T(3, E, FE, X, INIT_MATRIX, "blk.%lld.ffn_gate_exps.weight", (long long)i);
+            T(3, E, FE, X, INIT_MATRIX, "blk.%lld.ffn_up_exps.weight", (long long)i);
+            T(3, FE, E, X, INIT_MATRIX, "blk.%lld.ffn_down_exps.weight", (long long)i);
+            if (p->arch == SYNTH_QWEN2MOE) {
+                uint64_t FS = (uint64_t)p->n_ff_shexp;
+                T(1, E, 1, 1, INIT_MATRIX, "blk.%lld.ffn_gate_inp_shexp.weight", (long long)i);
+                T(2, E, FS, 1, INIT_MATRIX, "blk.%lld.ffn_gate_shexp.weight", (long long)i);
+                T(2, E, FS, 1, INIT_MATRIX, "blk.%lld.ffn_up_shexp.weight", (long long)i);
+                T(2, FS, E, 1, INIT_MATRIX, "blk.%lld.ffn_down_shexp.weight", (long long)i);
+            }
+        } else {
+            T(2, E, FF, 1, INIT_MATRIX, "blk.%lld.ffn_gate.weight", (long long)i);
+            T(2, E, FF, 1, INIT_MATRIX, "blk.%lld.ffn_up.weight", (long long)i);
+            T(2, FF, E, 1, INIT_MATRIX, "blk.%lld.ffn_down.weight", (long long)i);
+        }
+    }
+    T(1, E, 1, 1, INIT_NORM, "output_norm.weight");
+    if (!p->tied_output) T(2, E, V, 1, INIT_MATRIX, "output.weight");
+#undef T
+    return 0;
+}
+
+/* ---- metadata ---- */
+static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
+    const char *a = synth_arch_name(p->arch);
+    char key[96], name[300];
+    snprintf(name, sizeof name, "%s", p->name ? p->name : "");
+    if (!p->name) snprintf(name, sizeof name, "synth-%s", a);
+#define K(fmt) (snprintf(key, sizeof key, "%s." fmt, a), key)
+    int rc = gguf_writer_kv_str(w, "general.architecture", a) || gguf_writer_kv_str(w, "general.name", name) ||
+             gguf_writer_kv_u32(w, "general.file_type", synth_file_type(p->type)) ||
+             gguf_writer_kv_u32(w, "general.quantization_version", 2) ||
+             gguf_writer_kv_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT) ||
+             gguf_writer_kv_u32(w, K("block_count"), (uint32_t)p->n_layer) ||
+             gguf_writer_kv_u32(w, K("context_length"), (uint32_t)p->n_ctx) ||
+             gguf_writer_kv_u32(w, K("embedding_length"), (uint32_t)p->n_embd) ||
+             gguf_writer_kv_u32(w, K("feed_forward_length"), (uint32_t)p->n_ff) ||
+             gguf_writer_kv_u32(w, K("attention.head_count"), (uint32_t)p->n_head) ||
+             gguf_writer_kv_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv) ||
+             gguf_writer_kv_u32(w, K("attention.key_length"), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K("attention.value_length"), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_f32(w, K("attention.layer_norm_rms_epsilon"), (float)p->rms_eps) ||
+             gguf_writer_kv_f32(w, K("rope.freq_base"), (float)p->rope_base) ||
+             gguf_writer_kv_u32(w, K("rope.dimension_count"), (uint32_t)p->head_dim);
+    if (!rc && p->n_expert)
+        rc = gguf_writer_kv_u32(w, K("expert_count"), (uint32_t)p->n_expert) ||
+             gguf_writer_kv_u32(w, K("expert_used_count"), (uint32_t)p->n_expert_used);
+    if (!rc && synth_arch_is_moe(p->arch))
+        rc = gguf_writer_kv_u32(w, K("expert_feed_forward_length"), (uint32_t)p->n_ff_exp);
+    if (!rc && p->arch == SYNTH_QWEN2MOE)
+        rc = gguf_writer_kv_u32(w, K("expert_shared_feed_forward_length"), (uint32_t)p->n_ff_shexp);
+#undef K
+    if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
+    return 0;
+}
+
+/* ---- the generation pipeline ----
+ * Jobs are row ranges of tensors, in file order. Worker threads take the next job, wait until
+ * its slot (job % n_slots) has been written, fill it, and mark it ready; the calling thread
+ * writes slots in job order. */
+#define CHUNK_ELEMS ((uint64_t)1 << 20) /* floats generated per job (rows permitting) */
+
+typedef struct job {
+    uint32_t tensor;
+    uint64_t row0, nrows;
+} job;
+
+typedef struct pipeline {
+    const synth_tensor *t;
+    const job *jobs;
+    uint64_t n_jobs;
+    int n_slots;
+    uint8_t **slot_buf;
+    uint64_t *slot_len;
+    int64_t *slot_ready; /* job id whose bytes the slot holds, -1 = none */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t next_job, written;
+    int abort;
+    uint64_t max_chunk_elems;
+} pipeline;
+
+static void fill_job(const pipeline *pl, const job *j, float *scratch, uint8_t *out, uint64_t *len) {
+    const synth_tensor *t = &pl->t[j->tensor];
+    uint64_t ne0 = t->ne[0], n = j->nrows * ne0;
+    size_t row_bytes = e0_row_size(t->type, (int64_t)ne0);
+    *len = row_bytes * j->nrows;
+    if (t->direct) { /* rows are whole blocks: block indices run on across rows */
+        float mean, std = init_std(t, &mean);
+        uint64_t bs = (uint64_t)e0_type_traits_of(t->type)->block_size;
+        synth_fill_blocks(t->type, t->key, j->row0 * ne0 / bs, n / bs, std, out);
+        return;
+    }
+    gen_values(t, j->row0 * ne0, n, scratch);
+    if (t->type == E0_TYPE_F32) memcpy(out, scratch, n * sizeof(float));
+    else {
+        const e0_type_traits *tr = e0_type_traits_of(t->type);
+        for (uint64_t r = 0; r < j->nrows; r++) tr->from_float_ref(scratch + r * ne0, out + r * row_bytes, (int64_t)ne0);
+    }
+}
+
+static void *worker(void *arg) {
+    pipeline *pl = arg;
+    float *scratch = malloc(pl->max_chunk_elems * sizeof(float));
+    pthread_mutex_lock(&pl->mu);
+    if (!scratch) pl->abort = 1;
+    while (!pl->abort && pl->next_job < pl->n_jobs) {
+        uint64_t j = pl->next_job++;
+        int s = (int)(j % (uint64_t)pl->n_slots);
+        while (!pl->abort && j >= pl->written + (uint64_t)pl->n_slots) pthread_cond_wait(&pl->cv, &pl->mu);
+        if (pl->abort) break;
+        pthread_mutex_unlock(&pl->mu);
+        uint64_t len;
+        fill_job(pl, &pl->jobs[j], scratch, pl->slot_buf[s], &len);
+        pthread_mutex_lock(&pl->mu);
+        pl->slot_len[s] = len;
+        pl->slot_ready[s] = (int64_t)j;
+        pthread_cond_broadcast(&pl->cv);
+    }
+    pthread_cond_broadcast(&pl->cv);
+    pthread_mutex_unlock(&pl->mu);
+    free(scratch);
+    return NULL;
+}
+
+static void progress(uint64_t done, uint64_t total, double t0, int final) {
+    double dt = e0_now() - t0;
+    fprintf(stderr, "\rsynth: %5.1f%%  %llu / %llu MiB  %.0f MiB/s%s", total ? 100.0 * (double)done / (double)total : 100.0,
+            (unsigned long long)(done >> 20), (unsigned long long)(total >> 20),
+            dt > 0 ? (double)done / 1048576.0 / dt : 0.0, final ? "\n" : (isatty(2) ? "" : "\n"));
+    fflush(stderr);
+}
+
+/* Write every job's bytes in order; the workers produce them. */
+static int run_pipeline(pipeline *pl, gguf_writer *w, int n_threads, int show, uint64_t total, e0_err *e) {
+    pthread_t th[256];
+    int started = 0, rc = 0;
+    for (; started < n_threads; started++)
+        if (pthread_create(&th[started], NULL, worker, pl) != 0) break;
+    if (started == 0) return e0_fail(e, "cannot start a worker thread");
+    double t0 = e0_now(), last = t0;
+    uint64_t done = 0;
+    for (uint64_t j = 0; j < pl->n_jobs && !rc; j++) {
+        int s = (int)(j % (uint64_t)pl->n_slots);
+        pthread_mutex_lock(&pl->mu);
+        while (!pl->abort && pl->slot_ready[s] != (int64_t)j) pthread_cond_wait(&pl->cv, &pl->mu);
+        int aborted = pl->abort;
+        pthread_mutex_unlock(&pl->mu);
+        if (aborted) {
+            rc = e0_fail(e, "out of memory in a worker thread");
+            break;
+        }
+        if (gguf_writer_data(w, pl->slot_buf[s], pl->slot_len[s]) != 0) {
+            rc = e0_fail(e, "%s", gguf_writer_error(w));
+            break;
+        }
+        done += pl->slot_len[s];
+        pthread_mutex_lock(&pl->mu);
+        pl->written = j + 1;
+        pthread_cond_broadcast(&pl->cv);
+        pthread_mutex_unlock(&pl->mu);
+        if (show && e0_now() - last >= (isatty(2) ? 0.5 : 5.0)) {
+            last = e0_now();
+            progress(done, total, t0, 0);
+        }
+    }
+    pthread_mutex_lock(&pl->mu);
+    if (rc) pl->abort = 1;
+    pthread_cond_broadcast(&pl->cv);
+    pthread_mutex_unlock(&pl->mu);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (!rc && show) progress(done, total, t0, 1);
+    return rc;
+}
+
+static int write_data(const tensor_list *l, gguf_writer *w, const synth_params *p, e0_err *e) {
+    /* cut every tensor into row ranges of about CHUNK_ELEMS elements */
+    uint64_t n_jobs = 0, total = 0, max_elems = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        uint64_t ne0 = l->t[i].ne[0], rows = l->t[i].ne[1] * l->t[i].ne[2];
+        uint64_t per = ne0 >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / ne0;
+        n_jobs += (rows + per - 1) / per;
+        total += l->t[i].nbytes;
+        if (per * ne0 > max_elems) max_elems = per * ne0;
+    }
+    job *jobs = malloc(n_jobs * sizeof *jobs);
+    if (!jobs) return e0_fail(e, "out of memory");
+    uint64_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        uint64_t ne0 = l->t[i].ne[0], rows = l->t[i].ne[1] * l->t[i].ne[2];
+        uint64_t per = ne0 >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / ne0;
+        for (uint64_t r = 0; r < rows; r += per)
+            jobs[k++] = (job){(uint32_t)i, r, rows - r < per ? rows - r : per};
+    }
+    pipeline pl = {.t = l->t, .jobs = jobs, .n_jobs = n_jobs, .n_slots = 2 * p->n_threads + 2, .max_chunk_elems = max_elems};
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.cv, NULL);
+    int rc = 0;
+    pl.slot_buf = calloc((size_t)pl.n_slots, sizeof *pl.slot_buf);
+    pl.slot_len = calloc((size_t)pl.n_slots, sizeof *pl.slot_len);
+    pl.slot_ready = calloc((size_t)pl.n_slots, sizeof *pl.slot_ready);
+    if (!pl.slot_buf || !pl.slot_len || !pl.slot_ready) rc = e0_fail(e, "out of memory");
+    for (int s = 0; !rc && s < pl.n_slots; s++) {
+        pl.slot_ready[s] = -1;
+        pl.slot_buf[s] = malloc(max_elems * sizeof(float)); /* F32 is the widest encoding */
+        if (!pl.slot_buf[s]) rc = e0_fail(e, "out of memory");
+    }
+    if (!rc) rc = run_pipeline(&pl, w, p->n_threads, p->progress, total, e);
+    for (int s = 0; pl.slot_buf && s < pl.n_slots; s++) free(pl.slot_buf[s]);
+    free(pl.slot_buf);
+    free(pl.slot_len);
+    free(pl.slot_ready);
+    pthread_cond_destroy(&pl.cv);
+    pthread_mutex_destroy(&pl.mu);
+    free(jobs);
+    return rc;
+}
+
+int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err *e) {
+    if (synth_validate(p, e)) return -1;
+    double t0 = e0_now();
+    tensor_list l = {0};
+    if (build_tensors(p, &l, e)) {
+        free(l.t);
+        return -1;
+    }
+    for (size_t i = 0; i < l.n; i++) { /* every type used needs a quantizer */
+        const e0_type_traits *tr = e0_type_traits_of(l.t[i].type);
+        char buf[32];
+        if (l.t[i].type != E0_TYPE_F32 && (!tr || !tr->from_float_ref)) {
+            e0_fail(e, "no quantizer for type %s (tensor %s)", e0_type_name(l.t[i].type, buf), l.t[i].name);
+            free(l.t);
+            return -1;
+        }
+    }
+    gguf_writer *w = gguf_writer_open(path, e);
+    if (!w) {
+        free(l.t);
+        return -1;
+    }
+    synth_vocab *v = NULL;
+    int rc = write_metadata(w, p, e) || synth_vocab_write(w, p, &v, e);
+    for (size_t i = 0; !rc && i < l.n; i++)
+        if (gguf_writer_tensor(w, l.t[i].name, l.t[i].n_dims, l.t[i].ne, l.t[i].type) != 0)
+            rc = e0_fail(e, "%s", gguf_writer_error(w));
+    if (!rc) rc = write_data(&l, w, p, e);
+    e0_err close_err;
+    if (gguf_writer_close(w, &close_err) != 0 && !rc) {
+        *e = close_err;
+        rc = -1;
+    }
+    synth_vocab_free(v);
+    if (!rc && st) { /* on failure the writer removed its partial file */
+        memset(st, 0, sizeof *st);
+        st->n_tensors = l.n;
+        for (size_t i = 0; i < l.n; i++) {
+            st->n_params += l.t[i].ne[0] * l.t[i].ne[1] * l.t[i].ne[2];
+            st->data_bytes += l.t[i].nbytes;
+            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].type != p->type) st->n_fallback++;
+        }
+        st->seconds = e0_now() - t0;
+    }
+    free(l.t);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,602 @@
+/* regex_split.c — compile a split pattern into a small tree and match it by backtracking over
+ * code points; split chunks the way llama.cpp's unicode_regex_split_stl does. */
+#include "text/regex_split.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/unicode.h"
+
+/* ---- compiled form ---- */
+
+enum item_kind { IT_RANGE, IT_CAT, IT_SPACE, IT_DIGIT, IT_WORD, IT_ANY_BUT_NL };
+typedef struct cls_item {
+    int kind;
+    int negated;      /* for \S \D \W \P{..} inside a class */
+    uint32_t lo, hi;  /* IT_RANGE */
+    unsigned cat;     /* IT_CAT: E0_UCAT_* mask */
+} cls_item;
+
+typedef struct rx_class {
+    int negated;
+    int icase; /* ASCII case-insensitive */
+    int n, cap;
+    cls_item *items;
+} rx_class;
+
+enum node_kind { ND_CLASS, ND_GROUP, ND_LOOK, ND_START, ND_END };
+struct rx_alt;
+typedef struct rx_node {
+    int kind;
+    int min, max;        /* ND_CLASS repetition; max < 0 means unbounded */
+    int loop_id;         /* ND_CLASS with max < 0: index of its memo slot */
+    rx_class cls;        /* ND_CLASS */
+    struct rx_alt *alt;  /* ND_GROUP, ND_LOOK */
+    int look_negated;    /* ND_LOOK */
+} rx_node;
+
+typedef struct rx_seq {
+    int n, cap;
+    rx_node *nodes;
+} rx_seq;
+
+typedef struct rx_alt {
+    int n, cap;
+    rx_seq *seqs;
+} rx_alt;
+
+struct e0_regex {
+    rx_alt *root;
+    int n_loops; /* unbounded single-class loops (memo slots) */
+};
+
+/* ---- parser ---- */
+
+typedef struct parser {
+    const uint32_t *p; /* pattern code points */
+    size_t n, i;
+    int icase;
+    int depth;
+    int n_loops;
+    e0_err *e;
+    const char *src;
+} parser;
+
+#define MAX_DEPTH 32
+
+static void *grow(void *v, int *cap, int need, size_t elem) {
+    if (need <= *cap) return v;
+    int nc = *cap ? *cap * 2 : 4;
+    while (nc < need) nc *= 2;
+    void *nv = realloc(v, (size_t)nc * elem);
+    if (!nv) return NULL;
+    memset((char *)nv + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+    *cap = nc;
+    return nv;
+}
+
+static int perr(parser *ps, const char *what) {
+    return e0_fail(ps->e, "regex '%s': %s at position %zu", ps->src, what, ps->i);
+}
+
+static int cls_add(parser *ps, rx_class *c, cls_item it) {
+    cls_item *v = grow(c->items, &c->cap, c->n + 1, sizeof *v);
+    if (!v) return perr(ps, "out of memory");
+    c->items = v;
+    c->items[c->n++] = it;
+    return 0;
+}
+
+static int peek(parser *ps, size_t k, uint32_t *cp) {
+    if (ps->i + k >= ps->n) return 0;
+    *cp = ps->p[ps->i + k];
+    return 1;
+}
+
+static int hexval(uint32_t c) {
+    if (c >= '0' && c <= '9') return (int)(c - '0');
+    if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+    return -1;
+}
+
+/* Parse an escape after the backslash (ps->i at the escaped char). Produces either a literal
+ * code point (*lit, returns 1) or a class item (*it, returns 2); -1 on error. */
+static int parse_escape(parser *ps, uint32_t *lit, cls_item *it) {
+    uint32_t c;
+    if (!peek(ps, 0, &c)) return perr(ps, "trailing backslash");
+    ps->i++;
+    memset(it, 0, sizeof *it);
+    switch (c) {
+    case 's': it->kind = IT_SPACE; return 2;
+    case 'S': it->kind = IT_SPACE; it->negated = 1; return 2;
+    case 'd': it->kind = IT_DIGIT; return 2;
+    case 'D': it->kind = IT_DIGIT; it->negated = 1; return 2;
+    case 'w': it->kind = IT_WORD; return 2;
+    case 'W': it->kind = IT_WORD; it->negated = 1; return 2;
+    case 'r': *lit = '\r'; return 1;
+    case 'n': *lit = '\n'; return 1;
+    case 't': *lit = '\t'; return 1;
+    case 'f': *lit = '\f'; return 1;
+    case 'v': *lit = '\v'; return 1;
+    case 'p':
+    case 'P': {
+        /* \p{X}: one-letter general category group only. */
+        uint32_t open, name, close;
+        if (!peek(ps, 0, &open) || open != '{' || !peek(ps, 1, &name) || !peek(ps, 2, &close) || close != '}')
+            return perr(ps, "unsupported \\p{...} (only one-letter categories L N P S M Z C)");
+        unsigned cat;
+        switch (name) {
+        case 'L': cat = E0_UCAT_LETTER; break;
+        case 'N': cat = E0_UCAT_NUMBER; break;
+        case 'P': cat = E0_UCAT_PUNCT; break;
+        case 'S': cat = E0_UCAT_SYMBOL; break;
+        case 'M': cat = E0_UCAT_MARK; break;
+        case 'Z': cat = E0_UCAT_SEPARATOR; break;
+        case 'C': cat = E0_UCAT_CONTROL | E0_UCAT_UNDEFINED; break;
+        default: return perr(ps, "unsupported \\p{...} category");
+        }
+        ps->i += 3;
+        it->kind = IT_CAT;
+        it->cat = cat;
+        it->negated = c == 'P';
+        return 2;
+    }
+    case 'x':
+    case 'u': {
+        int nd = c == 'x' ? 2 : 4;
+        uint32_t v = 0, brace;
+        if (c == 'x' && peek(ps, 0, &brace) && brace == '{') {
+            /* \x{H...}: any code point */
+            ps->i++;
+            int k = 0;
+            uint32_t h;
+            while (peek(ps, 0, &h) && hexval(h) >= 0 && k < 6) v = v * 16 + (uint32_t)hexval(h), ps->i++, k++;
+            if (k == 0 || !peek(ps, 0, &h) || h != '}' || v > 0x10FFFF) return perr(ps, "bad \\x{...} escape");
+            ps->i++;
+            *lit = v;
+            return 1;
+        }
+        for (int k = 0; k < nd; k++) {
+            uint32_t h;
+            if (!peek(ps, 0, &h) || hexval(h) < 0) return perr(ps, "bad hex escape");
+            v = v * 16 + (uint32_t)hexval(h);
+            ps->i++;
+        }
+        *lit = v;
+        return 1;
+    }
+    default:
+        /* Escaped punctuation is literal; escaped letters/digits we do not know are errors. */
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+            return perr(ps, "unsupported escape");
+        *lit = c;
+        return 1;
+    }
+}
+
+static int parse_class(parser *ps, rx_class *c) {
+    /* ps->i is just after '[' */
+    uint32_t cp;
+    c->icase = ps->icase;
+    if (peek(ps, 0, &cp) && cp == '^') {
+        c->negated = 1;
+        ps->i++;
+    }
+    int first = 1;
+    for (;;) {
+        if (!peek(ps, 0, &cp)) return perr(ps, "unterminated class");
+        if (cp == ']' && !first) {
+            ps->i++;
+            return 0;
+        }
+        first = 0;
+        uint32_t lo;
+        cls_item it;
+        ps->i++;
+        if (cp == '\\') {
+            int r = parse_escape(ps, &lo, &it);
+            if (r < 0) return -1;
+            if (r == 2) {
+                if (cls_add(ps, c, it) < 0) return -1;
+                continue;
+            }
+        } else if (cp == '[') {
+            return perr(ps, "nested class");
+        } else {
+            lo = cp;
+        }
+        uint32_t hi = lo, dash, next;
+        if (peek(ps, 0, &dash) && dash == '-' && peek(ps, 1, &next) && next != ']') {
+            ps->i += 2;
+            if (next == '\\') {
+                int r = parse_escape(ps, &hi, &it);
+                if (r < 0) return -1;
+                if (r == 2) return perr(ps, "class escape as range end");
+            } else {
+                hi = next;
+            }
+            if (hi < lo) return perr(ps, "reversed range");
+        }
+        memset(&it, 0, sizeof it);
+        it.kind = IT_RANGE;
+        it.lo = lo;
+        it.hi = hi;
+        if (cls_add(ps, c, it) < 0) return -1;
+    }
+}
+
+static rx_alt *parse_alt(parser *ps);
+static void free_alt(rx_alt *a);
+
+static int parse_number(parser *ps, int *out) {
+    uint32_t c;
+    int v = 0, any = 0;
+    while (peek(ps, 0, &c) && c >= '0' && c <= '9') {
+        v = v * 10 + (int)(c - '0');
+        if (v > 100000) return perr(ps, "repeat count too large");
+        ps->i++;
+        any = 1;
+    }
+    if (!any) return perr(ps, "bad repeat count");
+    *out = v;
+    return 0;
+}
+
+static int parse_quant(parser *ps, rx_node *nd) {
+    uint32_t c;
+    nd->min = nd->max = 1;
+    if (!peek(ps, 0, &c)) return 0;
+    if (c == '*') nd->min = 0, nd->max = -1;
+    else if (c == '+') nd->min = 1, nd->max = -1;
+    else if (c == '?') nd->min = 0, nd->max = 1;
+    else if (c == '{') {
+        ps->i++;
+        if (parse_number(ps, &nd->min) < 0) return -1;
+        nd->max = nd->min;
+        if (peek(ps, 0, &c) && c == ',') {
+            ps->i++;
+            if (peek(ps, 0, &c) && c == '}') nd->max = -1;
+            else if (parse_number(ps, &nd->max) < 0) return -1;
+        }
+        if (!peek(ps, 0, &c) || c != '}') return perr(ps, "bad {n,m}");
+        if (nd->max >= 0 && nd->max < nd->min) return perr(ps, "bad {n,m}");
+    } else {
+        return 0;
+    }
+    ps->i++;
+    if (peek(ps, 0, &c) && (c == '?' || c == '+')) return perr(ps, "lazy/possessive quantifiers are not supported");
+    return 0;
+}
+
+static int is_quant(uint32_t c) { return c == '*' || c == '+' || c == '?' || c == '{'; }
+
+static int parse_seq(parser *ps, rx_seq *seq) {
+    uint32_t c;
+    while (peek(ps, 0, &c) && c != '|' && c != ')') {
+        rx_node *v = grow(seq->nodes, &seq->cap, seq->n + 1, sizeof *v);
+        if (!v) return perr(ps, "out of memory");
+        seq->nodes = v;
+        rx_node *nd = &seq->nodes[seq->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->min = nd->max = 1;
+        ps->i++;
+        if (c == '(') {
+            uint32_t q, k;
+            int saved_icase = ps->icase;
+            nd->kind = ND_GROUP;
+            if (peek(ps, 0, &q) && q == '?') {
+                if (!peek(ps, 1, &k)) return perr(ps, "bad group");
+                if (k == ':') ps->i += 2;
+                else if (k == '!' || k == '=') {
+                    nd->kind = ND_LOOK;
+                    nd->look_negated = k == '!';
+                    ps->i += 2;
+                } else if (k == 'i' && peek(ps, 2, &q) && q == ':') {
+                    ps->icase = 1;
+                    ps->i += 3;
+                } else {
+                    return perr(ps, "unsupported group type");
+                }
+            }
+            if (++ps->depth > MAX_DEPTH) return perr(ps, "groups nested too deeply");
+            nd->alt = parse_alt(ps);
+            ps->depth--;
+            ps->icase = saved_icase;
+            if (!nd->alt) return -1;
+            if (!peek(ps, 0, &q) || q != ')') return perr(ps, "missing ')'");
+            ps->i++;
+            if (peek(ps, 0, &q) && is_quant(q)) return perr(ps, "quantified groups are not supported");
+            continue;
+        }
+        if (c == '^' || c == '$') {
+            nd->kind = c == '^' ? ND_START : ND_END;
+            continue;
+        }
+        if (is_quant(c)) return perr(ps, "quantifier without operand");
+        nd->kind = ND_CLASS;
+        nd->cls.icase = ps->icase;
+        cls_item it;
+        memset(&it, 0, sizeof it);
+        if (c == '[') {
+            if (parse_class(ps, &nd->cls) < 0) return -1;
+        } else if (c == '.') {
+            it.kind = IT_ANY_BUT_NL;
+            if (cls_add(ps, &nd->cls, it) < 0) return -1;
+        } else {
+            uint32_t lit = c;
+            if (c == '\\') {
+                int r = parse_escape(ps, &lit, &it);
+                if (r < 0) return -1;
+                if (r == 2) {
+                    if (cls_add(ps, &nd->cls, it) < 0) return -1;
+                    if (parse_quant(ps, nd) < 0) return -1;
+                    if (nd->max < 0) nd->loop_id = ps->n_loops++;
+                    continue;
+                }
+            } else if (c == ']' || c == '}') {
+                return perr(ps, "unbalanced bracket");
+            }
+            it.kind = IT_RANGE;
+            it.lo = it.hi = lit;
+            if (cls_add(ps, &nd->cls, it) < 0) return -1;
+        }
+        if (parse_quant(ps, nd) < 0) return -1;
+        if (nd->max < 0) nd->loop_id = ps->n_loops++;
+    }
+    return 0;
+}
+
+static rx_alt *parse_alt(parser *ps) {
+    rx_alt *a = calloc(1, sizeof *a);
+    if (!a) {
+        perr(ps, "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        rx_seq *v = grow(a->seqs, &a->cap, a->n + 1, sizeof *v);
+        if (!v) {
+            perr(ps, "out of memory");
+            free_alt(a);
+            return NULL;
+        }
+        a->seqs = v;
+        rx_seq *s = &a->seqs[a->n++];
+        memset(s, 0, sizeof *s);
+        if (parse_seq(ps, s) < 0) {
+            free_alt(a);
+            return NULL;
+        }
+        uint32_t c;
+        if (peek(ps, 0, &c) && c == '|') {
+            ps->i++;
+            continue;
+        }
+        return a;
+    }
+}
+
+static void free_alt(rx_alt *a) {
+    if (!a) return;
+    for (int i = 0; i < a->n; i++) {
+        rx_seq *s = &a->seqs[i];
+        for (int j = 0; j < s->n; j++) {
+            free(s->nodes[j].cls.items);
+            free_alt(s->nodes[j].alt);
+        }
+        free(s->nodes);
+    }
+    free(a->seqs);
+    free(a);
+}
+
+e0_regex *e0_regex_compile(const char *pattern, e0_err *e) {
+    size_t len = strlen(pattern);
+    uint32_t *cps = malloc((len + 1) * sizeof *cps);
+    e0_regex *r = calloc(1, sizeof *r);
+    if (!cps || !r) {
+        free(cps);
+        free(r);
+        e0_fail(e, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = e0_utf8_decode((const unsigned char *)pattern + i, len - i, &cps[n]);
+        if (k == 0) {
+            free(cps);
+            free(r);
+            e0_fail(e, "regex '%s': invalid UTF-8", pattern);
+            return NULL;
+        }
+        i += k;
+        n++;
+    }
+    parser ps = {.p = cps, .n = n, .e = e, .src = pattern};
+    r->root = parse_alt(&ps);
+    r->n_loops = ps.n_loops;
+    if (r->root && ps.i != n) {
+        perr(&ps, "unbalanced ')'");
+        free_alt(r->root);
+        r->root = NULL;
+    }
+    free(cps);
+    if (!r->root) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void e0_regex_free(e0_regex *r) {
+    if (!r) return;
+    free_alt(r->root);
+    free(r);
+}
+
+/* ---- matcher ---- */
+
+/* Memo of one unbounded loop X+ / X* within one chunk. Because groups are never quantified, every
+ * node has exactly one continuation, whose success depends only on the position it starts at.
+ * So: the run of X starting anywhere in [run_lo, run_hi] ends at run_hi, and the continuation is
+ * known to fail at every position in [fail_lo, run_hi]. This turns patterns like \s+$ on long
+ * whitespace runs from quadratic into linear work across a chunk. */
+typedef struct loop_memo {
+    bool valid;
+    size_t run_lo, run_hi, fail_lo;
+} loop_memo;
+
+typedef struct mctx {
+    const uint32_t *s;
+    size_t n;
+    unsigned long steps;
+    loop_memo *memo; /* n_loops slots, reset per chunk; NULL = no memo */
+} mctx;
+
+/* Bound on backtracking work per match attempt: far above anything the real patterns need. */
+#define MAX_STEPS 50000000UL
+
+static int item_match(const cls_item *it, uint32_t c) {
+    int m;
+    switch (it->kind) {
+    case IT_RANGE: m = c >= it->lo && c <= it->hi; break;
+    case IT_CAT: m = (e0_ucat(c) & it->cat) != 0; break;
+    case IT_SPACE: m = e0_uni_is_space(c); break;
+    case IT_DIGIT: m = c >= '0' && c <= '9'; break;
+    case IT_WORD: m = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; break;
+    default: m = c != '\n' && c != '\r' && c != 0x2028 && c != 0x2029; break;
+    }
+    return it->negated ? !m : m;
+}
+
+static int class_match1(const rx_class *cls, uint32_t c) {
+    for (int i = 0; i < cls->n; i++)
+        if (item_match(&cls->items[i], c)) return 1;
+    return 0;
+}
+
+static int class_match(const rx_class *cls, uint32_t c) {
+    int m = class_match1(cls, c);
+    if (!m && cls->icase && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) m = class_match1(cls, c ^ 0x20);
+    return cls->negated ? !m : m;
+}
+
+typedef struct frame {
+    const rx_seq *seq;
+    int idx;
+    const struct frame *up;
+} frame;
+
+static long m_alt(mctx *m, const rx_alt *a, size_t pos, const frame *k);
+
+static long m_seq(mctx *m, const rx_seq *seq, int idx, size_t pos, const frame *k) {
+    if (++m->steps > MAX_STEPS) return -2;
+    if (idx == seq->n) {
+        if (!k) return (long)pos;
+        return m_seq(m, k->seq, k->idx, pos, k->up);
+    }
+    const rx_node *nd = &seq->nodes[idx];
+    switch (nd->kind) {
+    case ND_CLASS: {
+        /* Greedy: take as many as allowed, then give back one at a time. */
+        loop_memo *lm = nd->max < 0 && m->memo ? &m->memo[nd->loop_id] : NULL;
+        size_t cnt = 0;
+        if (lm && lm->valid && pos >= lm->run_lo && pos <= lm->run_hi) {
+            cnt = lm->run_hi - pos;
+        } else {
+            size_t lim = nd->max < 0 ? m->n - pos : (size_t)nd->max;
+            while (cnt < lim && pos + cnt < m->n && class_match(&nd->cls, m->s[pos + cnt])) cnt++;
+            m->steps += cnt;
+            if (lm) *lm = (loop_memo){true, pos, pos + cnt, pos + cnt + 1};
+        }
+        if (cnt < (size_t)nd->min) return -1;
+        size_t top = cnt;
+        if (lm) { /* positions >= fail_lo are known failures */
+            if (lm->fail_lo <= pos + (size_t)nd->min) return -1;
+            if (lm->fail_lo <= pos + cnt) top = lm->fail_lo - 1 - pos;
+        }
+        for (size_t c = top + 1; c-- > (size_t)nd->min;) {
+            long r = m_seq(m, seq, idx + 1, pos + c, k);
+            if (r != -1) return r;
+            if (lm) lm->fail_lo = pos + c;
+        }
+        return -1;
+    }
+    case ND_GROUP: {
+        frame f = {seq, idx + 1, k};
+        return m_alt(m, nd->alt, pos, &f);
+    }
+    case ND_LOOK: {
+        long r = m_alt(m, nd->alt, pos, NULL);
+        if (r == -2) return -2;
+        if ((r >= 0) == !nd->look_negated) return m_seq(m, seq, idx + 1, pos, k);
+        return -1;
+    }
+    case ND_START:
+        return pos == 0 ? m_seq(m, seq, idx + 1, pos, k) : -1;
+    default: /* ND_END */
+        return pos == m->n ? m_seq(m, seq, idx + 1, pos, k) : -1;
+    }
+}
+
+static long m_alt(mctx *m, const rx_alt *a, size_t pos, const frame *k) {
+    for (int i = 0; i < a->n; i++) {
+        long r = m_seq(m, &a->seqs[i], 0, pos, k);
+        if (r != -1) return r;
+    }
+    return -1;
+}
+
+long e0_regex_match_at(const e0_regex *r, const uint32_t *s, size_t n, size_t pos) {
+    mctx m = {s, n, 0, NULL};
+    return m_alt(&m, r->root, pos, NULL);
+}
+
+int e0_lens_push(e0_lens *l, size_t x, e0_err *e) {
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        size_t *v = realloc(l->v, nc * sizeof *v);
+        if (!v) return e0_fail(e, "out of memory");
+        l->v = v;
+        l->cap = nc;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+int e0_regex_split(const e0_regex *r, const uint32_t *s, const e0_lens *in, e0_lens *out, e0_err *e) {
+    out->n = 0;
+    size_t start = 0;
+    loop_memo *memo = calloc((size_t)r->n_loops + 1, sizeof *memo);
+    if (!memo) return e0_fail(e, "out of memory");
+    for (size_t c = 0; c < in->n; c++) {
+        const uint32_t *sub = s + start;
+        size_t n = in->v[c], pos = 0, last = 0;
+        memset(memo, 0, ((size_t)r->n_loops + 1) * sizeof *memo);
+        mctx m = {sub, n, 0, memo};
+        while (pos < n) {
+            m.steps = 0;
+            long end = m_alt(&m, r->root, pos, NULL);
+            if (end == -2) {
+                free(memo);
+                return e0_fail(e, "pre-tokenizer regex: backtracking limit exceeded");
+            }
+            if (end > (long)pos) {
+                if ((pos > last && e0_lens_push(out, pos - last, e) < 0) || e0_lens_push(out, (size_t)end - pos, e) < 0) {
+                    free(memo);
+                    return -1;
+                }
+                pos = last = (size_t)end;
+            } else {
+                pos++; /* no (non-empty) match here: this code point joins the gap */
+            }
+        }
+        if (last < n && e0_lens_push(out, n - last, e) < 0) {
+            free(memo);
+            return -1;
+        }
+        start += n;
+    }
+    free(memo);
+    return 0;
+}
