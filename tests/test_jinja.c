@@ -676,12 +676,14 @@ int main(void) {
     RUN(test_huge_output);
     RUN(test_deep_nesting);
     RUN(test_macro_recursion);
-    RUN(test_mutated_templates);
-    test_golden_all();
-    t_begin("golden cases total");
-    CHECKF(total_golden >= 300, "only %d golden cases", total_golden);
-    t_end();
-    RUN(test_cli_golden);
+    if (t_need_shared("templates", NULL)) {
+        RUN(test_mutated_templates);
+        test_golden_all();
+        t_begin("golden cases total");
+        CHECKF(total_golden >= 300, "only %d golden cases", total_golden);
+        t_end();
+        RUN(test_cli_golden);
+    }
     RUN(test_cli_errors);
     RUN(test_cli_model);
     return T_DONE();

@@ -370,7 +370,7 @@ static void test_vec_dot_ref(void) {
     }
 }
 
-/* One SIMD level against the reference, for every type; reports "skipped" when unavailable. */
+/* One SIMD level against the reference, for every type; skipped when unavailable. */
 static void check_simd_dots(int level) {
     static const int64_t float_lens[] = {1, 7, 15, 17, 33, 63, 64, 65, 1000, 4099};
     char name[128];
@@ -379,10 +379,10 @@ static void check_simd_dots(int level) {
         const e0_type_traits *t = e0_type_traits_of(dot_types[ti]);
         e0_vec_dot_fn fn = level == E0_SIMD_AVX2 ? t->vec_dot_avx2 : t->vec_dot_avx512;
         if (!fn) continue; /* no kernel at this level for this type: the reference is used */
-        snprintf(name, sizeof name, "vec_dot_%s_%s%s", e0_simd_name(level), t->name,
-                 avail ? "" : " (skipped: CPU lacks it or E0_SIMD caps it)");
+        snprintf(name, sizeof name, "vec_dot_%s_%s", e0_simd_name(level), t->name);
         t_begin(name);
-        if (avail) {
+        if (!avail) t_skip("CPU lacks %s or E0_SIMD caps it", e0_simd_name(level));
+        else {
             int nl = t->is_quantized ? (int)NLEN : 10;
             for (int li = 0; li < nl; li++) {
                 int64_t n = t->is_quantized ? lengths[li] : float_lens[li];
@@ -497,9 +497,10 @@ static void test_dots_llama_order(void) {
 static void test_act_quant_simd(void) {
     char name[128];
     int avail = e0_simd_level() >= E0_SIMD_AVX2;
-    snprintf(name, sizeof name, "act_quant_avx2_byte_identical%s", avail ? "" : " (skipped: CPU lacks AVX2 or E0_SIMD caps it)");
+    snprintf(name, sizeof name, "act_quant_avx2_byte_identical");
     t_begin(name);
-    if (avail) {
+    if (!avail) t_skip("CPU lacks AVX2 or E0_SIMD caps it");
+    else {
         int64_t n = 32 * 257;
         float *x = malloc((size_t)n * 4);
         uint8_t *r0 = malloc((size_t)n / 32 * Q8_0_SIZE), *s0 = malloc((size_t)n / 32 * Q8_0_SIZE);
@@ -580,7 +581,8 @@ int main(void) {
         RUN(test_fp16_to_fp32_exhaustive);
         RUN(test_fp32_to_fp16);
     } else {
-        t_begin("fp16_vs_f16c (skipped: CPU lacks F16C)");
+        t_begin("fp16_vs_f16c");
+        t_skip("CPU lacks F16C");
         t_end();
     }
     RUN(test_bf16);

@@ -77,6 +77,7 @@ static void test_chat_two_turns_pipe(void) {
 }
 
 int main(void) {
+    if (!t_need_shared("golden/stories260K.gguf", "templates/Qwen-Qwen2.5-7B-Instruct.jinja", NULL)) return T_DONE();
     RUN(test_run_text_matches_ids);
     RUN(test_run_stop_and_sampling);
     RUN(test_chat_two_turns_pipe);
