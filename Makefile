@@ -1,4 +1,12 @@
-# edge0-infer — build, test, demo, bench.  Everything goes into $(BUILD) (default: build/).
+# edge0-infer — build, test, demo, bench.  Everything goes into $(BUILD) (default: build/):
+#   $(BUILD)/bin/     edge0-infer, edge0-bench (and llamacpp-bench from `make llamacpp`)
+#   $(BUILD)/tools/   one program per tools/*.c (micro benchmarks, simulators): tools/NAME.c ->
+#                     $(BUILD)/tools/NAME; tools/llamacpp_bench.c needs llama.cpp: `make llamacpp`
+#   $(BUILD)/tests/   one test binary per tests/test_*.c, run by tests/run.sh
+# `make` (= `make all`) only compiles; it never installs anything. `make test`, `make demo`,
+# `make bench`, `make sweep` and `make asan` first run `make deps` (tools/deps.sh: the missing
+# Debian packages), then build in a sub-make, one after the other, so that under -j no compile
+# starts before the headers it needs are installed.
 BUILD ?= build
 CC ?= cc
 OPT ?= -O2
@@ -9,7 +17,12 @@ LDFLAGS_SAN = -fsanitize=address,undefined
 endif
 CFLAGS_AVX2 = -mavx2 -mfma -mf16c
 CFLAGS_AVX512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
-LDLIBS = -ljansson -luring -lcrypto -lm -lpthread
+# The libraries libedge0.a's objects call (jansson: JSON; crypto: SHA-256 in sysinfo_identity.c).
+# --as-needed: a binary records only those it really calls (tests of the kernels need none of the
+# first two). A tool that needs more names it in LDLIBS_<tool>.
+LDLIBS = -ljansson -lcrypto -lm -lpthread
+LDFLAGS = -Wl,--as-needed
+LDLIBS_expert_read_bench = -luring
 
 # Build identity for src/measure/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
 # $(BUILD)/gen/e0_build_info.h and rewritten only when a value changes (the .d files then rebuild
@@ -24,18 +37,20 @@ LIB_SRC   := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
+TOOL_SRC  := $(filter-out tools/llamacpp_bench.c,$(wildcard tools/*.c))
 GEN_SRC   := $(BUILD)/gen/unicode_data.c
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(BUILD)/obj/gen/unicode_data.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOL_BIN  := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 LIB       := $(BUILD)/libedge0.a
 
 .PHONY: all deps test asan demo bench sweep llamacpp clean
-all: deps $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN)
+all: $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN) $(TOOL_BIN)
 
-# Install missing Debian packages (only when missing).
+# Install the missing Debian packages (the only target that installs anything).
 deps:
 	@sh tools/deps.sh
 
@@ -71,33 +86,51 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/bin/edge0-infer: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/bin/edge0-bench: $(BENCH_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/t.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-# Every test; the runner ends with "N passed, N failed".
-test: all
+$(BUILD)/tools/%: tools/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -MMD -MT $@ -MF $(BUILD)/obj/tools/$*.d -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)
+$(TOOL_BIN): | $(BUILD)/obj/tools
+
+$(BUILD)/obj/tools:
+	@mkdir -p $@
+
+# Every test (needs ../shared, the shared data folder, beside the repo; or E0_SHARED); the runner
+# ends with "N passed, N failed, N skipped".
+test:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@sh tests/run.sh $(BUILD)
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: deps
-	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 test
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, in $(BUILD)/asan.
+asan:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 OPT=-O1 test
 
-demo: all
+demo:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@sh tools/demo.sh $(BUILD)
 
 # Speed of synthesized models next to the memory-bandwidth bound -> docs/perf.md.
-bench: all
+bench:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@sh tools/bench.sh $(BUILD)
 
 # The standard measurement of any model: E0_BENCH_MODEL=M.gguf make sweep (see docs/bench.md).
-sweep: all
+sweep:
+	@sh tools/deps.sh
+	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
 
 # llama.cpp for side-by-side measurements only (never linked into the engine): fetches the
@@ -107,6 +140,6 @@ llamacpp:
 	@sh tools/llamacpp.sh $(BUILD)
 
 clean:
-	rm -rf build
+	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

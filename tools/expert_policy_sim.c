@@ -5,10 +5,8 @@
  *
  * Trace: a text file, one line per (token, layer) in evaluation order: "LAYER ID ID ..." (the
  * experts that layer used for that token, or for a prefill chunk); '#' lines are comments.
- * Not built by default. Build and run by hand:
- *   make && cc -std=c11 -O2 -D_GNU_SOURCE -Isrc tools/expert_policy_sim.c build/libedge0.a \
- *        -ljansson -luring -lcrypto -lm -lpthread -o build/expert_policy_sim
- *   ./build/expert_policy_sim MODEL.gguf TRACE [slots,...]   (default: k, 2k, 4k, n_expert/2) */
+ * Built by `make` into build/tools/expert_policy_sim. Run:
+ *   build/tools/expert_policy_sim MODEL.gguf TRACE [slots,...]   (default: k, 2k, 4k, n_expert/2) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

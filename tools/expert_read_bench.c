@@ -13,9 +13,7 @@
  * e0_experts x8 1.14-1.23 cached, 1.36-1.44 direct. Splitting matrices into 256 KiB reads
  * (BENCH_CHUNK=262144) halved cached throughput (0.5-0.65 GB/s) and changed direct by +-15%, so
  * each matrix is one read. Run-to-run noise on this shared VM is about +-30%.
- * Not built by default. Build and run by hand:
- *   make && cc -std=c11 -O2 -D_GNU_SOURCE -Isrc tools/expert_read_bench.c build/libedge0.a \
- *        -ljansson -luring -lcrypto -lm -lpthread -o build/expert_read_bench
+ * Built by `make` into build/tools/expert_read_bench (the only program linked with liburing).
  * Environment: BENCH_ROUNDS (default 2), BENCH_METHODS (see want()), BENCH_NO_DROP (warm
  * cache: CPU cost only), BENCH_BIG_DST (pool reads to distinct touched buffers, like slots),
  * BENCH_POOL_PASS0 (an unmeasured pool pass first), BENCH_K (experts per batch, <= n_expert_used),

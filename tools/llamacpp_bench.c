@@ -1,7 +1,7 @@
 /* llamacpp_bench.c — the llama.cpp side of the side-by-side measurement (tools/side_by_side.sh).
  *
- * Not part of the engine and not built by the default build: tools/llamacpp.sh compiles it
- * against the headers of the llama.cpp source that node-llama-cpp ships and links the prebuilt
+ * Not part of the engine and not built by `make` (it needs llama.cpp): `make llamacpp`
+ * (tools/llamacpp.sh) compiles it against the headers of the llama.cpp source that node-llama-cpp ships and links the prebuilt
  * libraries from its npm package. It mirrors `edge0-infer bench` step by step so that the two
  * rows compare like for like: the same prompt token ids, one batched prefill (chunks of at most
  * 512 tokens), the argmax of the first token counted in the prefill, --warmup untimed greedy

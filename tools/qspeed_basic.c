@@ -1,9 +1,8 @@
 /* qspeed_basic.c — micro benchmark for the quant_basic dot kernels and activation quantizers:
  * GB/s of weight bytes streamed per kernel (ref / avx2 / avx512), single thread, per CPU second, for a matrix
  * that lives in L2 (compute bound) and one far larger than the caches (memory bound).
- * Not built by default. Build and run by hand:
- *   make && cc -std=c11 -O2 -D_GNU_SOURCE -Isrc tools/qspeed_basic.c build/libedge0.a -lm -o build/qspeed_basic
- *   ./build/qspeed_basic [big_MiB [type]]   (default 1024 MiB, all types) */
+ * Built by `make` into build/tools/qspeed_basic. Run:
+ *   build/tools/qspeed_basic [big_MiB [type]]   (default 1024 MiB, all types) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,7 @@
 /* qspeed_gemm.c — micro benchmark of the 4-token dot kernels (vec_dot_4) against 4 calls of
- * vec_dot (not built by default).
+ * vec_dot. Built by `make` into build/tools/qspeed_gemm. Run:
  *
- *   make && cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/qspeed_gemm tools/qspeed_gemm.c build/libedge0.a -lm -lpthread
- *   build/qspeed_gemm
+ *   build/tools/qspeed_gemm
  *
  * One expert's gate matrix of Qwen3-30B-A3B (768 rows of n = 2048, cache resident) times 4
  * token rows (Q8_K / Q8_0), single-threaded, for each type and SIMD level with a vec_dot_4.

@@ -1,7 +1,6 @@
-/* qspeed_k.c — micro benchmark of the K-quant dot kernels (not built by default).
+/* qspeed_k.c — micro benchmark of the K-quant dot kernels. Built by `make` into build/tools/qspeed_k.
  *
- *   make && cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/qspeed_k tools/qspeed_k.c build/libedge0.a -lm -lpthread
- *   build/qspeed_k [big_MiB]      (default 64)
+ *   build/tools/qspeed_k [big_MiB]      (default 64)
  *
  * For each weight type and kernel level, a matrix of rows of n = 2048 (a Qwen3-30B-A3B hidden
  * row) is dotted row by row with one Q8_K activation row, single-threaded, like a decode matvec.
