@@ -106,8 +106,6 @@ void e0_pool_run(e0_pool *p, e0_task_fn fn, void *arg) {
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) _mm_pause();
 }
 
-int e0_pool_size(const e0_pool *p) { return p->n; }
-
 void e0_pool_free(e0_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);

@@ -59,7 +59,6 @@ void e0_free(int cat, void *p, size_t n) {
 
 size_t e0_mem_current(int cat) { return cat >= 0 && cat < E0_MEM_NCAT ? atomic_load(&mem_cur[cat]) : 0; }
 size_t e0_mem_peak(int cat) { return cat >= 0 && cat < E0_MEM_NCAT ? atomic_load(&mem_peak[cat]) : 0; }
-size_t e0_mem_total_current(void) { return atomic_load(&mem_total_cur); }
 size_t e0_mem_total_peak(void) { return atomic_load(&mem_total_peak); }
 
 double e0_now(void) {

@@ -37,7 +37,6 @@ void *e0_alloc(int cat, size_t n);
 void e0_free(int cat, void *p, size_t n);
 size_t e0_mem_current(int cat);
 size_t e0_mem_peak(int cat);
-size_t e0_mem_total_current(void);
 size_t e0_mem_total_peak(void);
 
 /* Monotonic time in seconds. */

@@ -547,11 +547,6 @@ static long m_alt(mctx *m, const rx_alt *a, size_t pos, const frame *k) {
     return -1;
 }
 
-long e0_regex_match_at(const e0_regex *r, const uint32_t *s, size_t n, size_t pos) {
-    mctx m = {s, n, 0, NULL};
-    return m_alt(&m, r->root, pos, NULL);
-}
-
 int e0_lens_push(e0_lens *l, size_t x, e0_err *e) {
     if (l->n == l->cap) {
         size_t nc = l->cap ? l->cap * 2 : 64;

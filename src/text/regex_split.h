@@ -24,10 +24,6 @@ typedef struct e0_regex e0_regex;
 e0_regex *e0_regex_compile(const char *pattern, e0_err *e);
 void e0_regex_free(e0_regex *r);
 
-/* Longest-by-ECMAScript-rules match starting exactly at pos in s[0..n): the end position, or -1
- * for no match, or -2 if the step budget ran out (pathological pattern/input). */
-long e0_regex_match_at(const e0_regex *r, const uint32_t *s, size_t n, size_t pos);
-
 /* A growable list of chunk lengths (in code points). */
 typedef struct e0_lens {
     size_t *v;

@@ -472,8 +472,6 @@ uint32_t e0_tok_n_vocab(const e0_tokenizer *t) { return t->n; }
 int32_t e0_tok_bos(const e0_tokenizer *t) { return t->bos; }
 int32_t e0_tok_eos(const e0_tokenizer *t) { return t->eos; }
 int32_t e0_tok_eot(const e0_tokenizer *t) { return t->eot; }
-int32_t e0_tok_unk(const e0_tokenizer *t) { return t->unk; }
-int32_t e0_tok_pad(const e0_tokenizer *t) { return t->pad; }
 bool e0_tok_add_bos(const e0_tokenizer *t) { return t->add_bos; }
 bool e0_tok_add_eos(const e0_tokenizer *t) { return t->add_eos; }
 uint64_t e0_tok_merges_skipped(const e0_tokenizer *t) { return t->merges_skipped; }

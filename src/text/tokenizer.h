@@ -96,8 +96,6 @@ uint32_t e0_tok_n_vocab(const e0_tokenizer *t);
 int32_t e0_tok_bos(const e0_tokenizer *t); /* -1 if none */
 int32_t e0_tok_eos(const e0_tokenizer *t);
 int32_t e0_tok_eot(const e0_tokenizer *t);
-int32_t e0_tok_unk(const e0_tokenizer *t);
-int32_t e0_tok_pad(const e0_tokenizer *t);
 bool e0_tok_add_bos(const e0_tokenizer *t);
 bool e0_tok_add_eos(const e0_tokenizer *t);
 uint64_t e0_tok_merges_skipped(const e0_tokenizer *t);

@@ -20,10 +20,6 @@ const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw) {
     return NULL;
 }
 
-void jargs_max(jctx *c, jcall *a, size_t npos, const char *what, int line) {
-    if (a->npos > npos) jfail_at(c, line, "%s takes at most %zu argument(s), %zu given", what, npos, a->npos);
-}
-
 jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
     const jval *v = jarg(c, a, i, kw);
     return v ? *v : def;

@@ -225,8 +225,7 @@ jval jstr_method(jctx *c, jval s, const char *name, jcall *a, int line);
 /* Python's `fmt % args` for %s %r %d %i %%. */
 jval jpercent_format(jctx *c, jval fmt, jval args, int line);
 bool jglobal_exists(const char *name);
-/* Argument i (positional) or kw (keyword), else NULL; too many arguments fail. */
+/* Argument i (positional) or kw (keyword), else NULL. */
 const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw);
-void jargs_max(jctx *c, jcall *a, size_t npos, const char *what, int line);
 
 #endif
