@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/experts.h"
 #include "engine/load.h"
 #include "quant/quant.h"
 #include "t.h"
@@ -28,6 +29,13 @@ static void test_parse(void) {
         CHECKF(e0_options_parse(&o, bad[i].kv, &e) == -1, "'%s' must be refused", bad[i].kv);
         CHECKF(strstr(e.msg, bad[i].want) != NULL, "'%s': message '%s' should name '%s'", bad[i].kv, e.msg, bad[i].want);
     }
+    /* io_threads: the parser accepts exactly what the expert cache can do */
+    char kv[64];
+    snprintf(kv, sizeof kv, "io_threads=%d", E0_EXPERTS_MAX_IO_THREADS);
+    CHECKF(e0_options_parse(&o, kv, &e) == 0 && o.io_threads == E0_EXPERTS_MAX_IO_THREADS, "%s: %s", kv, e.msg);
+    snprintf(kv, sizeof kv, "io_threads=%d", E0_EXPERTS_MAX_IO_THREADS + 1);
+    e.msg[0] = 0;
+    CHECKF(e0_options_parse(&o, kv, &e) == -1 && strstr(e.msg, "io_threads"), "%s must be refused: '%s'", kv, e.msg);
 }
 
 static int open_with(const char *model, const char *const *kv, int n, e0_session *s, e0_err *e) {

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #define DIRECT_ALIGN 4096 /* O_DIRECT offset/length/buffer alignment; a multiple of any logical block size in use */
-#define MAX_IO_THREADS 64
 #define N_PARTS 3         /* gate, up, down */
 
 enum slot_state { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
@@ -514,8 +513,8 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         e0_fail(e, "expert cache: unknown eviction policy %d", p->evict);
         return NULL;
     }
-    if (p->n_io_threads < 0 || p->n_io_threads > MAX_IO_THREADS) {
-        e0_fail(e, "expert cache: %d I/O threads out of range [0, %d]", p->n_io_threads, MAX_IO_THREADS);
+    if (p->n_io_threads < 0 || p->n_io_threads > E0_EXPERTS_MAX_IO_THREADS) {
+        e0_fail(e, "expert cache: %d I/O threads out of range [0, %d]", p->n_io_threads, E0_EXPERTS_MAX_IO_THREADS);
         return NULL;
     }
     e0_experts *x = calloc(1, sizeof *x);

@@ -41,10 +41,11 @@ typedef struct e0_experts_params {
     int64_t slots;          /* expert slots per layer, 1..n_expert (the forward pass needs >= n_expert_used) */
     int read_mode;          /* e0_expert_read */
     int evict;              /* e0_evict */
-    int n_io_threads;       /* 0 = default (E0_EXPERTS_DEFAULT_IO_THREADS); at most 64 */
+    int n_io_threads;       /* 0 = default (E0_EXPERTS_DEFAULT_IO_THREADS); at most E0_EXPERTS_MAX_IO_THREADS */
 } e0_experts_params;
 
 #define E0_EXPERTS_DEFAULT_IO_THREADS 8
+#define E0_EXPERTS_MAX_IO_THREADS 64 /* the one limit: the cache's reader array and --model-option io_threads */
 
 typedef struct e0_expert_ptrs {
     const uint8_t *gate, *up, *down;

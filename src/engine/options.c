@@ -103,7 +103,7 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         return 0;
     }
     if (!strcmp(key, "io_threads")) {
-        if (e0_parse_i64(v, 1, 256, &n, what, e) < 0) return -1;
+        if (e0_parse_i64(v, 1, E0_EXPERTS_MAX_IO_THREADS, &n, what, e) < 0) return -1;
         o->io_threads = n;
         return 0;
     }
