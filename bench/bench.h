@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "base/strbuf.h" /* growing text for the Markdown and SVG renderers */
 #include "base/util.h"
 
 #define REPORT_FORMAT "edge0-bench-report/1"
@@ -73,16 +74,6 @@ char *report_markdown(const json_t *report);
 char *report_svg(const json_t *report);
 /* Write text to a file; -1 + error. */
 int write_text_file(const char *path, const char *text, e0_err *e);
-
-/* ---- growing text (strbuf.c) ---- */
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} strbuf;
-void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The text (caller frees), or NULL if any append ran out of memory. */
-char *sb_take(strbuf *b);
 
 /* ---- measurement conditions (conditions.c) ---- */
 /* Check a system snapshot (e0_system_json) before a process: returns

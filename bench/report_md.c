@@ -10,7 +10,7 @@
 
 /* A JSON value as short text for a table cell or a line: strings as is, numbers, compact JSON
  * otherwise; '|' and newlines made harmless for Markdown tables. */
-static void put_value(strbuf *b, const json_t *v) {
+static void put_value(e0_strbuf *b, const json_t *v) {
     char *text = NULL;
     const char *s;
     if (!v) s = "—";
@@ -18,9 +18,9 @@ static void put_value(strbuf *b, const json_t *v) {
     else s = text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     if (!s) s = "?";
     for (const char *p = s; *p; p++) {
-        if (*p == '|') sb_printf(b, "\\|");
-        else if (*p == '\n' || *p == '\r') sb_printf(b, " ");
-        else sb_printf(b, "%c", *p);
+        if (*p == '|') e0_sb_printf(b, "\\|");
+        else if (*p == '\n' || *p == '\r') e0_sb_printf(b, " ");
+        else e0_sb_printf(b, "%c", *p);
     }
     free(text);
 }
@@ -36,16 +36,16 @@ static double unit_scale(const char *unit, double max, const char **shown) {
     return 1.0;
 }
 
-static void put_number(strbuf *b, double v) {
+static void put_number(e0_strbuf *b, double v) {
     double a = fabs(v);
-    if (a >= 100) sb_printf(b, "%.1f", v);
-    else if (a >= 10) sb_printf(b, "%.1f", v);
-    else if (a >= 0.1 || a == 0) sb_printf(b, "%.2f", v);
-    else sb_printf(b, "%.3g", v);
+    if (a >= 100) e0_sb_printf(b, "%.1f", v);
+    else if (a >= 10) e0_sb_printf(b, "%.1f", v);
+    else if (a >= 0.1 || a == 0) e0_sb_printf(b, "%.2f", v);
+    else e0_sb_printf(b, "%.3g", v);
 }
 
 /* "min to max unit (median m)" from a metric summary, or its unavailable text. */
-static void put_summary(strbuf *b, const json_t *s) {
+static void put_summary(e0_strbuf *b, const json_t *s) {
     if (!json_is_object(s)) {
         put_value(b, s);
         return;
@@ -57,183 +57,183 @@ static void put_summary(strbuf *b, const json_t *s) {
     double k = unit_scale(unit ? unit : "", mx, &shown);
     put_number(b, mn / k);
     if (mx != mn) {
-        sb_printf(b, " to ");
+        e0_sb_printf(b, " to ");
         put_number(b, mx / k);
     }
-    sb_printf(b, " %s", shown);
+    e0_sb_printf(b, " %s", shown);
     if (mx != mn) {
-        sb_printf(b, " (median ");
+        e0_sb_printf(b, " (median ");
         put_number(b, md / k);
-        sb_printf(b, ")");
+        e0_sb_printf(b, ")");
     }
 }
 
-static void put_row_metric(strbuf *b, const json_t *row, const metric_def *m) {
+static void put_row_metric(e0_strbuf *b, const json_t *row, const metric_def *m) {
     double v;
     if (json_path_number(row, m->key, &v) != 0) {
-        sb_printf(b, "—");
+        e0_sb_printf(b, "—");
         return;
     }
     const char *shown;
     double k = unit_scale(m->unit, v, &shown);
     put_number(b, v / k);
-    sb_printf(b, " %s", shown);
+    e0_sb_printf(b, " %s", shown);
 }
 
 static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
 
-static void put_provenance(strbuf *b, const json_t *r) {
+static void put_provenance(e0_strbuf *b, const json_t *r) {
     const json_t *id = get(r, "identity"), *eng = get(id, "engine"), *model = get(id, "model");
     const json_t *dev = get(r, "device"), *proto = get(r, "protocol");
-    sb_printf(b, "# edge0-bench report\n\n");
-    sb_printf(b, "- Created: ");
+    e0_sb_printf(b, "# edge0-bench report\n\n");
+    e0_sb_printf(b, "- Created: ");
     put_value(b, get(r, "created_utc"));
-    sb_printf(b, "\n- Engine: ");
+    e0_sb_printf(b, "\n- Engine: ");
     if (json_is_object(eng)) {
         put_value(b, get(eng, "version"));
-        sb_printf(b, ", commit ");
+        e0_sb_printf(b, ", commit ");
         put_value(b, get(eng, "git_commit"));
-        sb_printf(b, json_is_true(get(eng, "git_dirty")) ? " (dirty)" : "");
-        sb_printf(b, ", SIMD ");
+        e0_sb_printf(b, json_is_true(get(eng, "git_dirty")) ? " (dirty)" : "");
+        e0_sb_printf(b, ", SIMD ");
         put_value(b, get(eng, "simd"));
-        sb_printf(b, ", compiler ");
+        e0_sb_printf(b, ", compiler ");
         put_value(b, get(eng, "compiler"));
-        sb_printf(b, "\n- Engine flags: `");
+        e0_sb_printf(b, "\n- Engine flags: `");
         put_value(b, get(eng, "cflags"));
-        sb_printf(b, "`");
+        e0_sb_printf(b, "`");
     } else {
         put_value(b, eng);
     }
-    sb_printf(b, "\n- Binary: `");
+    e0_sb_printf(b, "\n- Binary: `");
     put_value(b, get(id, "cli"));
-    sb_printf(b, "`, sha256 `");
+    e0_sb_printf(b, "`, sha256 `");
     put_value(b, get(id, "cli_sha256"));
-    sb_printf(b, "`\n- Model: `");
+    e0_sb_printf(b, "`\n- Model: `");
     put_value(b, get(id, "model_path"));
-    sb_printf(b, "`, sha256 `");
+    e0_sb_printf(b, "`, sha256 `");
     put_value(b, get(id, "model_sha256"));
-    sb_printf(b, "`");
+    e0_sb_printf(b, "`");
     if (json_is_object(model)) {
-        sb_printf(b, ", architecture ");
+        e0_sb_printf(b, ", architecture ");
         put_value(b, get(model, "architecture"));
-        sb_printf(b, ", parameters ");
+        e0_sb_printf(b, ", parameters ");
         put_value(b, get(model, "params_total"));
-        sb_printf(b, " (active ");
+        e0_sb_printf(b, " (active ");
         put_value(b, get(model, "params_active"));
-        sb_printf(b, "), tensor types ");
+        e0_sb_printf(b, "), tensor types ");
         put_value(b, get(model, "tensor_types"));
     }
-    sb_printf(b, "\n- Device: ");
+    e0_sb_printf(b, "\n- Device: ");
     put_value(b, get(dev, "cpu_model"));
-    sb_printf(b, ", ");
+    e0_sb_printf(b, ", ");
     put_value(b, get(dev, "logical_cores"));
-    sb_printf(b, " logical / ");
+    e0_sb_printf(b, " logical / ");
     put_value(b, get(dev, "physical_cores"));
-    sb_printf(b, " physical cores, ");
+    e0_sb_printf(b, " physical cores, ");
     const json_t *mem = get(dev, "memory_total_bytes");
-    if (json_is_integer(mem)) sb_printf(b, "%.1f GiB", (double)json_integer_value(mem) / 1073741824.0);
+    if (json_is_integer(mem)) e0_sb_printf(b, "%.1f GiB", (double)json_integer_value(mem) / 1073741824.0);
     else put_value(b, mem);
-    sb_printf(b, ", ");
+    e0_sb_printf(b, ", ");
     put_value(b, get(dev, "machine"));
     /* The kernel and governor from the first snapshot. */
     const json_t *cfg0 = json_array_get(get(r, "configurations"), 0);
     const json_t *snap = get(json_array_get(get(cfg0, "processes"), 0), "before");
     if (snap) {
-        sb_printf(b, "\n- Kernel: ");
+        e0_sb_printf(b, "\n- Kernel: ");
         put_value(b, get(snap, "kernel"));
-        sb_printf(b, "; governor ");
+        e0_sb_printf(b, "; governor ");
         put_value(b, get(snap, "governor"));
     }
-    sb_printf(b, "\n- Protocol: prompt `");
+    e0_sb_printf(b, "\n- Protocol: prompt `");
     put_value(b, get(proto, "prompt_file"));
-    sb_printf(b, "` (");
+    e0_sb_printf(b, "` (");
     put_value(b, get(proto, "prompt"));
-    sb_printf(b, "), ");
+    e0_sb_printf(b, "), ");
     put_value(b, get(proto, "warmup"));
-    sb_printf(b, " warm-up then ");
+    e0_sb_printf(b, " warm-up then ");
     put_value(b, get(proto, "ntok"));
-    sb_printf(b, " timed decode steps, ");
+    e0_sb_printf(b, " timed decode steps, ");
     put_value(b, get(proto, "runs"));
-    sb_printf(b, " processes per configuration, ");
+    e0_sb_printf(b, " processes per configuration, ");
     put_value(b, get(proto, "cooldown_seconds"));
-    sb_printf(b, " s cool-down; configurations ");
+    e0_sb_printf(b, " s cool-down; configurations ");
     put_value(b, get(proto, "configs"));
-    sb_printf(b, "; options ");
+    e0_sb_printf(b, "; options ");
     put_value(b, get(proto, "options"));
-    sb_printf(b, "\n- Harness: commit ");
+    e0_sb_printf(b, "\n- Harness: commit ");
     put_value(b, get(get(r, "harness"), "git_commit"));
-    sb_printf(b, "\n\n");
+    e0_sb_printf(b, "\n\n");
 }
 
-static void put_results(strbuf *b, const json_t *r) {
+static void put_results(e0_strbuf *b, const json_t *r) {
     const json_t *configs = get(r, "configurations");
-    sb_printf(b, "## Results\n\nEach range is the minimum to maximum over the successful processes of a "
+    e0_sb_printf(b, "## Results\n\nEach range is the minimum to maximum over the successful processes of a "
                  "configuration; the median is in parentheses.\n\n");
-    sb_printf(b, "| Configuration | First token | Prefill | Decode | Memory peak (RSS) | Processes |\n");
-    sb_printf(b, "| --- | --- | --- | --- | --- | --- |\n");
+    e0_sb_printf(b, "| Configuration | First token | Prefill | Decode | Memory peak (RSS) | Processes |\n");
+    e0_sb_printf(b, "| --- | --- | --- | --- | --- | --- |\n");
     size_t i;
     const json_t *c;
     static const char *main_keys[] = {"prefill_seconds", "prefill_tokens_per_second", "decode_tokens_per_second",
                                       "memory.peak_rss_bytes"};
     json_array_foreach(configs, i, c) {
-        sb_printf(b, "| `");
+        e0_sb_printf(b, "| `");
         put_value(b, get(c, "name"));
-        sb_printf(b, "` |");
+        e0_sb_printf(b, "` |");
         for (size_t k = 0; k < 4; k++) {
-            sb_printf(b, " ");
+            e0_sb_printf(b, " ");
             put_summary(b, get(get(c, "metrics"), main_keys[k]));
-            sb_printf(b, " |");
+            e0_sb_printf(b, " |");
         }
-        sb_printf(b, " %lld ok, %lld failed, %lld refused |\n", (long long)json_integer_value(get(c, "ok")),
+        e0_sb_printf(b, " %lld ok, %lld failed, %lld refused |\n", (long long)json_integer_value(get(c, "ok")),
                   (long long)json_integer_value(get(c, "failed")), (long long)json_integer_value(get(c, "refused")));
     }
-    sb_printf(b, "\n| Configuration | Inter-token latency p50 | Inter-token latency p99 | Energy |\n");
-    sb_printf(b, "| --- | --- | --- | --- |\n");
+    e0_sb_printf(b, "\n| Configuration | Inter-token latency p50 | Inter-token latency p99 | Energy |\n");
+    e0_sb_printf(b, "| --- | --- | --- | --- |\n");
     json_array_foreach(configs, i, c) {
-        sb_printf(b, "| `");
+        e0_sb_printf(b, "| `");
         put_value(b, get(c, "name"));
-        sb_printf(b, "` | ");
+        e0_sb_printf(b, "` | ");
         put_summary(b, get(get(c, "metrics"), "itl.p50"));
-        sb_printf(b, " | ");
+        e0_sb_printf(b, " | ");
         put_summary(b, get(get(c, "metrics"), "itl.p99"));
-        sb_printf(b, " | ");
+        e0_sb_printf(b, " | ");
         put_summary(b, get(get(c, "metrics"), "energy.joules_per_token"));
-        sb_printf(b, " |\n");
+        e0_sb_printf(b, " |\n");
     }
-    sb_printf(b, "\n### Effective configurations\n\n");
+    e0_sb_printf(b, "\n### Effective configurations\n\n");
     json_array_foreach(configs, i, c) {
-        sb_printf(b, "- `");
+        e0_sb_printf(b, "- `");
         put_value(b, get(c, "name"));
-        sb_printf(b, "`: `");
+        e0_sb_printf(b, "`: `");
         put_value(b, get(c, "effective_config"));
-        sb_printf(b, "`%s\n", json_is_false(get(c, "effective_config_consistent")) ? " (processes disagree!)" : "");
+        e0_sb_printf(b, "`%s\n", json_is_false(get(c, "effective_config_consistent")) ? " (processes disagree!)" : "");
     }
 }
 
-static void put_processes(strbuf *b, const json_t *r) {
-    sb_printf(b, "\n## Processes\n\n");
-    sb_printf(b, "| Configuration | # | Status | First token | Prefill | Decode | Peak RSS | Load before | Notes |\n");
-    sb_printf(b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+static void put_processes(e0_strbuf *b, const json_t *r) {
+    e0_sb_printf(b, "\n## Processes\n\n");
+    e0_sb_printf(b, "| Configuration | # | Status | First token | Prefill | Decode | Peak RSS | Load before | Notes |\n");
+    e0_sb_printf(b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     size_t i, j;
     const json_t *c, *p;
     json_array_foreach(get(r, "configurations"), i, c) {
         json_array_foreach(get(c, "processes"), j, p) {
             const json_t *row = get(p, "row");
-            sb_printf(b, "| `");
+            e0_sb_printf(b, "| `");
             put_value(b, get(c, "name"));
-            sb_printf(b, "` | ");
+            e0_sb_printf(b, "` | ");
             put_value(b, get(p, "index"));
-            sb_printf(b, " | ");
+            e0_sb_printf(b, " | ");
             put_value(b, get(p, "status"));
             for (size_t k = 0; k < 4; k++) {
-                sb_printf(b, " | ");
+                e0_sb_printf(b, " | ");
                 put_row_metric(b, row, &METRICS[k]);
             }
-            sb_printf(b, " | ");
+            e0_sb_printf(b, " | ");
             const json_t *load = get(get(p, "before"), "load_avg");
-            if (json_is_array(load)) sb_printf(b, "%.2f", json_number_value(json_array_get(load, 0)));
+            if (json_is_array(load)) e0_sb_printf(b, "%.2f", json_number_value(json_array_get(load, 0)));
             else put_value(b, load);
-            sb_printf(b, " | ");
+            e0_sb_printf(b, " | ");
             int first = 1;
             if (json_is_string(get(p, "reason"))) {
                 put_value(b, get(p, "reason"));
@@ -242,30 +242,30 @@ static void put_processes(strbuf *b, const json_t *r) {
             size_t k;
             const json_t *w;
             json_array_foreach(get(get(p, "conditions"), "warnings"), k, w) {
-                sb_printf(b, first ? "" : "; ");
+                e0_sb_printf(b, first ? "" : "; ");
                 put_value(b, w);
                 first = 0;
             }
-            sb_printf(b, " |\n");
+            e0_sb_printf(b, " |\n");
         }
     }
 }
 
 char *report_markdown(const json_t *r) {
-    strbuf b = {0};
+    e0_strbuf b = {0};
     put_provenance(&b, r);
     put_results(&b, r);
     put_processes(&b, r);
     const json_t *w = get(r, "warnings");
     if (json_array_size(w)) {
-        sb_printf(&b, "\n## Warnings\n\n");
+        e0_sb_printf(&b, "\n## Warnings\n\n");
         size_t i;
         const json_t *x;
         json_array_foreach(w, i, x) {
-            sb_printf(&b, "- ");
+            e0_sb_printf(&b, "- ");
             put_value(&b, x);
-            sb_printf(&b, "\n");
+            e0_sb_printf(&b, "\n");
         }
     }
-    return sb_take(&b);
+    return e0_sb_take(&b);
 }

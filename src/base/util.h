@@ -4,6 +4,8 @@
  * with one human-readable line via e0_fail(). Callers carry the error up unchanged; the CLI
  * prints it as "edge0-infer: <msg>" and exits 1.
  *
+ * Also: FNV-1a hashing, checked math, strict flag parsing.
+ *
  * Memory ledger: every large engine allocation goes through e0_alloc(category, n) so that the
  * current and peak bytes per category (dense weights, expert slots, KV cache, ...) are known. */
 #ifndef E0_UTIL_H
@@ -41,6 +43,14 @@ size_t e0_mem_total_peak(void);
 
 /* Monotonic time in seconds. */
 double e0_now(void);
+
+/* FNV-1a (64-bit) over n bytes: for hash tables and seeds, not for security. */
+static inline uint64_t e0_fnv1a(const void *p, size_t n) {
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
 
 /* Checked arithmetic: return true on overflow. */
 static inline bool e0_mul_overflow(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_mul_overflow(a, b, r); }

@@ -5,26 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "measure/sysinfo.h"
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} strbuf;
-
-static int sb_add(strbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) return -1;
-        b->buf = nb;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = 0;
-    return 0;
-}
 
 /* Bytes of text[from..len) that may be printed now: everything except a tail that could still
  * grow into a stop string. Sets *stop_at when a stop string is complete. */
@@ -60,7 +42,7 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
     const int64_t V = e0_ctx_model(c)->hp.n_vocab;
     e0_detok_stream ds;
     e0_detok_init(&ds, tok, false, false);
-    strbuf text = {0};
+    e0_strbuf text = {0};
     size_t printed = 0;
     int rc = 0;
     double t0 = e0_now();
@@ -75,14 +57,14 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
         }
         size_t n;
         const char *piece = e0_detok_push(&ds, id, &n);
-        if (!piece || sb_add(&text, piece, n) < 0) {
+        if (!piece || e0_sb_add(&text, piece, n) < 0) {
             rc = e0_fail(e, "out of memory");
             break;
         }
         long stop_at;
-        size_t upto = printable(text.buf, text.len, printed, o, &stop_at);
+        size_t upto = printable(text.p, text.len, printed, o, &stop_at);
         if (o->echo && upto > printed) {
-            fwrite(text.buf + printed, 1, upto - printed, stdout);
+            fwrite(text.p + printed, 1, upto - printed, stdout);
             fflush(stdout);
         }
         if (upto > printed) printed = upto;
@@ -104,14 +86,14 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
     if (rc == 0 && !r->hit_stop) {
         size_t n;
         const char *tail = e0_detok_flush(&ds, &n);
-        if (tail && n) sb_add(&text, tail, n);
-        if (o->echo && text.len > printed) fwrite(text.buf + printed, 1, text.len - printed, stdout);
+        if (tail && n) e0_sb_add(&text, tail, n);
+        if (o->echo && text.len > printed) fwrite(text.p + printed, 1, text.len - printed, stdout);
         fflush(stdout);
     }
     r->seconds = e0_now() - t0;
     e0_detok_free(&ds);
-    if (!text.buf) sb_add(&text, "", 0);
-    r->text = text.buf;
+    if (!text.p) e0_sb_add(&text, "", 0);
+    r->text = text.p;
     r->text_len = text.len;
     return rc;
 }

@@ -32,13 +32,6 @@ static inline bool gguf_vtype_is_int(enum gguf_vtype t) {
            t == GGUF_U64 || t == GGUF_I64;
 }
 
-/* FNV-1a: names are short; this is only for lookups, not security. */
-static inline uint64_t gguf_hash(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Name index: `slots` has `cap` entries (a power of two), each 0 (empty) or item index + 1.
  * name_at(ctx, i) gives item i's NUL-terminated name (names never contain NUL bytes). */
 typedef const char *(*gguf_name_at_fn)(const void *ctx, uint64_t i);
@@ -47,7 +40,7 @@ typedef const char *(*gguf_name_at_fn)(const void *ctx, uint64_t i);
  * The table is never full (cap >= 2 * items), so the probe ends. */
 static inline uint64_t gguf_index_probe(const uint64_t *slots, uint64_t cap, const char *name, size_t len,
                                         gguf_name_at_fn name_at, const void *ctx, bool *found) {
-    uint64_t mask = cap - 1, s = gguf_hash(name, len) & mask;
+    uint64_t mask = cap - 1, s = e0_fnv1a(name, len) & mask;
     while (slots[s]) {
         const char *other = name_at(ctx, slots[s] - 1);
         if (!strncmp(other, name, len) && other[len] == '\0') {

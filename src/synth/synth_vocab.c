@@ -66,15 +66,9 @@ struct synth_vocab {
     uint64_t *hash;
 };
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* Slot of s in the set: either holding it or the empty slot where it would go. */
 static uint64_t *find_slot(synth_vocab *v, const char *s) {
-    uint64_t i = fnv1a(s) & (v->hcap - 1);
+    uint64_t i = e0_fnv1a(s, strlen(s)) & (v->hcap - 1);
     while (v->hash[i] && strcmp(v->tok[v->hash[i] - 1], s) != 0) i = (i + 1) & (v->hcap - 1);
     return &v->hash[i];
 }

@@ -45,9 +45,7 @@ typedef struct tensor_list {
 
 /* ---- the PRNG (float path; the block path is in synth_blocks.c) ---- */
 static uint64_t name_key(uint64_t seed, const char *name) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *name; name++) h = (h ^ (unsigned char)*name) * 1099511628211ull;
-    return synth_splitmix64(synth_splitmix64(seed) ^ h);
+    return synth_splitmix64(synth_splitmix64(seed) ^ e0_fnv1a(name, strlen(name)));
 }
 
 /* Approximately N(0, 1) for counter i (Irwin-Hall of four 16-bit uniforms, range +-3.46). */

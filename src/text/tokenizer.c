@@ -13,11 +13,7 @@
 /* ---- small helpers ---- */
 
 uint64_t tok_hash(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
+    uint64_t h = e0_fnv1a(s, n);
     return h ^ (h >> 29);
 }
 

@@ -82,7 +82,7 @@ struct e0_tokenizer {
  * of memory. n == 0 gives a 1-byte block. */
 void *tok_alloc(e0_tokenizer *t, size_t n);
 
-/* FNV-1a over bytes. */
+/* The string-map hash: FNV-1a over bytes, high bits folded into the low ones (the mask keeps those). */
 uint64_t tok_hash(const char *s, size_t n);
 int32_t tok_strmap_find(const e0_tokenizer *t, const char *s, size_t n);
 /* Rank and merged id of (l, r); false if not a merge. */
