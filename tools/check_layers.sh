@@ -48,6 +48,8 @@ if [ ! -d "$BUILD/obj" ]; then
     exit 2
 fi
 
+command -v nm >/dev/null || { echo "check_layers: nm not found (binutils)" >&2; exit 2; }
+
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 dirs=
@@ -61,8 +63,7 @@ for d in src bench; do [ -d "$d" ] && dirs="$dirs $d"; done
         find $dirs -type f \( -name '*.c' -o -name '*.h' \) -exec \
             grep -H -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' {} + | sort | sed 's/^/I /' || true
     fi
-    objs=$(find "$BUILD/obj" -type f -name '*.o' | sort)
-    for o in $objs; do
+    find "$BUILD/obj" -type f -name '*.o' | sort | while IFS= read -r o; do
         rel=${o#"$BUILD/obj/"}
         c=${rel%.o}.c
         case $rel in
@@ -71,9 +72,7 @@ for d in src bench; do [ -d "$d" ] && dirs="$dirs $d"; done
             *) ;;   # tools and anything else outside the layers
         esac
     done
-    for o in $objs; do
-        nm -A -P -g "$o" | sed 's/^/N /'
-    done
+    find "$BUILD/obj" -type f -name '*.o' -exec nm -A -P -g {} + | sed 's/^/N /'
 } > "$tmp"
 
 awk -v graph="$GRAPH" '
@@ -170,7 +169,7 @@ function folderdetail(x, y,    i, n, line, cnt) {
 }
 
 $1 == "T" { f = $2; tab[f] = 1; ntab++; for (i = 3; i <= NF; i++) { allow[f, $i] = 1; addedge("tab", f, $i, "") } ; next }
-$1 == "F" { isfile[$2] = 1; nfiles++; next }
+$1 == "F" { isfile[$2] = 1; file[++nfiles] = $2; next }
 $1 == "I" {
     line = substr($0, 3)
     from = line; sub(/:.*/, "", from)
@@ -178,7 +177,7 @@ $1 == "I" {
     incs[++ninc] = from SUBSEP inc
     next
 }
-$1 == "O" { src[$2] = $3; nobj++; next }
+$1 == "O" { src[$2] = $3; objsrc[++nobj] = $3; next }
 $1 == "X" { stale = stale " " $2; nstale++; next }
 $1 == "N" {
     o = $2; sub(/:$/, "", o)
@@ -189,12 +188,16 @@ $1 == "N" {
     next
 }
 END {
+    if (nobj == 0) { print "check_layers: no objects with sources in the build (build first: make)" > "/dev/stderr"; exit 2 }
     # The table must itself point one way.
     cycles("tab")
     if (ncomp["tab"] > 0) {
         print "check_layers: the layer table has a cycle: " members("tab", 1) > "/dev/stderr"
         exit 2
     }
+    # Nodes in sorted file order, so that every listing comes out in the same order.
+    for (i = 1; i <= nfiles; i++) { addnode("inc", file[i]); addnode("dir", folder(file[i])) }
+    for (i = 1; i <= nobj; i++) addnode("sym", objsrc[i])
     for (i = 1; i <= ninc; i++) {
         split(incs[i], p, SUBSEP)
         to = resolve(p[1], p[2])
@@ -254,13 +257,17 @@ END {
             if (("dir", a, b) in edge) { print "  " a " -> " b ":"; folderdetail(a, b) }
         }
     }
+    for (i = 1; i <= nfiles; i++) {
+        x = folder(file[i])
+        if (!(x in tab) && !(x in unknown)) {
+            unknown[x] = 1
+            bad++
+            print "layer violation: folder " x " (" file[i] ") is not in the layer table"
+        }
+    }
     for (i = 1; i <= nnode["dir"]; i++) {
         x = node["dir", i]
-        if (!(x in tab)) {
-            bad++
-            print "layer violation: folder " x " is not in the layer table"
-            continue
-        }
+        if (!(x in tab)) continue   # reported above
         m = split(adj["dir", x], ys, " ")
         for (j = 1; j <= m; j++) {
             y = ys[j]
