@@ -16,7 +16,7 @@ static void test_layers_of_this_build(void) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "sh tools/check_layers.sh '%s' 2>&1", t_build());
     int rc = t_sh(cmd, out, sizeof out);
-    CHECKF(rc == 0 && strstr(out, "no cycles, no violations"), "check_layers exited %d:\n%s", rc, out);
+    CHECKF(rc == 0 && strstr(out, "no cycles, no violations"), "check_layers exited %d: %s", rc, out);
 }
 
 typedef struct tfile {
