@@ -1,8 +1,8 @@
 /* jinja_builtins.c — jinja2's filters and tests, dict/list methods (str methods: jinja_strings.c;
  * which methods exist: jinja_ops.c), and the globals a chat template may call (range, namespace,
  * dict, raise_exception, strftime_now). Unknown names return 0 so the caller can report
- * "unsupported filter 'x' at line N". Uses jinja_ops.c, jinja_strings.c, jinja_args.c and
- * jinja_value.c; only jinja_eval.c calls it. */
+ * "unsupported filter 'x' at line N". Uses jinja_ops.c, jinja_strings.c, jinja_args.c,
+ * jinja_unicode.c and jinja_value.c; only jinja_eval.c calls it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

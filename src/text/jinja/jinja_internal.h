@@ -193,8 +193,9 @@ jnodes jparse(jctx *c, const jtok *toks, size_t ntok);
 #define JOP2(a, b) (((a) << 8) | (b))
 enum { JOP_IN = 1, JOP_NOTIN = 2 };
 
-/* ---- evaluation (jinja_eval.c), operators (jinja_ops.c), builtins (jinja_builtins.c),
- * arguments (jinja_args.c); each file uses only those listed after it, and jinja_strings.c ---- */
+/* ---- evaluation (jinja_eval.c), builtins (jinja_builtins.c), operators (jinja_ops.c),
+ * arguments (jinja_args.c): each file uses only those listed after it (and the strings, Unicode
+ * and value files below) ---- */
 typedef struct jcall {
     jval *pos;
     size_t npos;
