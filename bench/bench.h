@@ -19,7 +19,7 @@ int bench_ab(int argc, char **argv);
 int bench_bound(int argc, char **argv);
 int bench_stream_row(int argc, char **argv);
 
-/* "edge0-bench: <msg>" on stderr; returns 1. */
+/* "edge0-bench: <msg>" on stderr; returns 1 (common.c). */
 int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Progress line on stderr ("edge0-bench: ..."), flushed. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,6 +1,5 @@
 /* main.c — edge0-bench entry point: the measurement harness around `edge0-infer bench`
  * (sweep, report render/compare, ab). See docs/bench.md. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,26 +16,6 @@ static void usage(FILE *f) {
           "  bound            decode speed of a report next to the memory-bandwidth bound\n"
           "  stream-row       one row of the expert-streaming benchmark (disk-bandwidth bound)\n",
           f);
-}
-
-int bench_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("edge0-bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
-void bench_progress(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("edge0-bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    va_end(ap);
 }
 
 int main(int argc, char **argv) {

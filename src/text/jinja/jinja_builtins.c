@@ -1,6 +1,8 @@
-/* jinja_builtins.c — jinja2's filters and tests, dict/list methods (str methods: jinja_strings.c), and the
- * globals a chat template may call (range, namespace, dict, raise_exception, strftime_now).
- * Unknown names return 0 so the caller can report "unsupported filter 'x' at line N". */
+/* jinja_builtins.c — jinja2's filters and tests, dict/list methods (str methods: jinja_strings.c;
+ * which methods exist: jinja_ops.c), and the globals a chat template may call (range, namespace,
+ * dict, raise_exception, strftime_now). Unknown names return 0 so the caller can report
+ * "unsupported filter 'x' at line N". Uses jinja_ops.c, jinja_strings.c, jinja_args.c,
+ * jinja_unicode.c and jinja_value.c; only jinja_eval.c calls it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,33 +11,6 @@
 #include <time.h>
 
 #include "text/jinja/jinja_internal.h"
-
-/* ---- arguments ---- */
-
-const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw) {
-    (void)c;
-    if (i < a->npos) return &a->pos[i];
-    for (size_t k = 0; kw && k < a->nkw; k++)
-        if (!strcmp(a->kwn[k], kw)) return &a->kwv[k];
-    return NULL;
-}
-
-jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def) {
-    const jval *v = jarg(c, a, i, kw);
-    return v ? *v : def;
-}
-
-jval jneed_str(jctx *c, jval v, const char *what, int line) {
-    if (v.t != JT_STR) jfail_at(c, line, "%s expects a string, got '%s'", what, jtype_name(v));
-    return v;
-}
-
-int64_t jneed_int(jctx *c, jval v, const char *what, int line) {
-    if (v.t == JT_INT) return v.u.i;
-    if (v.t == JT_BOOL) return v.u.b;
-    jfail_at(c, line, "%s expects an integer, got '%s'", what, jtype_name(v));
-}
-
 
 /* Item `attr` of v for attribute= arguments, like jinja2's make_attrgetter: an integer indexes;
  * a string is a dotted path whose all-digit parts index ("function.name", "items.0"). */
@@ -127,7 +102,7 @@ int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line
             d = *x;
         }
         if (!jv_is_number(v) || !jv_is_number(d)) jfail_at(c, line, "test '%s' expects numbers, got '%s'", name, jtype_name(v));
-        jval m = jv_arith_mod(c, v, d, line);
+        jval m = jv_arith(c, '%', v, d, line);
         *res = jv_as_double(m) == (IS("odd") ? 1 : 0);
     } else if (IS("eq") || IS("equalto") || IS("==") || IS("ne") || IS("!=")) {
         if (!x) jfail_at(c, line, "test '%s' needs an argument", name);
@@ -568,25 +543,6 @@ int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int li
 
 /* ---- methods ---- */
 
-static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
-static const char *const LIST_METHODS[] = {"index", "count", "copy", NULL};
-
-static bool in_table(const char *const *t, const char *name) {
-    for (int i = 0; t[i]; i++)
-        if (!strcmp(t[i], name)) return true;
-    return false;
-}
-
-bool jmethod_exists(jval self, const char *name) {
-    if (self.flags & JF_GEN) return false; /* generators have no list methods */
-    switch (self.t) {
-    case JT_STR: return jstr_has_method(name);
-    case JT_DICT: return in_table(DICT_METHODS, name);
-    case JT_LIST: return in_table(LIST_METHODS, name);
-    default: return false;
-    }
-}
-
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
     jstep(c, 1);
     if (self.t == JT_LOOP && !strcmp(name, "cycle")) {
@@ -639,7 +595,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
 
 static const char *const GLOBALS[] = {"range", "namespace", "dict", "raise_exception", "strftime_now", NULL};
 
-bool jglobal_exists(const char *name) { return in_table(GLOBALS, name); }
+bool jglobal_exists(const char *name) { return jname_in(GLOBALS, name); }
 
 jval jglobal_call(jctx *c, const char *name, jcall *a, int line) {
     if (!strcmp(name, "raise_exception")) {

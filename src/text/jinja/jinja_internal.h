@@ -78,6 +78,8 @@ typedef struct jctx {
 _Noreturn void jfail(jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, with " at line N" appended. */
 _Noreturn void jfail_at(jctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Fail with the reason an undefined value v carries. */
+_Noreturn static inline void jfail_undefined(jctx *c, jval v, int line) { jfail_at(c, line, "%s", v.u.undef); }
 void *jalloc(jctx *c, size_t n);
 char *jstrndup(jctx *c, const char *s, size_t n);
 void jstep(jctx *c, uint64_t n);
@@ -92,6 +94,8 @@ static inline jval jv_bool(bool b) { jval v = {.t = JT_BOOL}; v.u.b = b; return 
 static inline jval jv_int(int64_t i) { jval v = {.t = JT_INT}; v.u.i = i; return v; }
 static inline jval jv_float(double f) { jval v = {.t = JT_FLOAT}; v.u.f = f; return v; }
 static inline jval jv_str(const char *s, size_t n) { jval v = {.t = JT_STR}; v.u.s.s = s; v.u.s.n = n; return v; }
+static inline bool jv_is_intlike(jval v) { return v.t == JT_INT || v.t == JT_BOOL; }
+static inline int64_t jv_as_int(jval v) { return v.t == JT_INT ? v.u.i : v.u.b; } /* jv_is_intlike(v) */
 jval jv_undef(jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 jval jv_cstr(jctx *c, const char *s);
 jval jv_list(jctx *c, size_t n);  /* n None items, to fill in */
@@ -189,7 +193,9 @@ jnodes jparse(jctx *c, const jtok *toks, size_t ntok);
 #define JOP2(a, b) (((a) << 8) | (b))
 enum { JOP_IN = 1, JOP_NOTIN = 2 };
 
-/* ---- evaluation (jinja_eval.c) and builtins (jinja_builtins.c) ---- */
+/* ---- evaluation (jinja_eval.c), builtins (jinja_builtins.c), operators (jinja_ops.c),
+ * arguments (jinja_args.c): each file uses only those listed after it (and the strings, Unicode
+ * and value files below) ---- */
 typedef struct jcall {
     jval *pos;
     size_t npos;
@@ -199,19 +205,27 @@ typedef struct jcall {
 } jcall;
 
 jval jeval(jctx *c, jscope *s, const jnode *n);
-jval jv_arith_mod(jctx *c, jval a, jval b, int line); /* Python's a % b for numbers */
 jval jcall_value(jctx *c, jscope *s, jval callee, jcall *a, int line);
+/* Operators (jinja_ops.c): obj.name, obj[key], and a OP b for OP one of '+' '-' '*' '/' '%',
+ * JOP2('/', '/') and JOP2('*', '*'); jmethod_exists: whether obj.name is a method. */
 jval jgetattr(jctx *c, jval obj, const char *name, int line);
 jval jgetitem(jctx *c, jval obj, jval key, int line);
+jval jv_arith(jctx *c, int op, jval a, jval b, int line);
+bool jmethod_exists(jval self, const char *name);
 /* Builtins: 0 when the name is unknown. */
 int jfilter_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line, jval *res);
 int jtest_apply(jctx *c, jscope *s, const char *name, jval v, jcall *a, int line, bool *res);
 jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line);
-bool jmethod_exists(jval self, const char *name);
 jval jglobal_call(jctx *c, const char *name, jcall *a, int line);
+bool jglobal_exists(const char *name);
+/* Arguments (jinja_args.c). */
+/* Argument i (positional) or kw (keyword), else NULL. */
+const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw);
 jval jarg_or(jctx *c, jcall *a, size_t i, const char *kw, jval def); /* jarg() or def */
 jval jneed_str(jctx *c, jval v, const char *what, int line);          /* v, or fail if not a str */
 int64_t jneed_int(jctx *c, jval v, const char *what, int line);
+/* Whether name is in names[] (NULL-terminated). */
+bool jname_in(const char *const *names, const char *name);
 
 /* ---- Python str operations (jinja_strings.c) ---- */
 /* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' str.title, 'j' jinja2's |title */
@@ -224,8 +238,5 @@ bool jstr_has_method(const char *name);
 jval jstr_method(jctx *c, jval s, const char *name, jcall *a, int line);
 /* Python's `fmt % args` for %s %r %d %i %%. */
 jval jpercent_format(jctx *c, jval fmt, jval args, int line);
-bool jglobal_exists(const char *name);
-/* Argument i (positional) or kw (keyword), else NULL. */
-const jval *jarg(jctx *c, jcall *a, size_t i, const char *kw);
 
 #endif

@@ -14,9 +14,7 @@ static const char *const STR_METHODS[] = {"startswith", "endswith", "split", "rs
                                           "isalnum", "islower", "isupper", "center", "ljust", "rjust", "zfill", NULL};
 
 bool jstr_has_method(const char *name) {
-    for (int i = 0; STR_METHODS[i]; i++)
-        if (!strcmp(STR_METHODS[i], name)) return true;
-    return false;
+    return jname_in(STR_METHODS, name);
 }
 
 /* Unicode Case_Ignorable, approximately: apostrophes, dots, colons, modifiers, combining marks. */
