@@ -2,8 +2,8 @@
 # logits_identity.sh OLD_BIN NEW_BIN [SHARED] — are two builds of edge0-infer byte-identical?
 #
 # For every golden model in SHARED/golden (default ../shared) and every token case in its JSON,
-# runs `logits` with both binaries — resident, and with experts streamed through 2 slots per layer
-# (cached and direct reads) for MoE models — and compares the output files byte for byte; then the
+# runs `logits` with both binaries — resident, and with experts streamed through a few slots per layer
+# (4 slots, cached and direct reads) for MoE models — and compares the output files byte for byte; then the
 # greedy ids of each `greedy` case. Prints one line per comparison and "N identical, N differ".
 # Used to check a refactor (issue 9): a change that moves code must not move a bit.
 set -u
@@ -18,19 +18,21 @@ for json in "$SHARED"/golden/*.golden.json; do
     model=${json%.golden.json}.gguf; name=$(basename "$model" .gguf)
     opts="-"
     if grep -q '"architecture":"[a-z0-9]*moe"' "$json" || case "$name" in *moe*) true;; *) false;; esac; then
-        opts="- experts=stream,expert_slots=2 experts=stream,expert_slots=2,expert_read=direct"
+        opts="- experts=stream,expert_slots=4 experts=stream,expert_slots=4,expert_read=direct"
     fi
     i=0
     grep -o '"tokens": *\[[^]]*\]' "$json" | sed 's/.*\[//; s/\]//; s/ //g' | while read -r toks; do
         i=$((i + 1))
         for o in $opts; do
             set --; [ "$o" = - ] || for kv in $(echo "$o" | tr ',' ' '); do set -- "$@" --model-option "$kv"; done
+            rm -f "$tmp/a" "$tmp/b"
             "$OLD" logits --model "$model" --tokens "$toks" --out "$tmp/a" "$@" >/dev/null 2>&1
             "$NEW" logits --model "$model" --tokens "$toks" --out "$tmp/b" "$@" >/dev/null 2>&1
             cmp -s "$tmp/a" "$tmp/b" && [ -s "$tmp/a" ]; note $? "$name case $i logits ($o)"
         done
     done > "$tmp/log.$name"
     grep -o '"prompt": *\[[^]]*\], *"n": *[0-9]*' "$json" | sed 's/.*\[//; s/\], *"n": */ /; s/ *, */,/g' | while read -r toks n; do
+        rm -f "$tmp/a" "$tmp/b"
         "$OLD" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids > "$tmp/a" 2>/dev/null
         "$NEW" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids > "$tmp/b" 2>/dev/null
         cmp -s "$tmp/a" "$tmp/b" && [ -s "$tmp/a" ]; note $? "$name greedy ($n ids)"
