@@ -5,8 +5,8 @@
  *                     prefetch, prefill_read=auto)
  *
  * Shapes use B = n_batch (tokens per chunk), E = n_embd, X = n_expert, K = n_expert_used,
- * F = n_ff_exp, q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim. A chunk of n_tok <= B
- * tokens uses the first n_tok rows of each [B][...] buffer. Every scratch buffer is carved from
+ * F = n_ff_exp, q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim. A chunk of n = n_tok
+ * <= B tokens uses the first n rows of each [B][...] buffer. Every scratch buffer is carved from
  * one E0_MEM_SCRATCH allocation by e0_ctx_new; evaluating tokens allocates nothing. Buffers of
  * the MoE and predictor groups are NULL for a dense model (X = 0). */
 #ifndef E0_CTX_IMPL_H
@@ -53,14 +53,19 @@ struct e0_ctx {
         size_t bytes;         /* of each */
     } kv;
 
-    /* Activations, sized for B tokens. */
+    /* Activations, sized for B tokens. Rows are packed at the width of their current use, so a
+     * buffer allocated B * max(q_dim, E) floats holds [n][q_dim] or [n][E]. */
     struct {
         float *x;             /* [B][E] residual stream */
-        float *xn;            /* [B][max(q_dim, E)] normed x; then the attention output projection */
-        float *q;             /* [B][max(q_dim, E)] queries; then the FFN output (forward_chunk) */
+        float *xn;            /* B * max(q_dim, E): normed x [n][E]; then the attention output
+                               * projection [n][E] (forward_chunk's attn_out) */
+        float *q;             /* B * max(q_dim, E): queries [n][q_dim]; then the FFN output [n][E]
+                               * (forward_chunk's ffn_out) */
         float *k, *v;         /* [B][kv_dim] this chunk's keys and values before they enter the KV cache */
-        float *att;           /* [B][max(q_dim, E)] attention output; then the shared expert's output */
-        float *hb, *hb2;      /* [B][max(ff_max, E)] gate and up outputs of the dense / shared FFN */
+        float *att;           /* B * max(q_dim, E): attention output [n][q_dim]; then the shared
+                               * expert's output [n][E] (ffn's shared) */
+        float *hb, *hb2;      /* B * max(ff_max, E): gate and up outputs [n][ff] of the dense FFN
+                               * (ff = n_ff) or the shared expert (ff = n_ff_shexp) */
         float *scores;        /* [max(threads)][n_head / n_head_kv][n_ctx] attention scores, per thread */
         float *logits;        /* [n_vocab] logits after the chunk's last token */
     } act;
@@ -77,7 +82,8 @@ struct e0_ctx {
         int *pair_of;         /* [B][K] (token, slot) -> pair index; pairs are sorted by expert */
         int *pair_tok;        /* [B*K] token of each pair */
         int *expert_start;    /* [X + 1] first pair of each expert; [X] = number of pairs */
-        uint8_t *pair_xq;     /* 2 x [B*K] rows of max_xq_row bytes: gathered gate inputs, then up's */
+        uint8_t *pair_xq;     /* 2 * B*K rows of max_xq_row bytes: xn gathered per pair [n*K] for
+                               * gate, then (when up takes another vec_dot_type) for up */
         uint8_t *pair_hq;     /* [B*K] rows of max_xq_row bytes: SwiGLU output converted for down */
         int *used;            /* [X] the experts the chunk uses, in id order */
         e0_expert_ptrs *ptrs; /* [X] matrices of the current batch of used experts */

@@ -5,7 +5,9 @@
  *   int next = argmax(e0_ctx_logits(c), n_vocab);
  *   e0_eval(c, &next, 1, NULL, &err);                // decode one token
  *
- * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing. */
+ * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing.
+ * Implemented by ctx.c (construction, accessors, stats), forward.c (e0_eval) and
+ * experts_predict.c (the routing / prefetch policy setters); the fields are in ctx_impl.h. */
 #ifndef E0_ENGINE_H
 #define E0_ENGINE_H
 
