@@ -17,8 +17,6 @@
  * X = n_expert, K = n_expert_used, F = n_ff_exp; only the first n rows of the [n_batch][...]
  * scratch buffers are used. */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/ctx_impl.h"
