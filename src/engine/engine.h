@@ -5,7 +5,9 @@
  *   int next = argmax(e0_ctx_logits(c), n_vocab);
  *   e0_eval(c, &next, 1, NULL, &err);                // decode one token
  *
- * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing. */
+ * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing.
+ * Implemented by ctx.c (construction, accessors, stats), forward.c (e0_eval) and
+ * experts_predict.c (the routing / prefetch policy setters); the fields are in ctx_impl.h. */
 #ifndef E0_ENGINE_H
 #define E0_ENGINE_H
 
@@ -53,12 +55,17 @@ int e0_ctx_n_batch(const e0_ctx *c);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 
-/* Where evaluation time goes (seconds, summed over calls since the last reset) and the expert
- * I/O accounting. Timing is only collected while enabled (it costs a clock read per phase). */
+/* Where evaluation time goes (seconds, summed over calls since the last reset). The phase times
+ * are only collected while timing is enabled (it costs a clock read per phase); expert_wait and
+ * tokens always are. The expert cache keeps its own I/O accounting (e0_experts_get_stats). */
 typedef struct e0_ctx_stats {
-    double attention, router, experts, expert_wait, ffn_dense, output;
-    uint64_t tokens;
-    uint64_t expert_bytes_read, expert_reads, expert_hits, expert_misses;
+    double attention;   /* norm, q/k/v, RoPE, attention, output projection, residual */
+    double router;      /* router, routing and the prediction / prefetch policy */
+    double experts;     /* routed experts, including expert_wait */
+    double expert_wait; /* acquiring streamed experts (reading the missing ones) */
+    double ffn_dense;   /* dense FFN, or the shared expert */
+    double output;      /* final norm and logits */
+    uint64_t tokens;    /* tokens evaluated */
 } e0_ctx_stats;
 void e0_ctx_enable_timing(e0_ctx *c, bool on);
 const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c);

@@ -20,7 +20,10 @@
  *
  * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, slots * slot stride) (the stride
  * is e0_expert_bytes rounded up to 64 bytes per matrix); O_DIRECT staging buffers (one per I/O
- * thread, the largest matrix + 2 blocks) are E0_MEM_STAGING. */
+ * thread, the largest matrix + 2 blocks) are E0_MEM_STAGING.
+ *
+ * The cache only does what it is asked; which experts to prefetch (predicted routing,
+ * predict_ahead, prefetch, prefill_read=auto) is decided by experts_predict.c. */
 #ifndef E0_EXPERTS_H
 #define E0_EXPERTS_H
 

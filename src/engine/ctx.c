@@ -1,0 +1,180 @@
+/* ctx.c — building and freeing the inference context (engine.h): the thread pools, the KV cache
+ * and every scratch buffer the forward pass and the predictor use, sized once for n_batch
+ * tokens and carved from one allocation (shapes in ctx_impl.h); the small accessors and the
+ * phase-time stats. The forward pass itself is forward.c; the prediction policy's setters are in
+ * experts_predict.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/ctx_impl.h"
+#include "quant/quant.h"
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Bytes of the largest activation row converted to any vec_dot_type, over every input width a
+ * matrix product takes: n_embd, q_dim, ff_max, n_ff_exp. */
+static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
+    int64_t widths[] = {hp->n_embd, q_dim, ff_max, hp->n_ff_exp};
+    uint32_t vtypes[] = {E0_TYPE_Q8_0, E0_TYPE_Q8_1, E0_TYPE_Q8_K, E0_TYPE_F32};
+    size_t best = 0;
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++) {
+            const e0_type_traits *tt = e0_type_traits_of(vtypes[j]);
+            int64_t w = widths[i];
+            if (w <= 0) continue;
+            int64_t blocks = (w + tt->block_size - 1) / tt->block_size;
+            best = max_sz(best, (size_t)blocks * tt->type_size);
+        }
+    return best;
+}
+
+/* One buffer carved from the scratch allocation (NULL when bytes = 0), 64-byte aligned. */
+typedef struct {
+    void **ptr;
+    size_t bytes;
+} scratch_part;
+#define PART(field, n) {.ptr = (void **)&(field), .bytes = (n)}
+
+static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
+    const e0_hparams *hp = c->hp;
+    const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, X = (size_t)hp->n_expert,
+                 K = (size_t)(hp->n_expert_used ? hp->n_expert_used : 1), F = (size_t)hp->n_ff_exp,
+                 L = (size_t)hp->n_layer, row = c->max_xq_row;
+    const size_t QE = max_sz((size_t)c->q_dim, E); /* q doubles as the FFN output, att as the shared expert's */
+    const size_t HB = max_sz((size_t)c->ff_max, E);
+    /* The order of the parts is the order in memory (kept as it was, for identical runs). */
+    scratch_part parts[] = {
+        PART(c->act.x, B * E * 4),
+        PART(c->act.xn, B * QE * 4),
+        PART(c->act.q, B * QE * 4),
+        PART(c->act.k, B * (size_t)c->kv_dim * 4),
+        PART(c->act.v, B * (size_t)c->kv_dim * 4),
+        PART(c->act.att, B * QE * 4),
+        PART(c->act.hb, B * HB * 4),
+        PART(c->act.hb2, B * HB * 4),
+        PART(c->act.logits, (size_t)hp->n_vocab * 4),
+        PART(c->act.scores, (size_t)max_threads * (size_t)c->n_ctx * (size_t)(hp->n_head / hp->n_head_kv) * 4),
+        PART(c->xq.buf[0], B * row),
+        PART(c->xq.buf[1], B * row),
+        PART(c->xq.buf[2], B * row),
+        PART(c->xq.buf[3], B * row),
+        PART(c->moe.router, X ? B * X * 4 : 0),
+        PART(c->moe.sel, X ? B * K * sizeof(int) : 0),
+        PART(c->moe.sel_w, X ? B * K * 4 : 0),
+        PART(c->moe.pair_of, X ? B * K * sizeof(int) : 0),
+        PART(c->moe.pair_tok, X ? B * K * sizeof(int) : 0),
+        PART(c->moe.expert_start, X ? (X + 1) * sizeof(int) : 0),
+        PART(c->moe.pair_xq, X ? 2 * B * K * row : 0),
+        PART(c->moe.pair_hq, X ? B * K * row : 0),
+        PART(c->moe.used, X * sizeof(int)),
+        PART(c->moe.ptrs, X * sizeof(e0_expert_ptrs)),
+        PART(c->pred.ids, X ? L * K * sizeof(int) : 0),
+        PART(c->pred.valid, X ? L * sizeof(bool) : 0),
+        PART(c->pred.logits, X * sizeof(float)),
+        PART(c->pred.hits, X ? L * sizeof(uint64_t) : 0),
+        PART(c->pred.total, X ? L * sizeof(uint64_t) : 0),
+        PART(c->moe.pair_h, X ? B * K * F * 4 : 0),
+        PART(c->moe.pair_h2, X ? B * K * F * 4 : 0),
+        PART(c->moe.pair_out, X ? B * K * E * 4 : 0),
+        PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
+    };
+    const size_t n_parts = sizeof parts / sizeof parts[0];
+    size_t total = 0;
+    for (size_t i = 0; i < n_parts; i++) total += (parts[i].bytes + 63) & ~(size_t)63;
+    c->scratch_bytes = total;
+    if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, total))) return e0_fail(e, "cannot allocate %zu bytes of scratch buffers", total);
+    size_t off = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        *parts[i].ptr = parts[i].bytes ? c->scratch + off : NULL;
+        off += (parts[i].bytes + 63) & ~(size_t)63;
+    }
+    if (X) {
+        memset(c->pred.valid, 0, L * sizeof(bool));
+        memset(c->pred.hits, 0, L * sizeof(uint64_t));
+        memset(c->pred.total, 0, L * sizeof(uint64_t));
+    }
+    return 0;
+}
+
+e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
+    const e0_hparams *hp = &m->hp;
+    e0_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        e0_fail(e, "out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->hp = hp;
+    c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p && p->n_batch > 0 ? p->n_batch : 256;
+    c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
+    c->threads.n_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->threads.n_decode;
+    int max_threads = c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
+    if (c->n_ctx > hp->n_ctx_train) {
+        e0_fail(e, "context size %d exceeds the model's context_length %lld", c->n_ctx, (long long)hp->n_ctx_train);
+        goto fail;
+    }
+    c->q_dim = hp->n_head * hp->head_dim;
+    c->kv_dim = hp->n_head_kv * hp->head_dim;
+    c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
+    c->threads.decode = e0_pool_new(c->threads.n_decode);
+    c->threads.prefill =
+        c->threads.n_prefill == c->threads.n_decode ? c->threads.decode : e0_pool_new(c->threads.n_prefill);
+    if (!c->threads.decode || !c->threads.prefill) {
+        e0_fail(e, "cannot start %d threads", max_threads);
+        goto fail;
+    }
+    c->threads.cur = c->threads.decode;
+
+    c->kv.bytes = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->kv_dim * sizeof(float);
+    c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes);
+    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes);
+    if (!c->kv.k || !c->kv.v) {
+        e0_fail(e, "cannot allocate the KV cache (2 x %zu bytes; lower -c)", c->kv.bytes);
+        goto fail;
+    }
+
+    c->max_xq_row = max_xq_row(hp, c->q_dim, c->ff_max);
+    if (alloc_scratch(c, max_threads, e) < 0) goto fail;
+    c->pred.predict_from = 1;
+    c->pred.predict_ahead = 1;
+    return c;
+fail:
+    e0_ctx_free(c);
+    return NULL;
+}
+
+void e0_ctx_free(e0_ctx *c) {
+    if (!c) return;
+    if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
+    e0_pool_free(c->threads.decode);
+    e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes);
+    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes);
+    e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
+    free(c);
+}
+
+const float *e0_ctx_logits(const e0_ctx *c) { return c->act.logits; }
+int e0_ctx_pos(const e0_ctx *c) { return c->pos; }
+int e0_ctx_n_ctx(const e0_ctx *c) { return c->n_ctx; }
+int e0_ctx_n_batch(const e0_ctx *c) { return c->n_batch; }
+int e0_ctx_n_threads(const e0_ctx *c) { return c->threads.n_decode; }
+int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->threads.n_prefill; }
+const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
+
+void e0_ctx_truncate(e0_ctx *c, int pos) {
+    if (pos >= 0 && pos < c->pos) c->pos = pos;
+    e0_predict_forget(c);
+}
+
+void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
+    c->moe.xc = xc;
+    c->moe.slots = slots;
+}
+
+void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->stats.timing = on; }
+const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c) { return &c->stats.st; }
+void e0_ctx_reset_stats(e0_ctx *c) {
+    memset(&c->stats.st, 0, sizeof c->stats.st);
+    e0_predict_reset_stats(c);
+}

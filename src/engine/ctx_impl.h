@@ -1,0 +1,144 @@
+/* ctx_impl.h — internal: the inside of e0_ctx (engine.h), shared by the three files that use it:
+ *   ctx.c             builds it (sizes and carves every buffer below), accessors, stats
+ *   forward.c         the forward pass (e0_eval) and the matmul / routing helpers declared here
+ *   experts_predict.c expert prediction and prefetch policy (routing=predicted, predict_ahead,
+ *                     prefetch, prefill_read=auto)
+ *
+ * Shapes use B = n_batch (tokens per chunk), E = n_embd, X = n_expert, K = n_expert_used,
+ * F = n_ff_exp, q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim. A chunk of n = n_tok
+ * <= B tokens uses the first n rows of each [B][...] buffer. Every scratch buffer is carved from
+ * one E0_MEM_SCRATCH allocation by e0_ctx_new; evaluating tokens allocates nothing. Buffers of
+ * the MoE and predictor groups are NULL for a dense model (X = 0). */
+#ifndef E0_CTX_IMPL_H
+#define E0_CTX_IMPL_H
+
+#include "engine/engine.h"
+#include "engine/experts.h"
+#include "engine/kernels.h"
+
+#define E0_N_XQ_TYPES 4 /* distinct vec_dot_types one input may be needed in at once */
+
+/* The input of the next matrix products (x, n_tok rows of n floats) and its rows converted to
+ * the vec_dot_types they are needed in, so that q, k and v (for instance) share one conversion.
+ * matmul_input() sets the input and forgets the conversions. */
+typedef struct e0_xq_cache {
+    const float *x;                   /* [n_tok][n], not owned */
+    int n_tok;
+    int64_t n;
+    uint32_t type[E0_N_XQ_TYPES];
+    bool valid[E0_N_XQ_TYPES];
+    uint8_t *buf[E0_N_XQ_TYPES];      /* [B] rows of max_xq_row bytes each */
+    size_t stride[E0_N_XQ_TYPES];     /* bytes between rows of buf[i] (e0_row_size of type[i], n) */
+} e0_xq_cache;
+
+struct e0_ctx {
+    const e0_model *m;
+    const e0_hparams *hp;
+    int n_ctx;                /* KV cache length */
+    int n_batch;              /* B: tokens per chunk */
+    int pos;                  /* tokens in the KV cache */
+    int64_t q_dim, kv_dim;
+    int64_t ff_max;           /* max(n_ff, n_ff_shexp): widest dense / shared-expert FFN */
+    size_t max_xq_row;        /* bytes of the largest converted activation row */
+    e0_err *err;              /* where a failing step reports (set by e0_eval) */
+
+    struct {
+        e0_pool *cur;         /* the pool of the chunk being evaluated: prefill or decode */
+        e0_pool *decode, *prefill; /* the same pool when both thread counts are equal */
+        int n_decode, n_prefill;
+    } threads;
+
+    struct {
+        float *k, *v;         /* [n_layer][n_ctx][kv_dim] each, rows after RoPE */
+        size_t bytes;         /* of each */
+    } kv;
+
+    /* Activations, sized for B tokens. Rows are packed at the width of their current use, so a
+     * buffer allocated B * max(q_dim, E) floats holds [n][q_dim] or [n][E]. */
+    struct {
+        float *x;             /* [B][E] residual stream */
+        float *xn;            /* B * max(q_dim, E): normed x [n][E]; then the attention output
+                               * projection [n][E] (forward_chunk's attn_out) */
+        float *q;             /* B * max(q_dim, E): queries [n][q_dim]; then the FFN output [n][E]
+                               * (forward_chunk's ffn_out) */
+        float *k, *v;         /* [B][kv_dim] this chunk's keys and values before they enter the KV cache */
+        float *att;           /* B * max(q_dim, E): attention output [n][q_dim]; then the shared
+                               * expert's output [n][E] (ffn's shared) */
+        float *hb, *hb2;      /* B * max(ff_max, E): gate and up outputs [n][ff] of the dense FFN
+                               * (ff = n_ff) or the shared expert (ff = n_ff_shexp) */
+        float *scores;        /* [max(threads)][n_head / n_head_kv][n_ctx] attention scores, per thread */
+        float *logits;        /* [n_vocab] logits after the chunk's last token */
+    } act;
+
+    e0_xq_cache xq;
+
+    /* Routed experts (forward.c moe_ffn). */
+    struct {
+        e0_experts *xc;       /* the expert cache when experts stream, else NULL (resident) */
+        int64_t slots;        /* xc's slots per layer: experts are acquired in batches of at most this */
+        float *router;        /* [B][X] router logits, then probabilities (route) */
+        int *sel;             /* [B][K] chosen experts per token */
+        float *sel_w;         /* [B][K] their weights */
+        int *pair_of;         /* [B][K] (token, slot) -> pair index; pairs are sorted by expert */
+        int *pair_tok;        /* [B*K] token of each pair */
+        int *expert_start;    /* [X + 1] first pair of each expert; [X] = number of pairs */
+        uint8_t *pair_xq;     /* 2 * B*K rows of max_xq_row bytes: xn gathered per pair [n*K] for
+                               * gate, then (when up takes another vec_dot_type) for up */
+        uint8_t *pair_hq;     /* [B*K] rows of max_xq_row bytes: SwiGLU output converted for down */
+        int *used;            /* [X] the experts the chunk uses, in id order */
+        e0_expert_ptrs *ptrs; /* [X] matrices of the current batch of used experts */
+        float *pair_h, *pair_h2; /* [B*K][F] gate and up outputs per pair */
+        float *pair_out;      /* [B*K][E] down output per pair */
+        e0_matmul *jobs;      /* [2 * X + 4] one dispatch's matrix products */
+    } moe;
+
+    /* Expert prediction and prefetch policy (experts_predict.c). */
+    struct {
+        bool predicted;       /* routing=predicted: decode computes with the predicted experts */
+        bool prefetch;        /* prefetch=on: read predictions ahead, compute with the actual ones */
+        bool prefill_ahead;   /* prefill_read=auto */
+        int predict_from;     /* first layer computed with predicted experts (>= 1) */
+        int predict_ahead;    /* layers predicted (and read) ahead (>= 1) */
+        int prefill_ahead_min; /* smallest chunk prefill_read=auto reads ahead for */
+        int *ids;             /* [n_layer][K] experts predicted for layer l's next decode step */
+        bool *valid;          /* [n_layer] ids[l] holds a prediction not yet scored */
+        float *logits;        /* [X] a later layer's router applied to this layer's input */
+        uint64_t *hits, *total; /* [n_layer] predicted experts the router also chose / predicted */
+    } pred;
+
+    struct {
+        bool timing;          /* collect the phase times (a clock read per phase) */
+        e0_ctx_stats st;
+    } stats;
+
+    uint8_t *scratch;         /* the one allocation every buffer above except kv is carved from */
+    size_t scratch_bytes;
+};
+
+/* ---- forward.c helpers used by experts_predict.c ---- */
+
+/* The clock, only when timing is on (0 otherwise, so differences are 0). */
+static inline double e0_clock_if(const e0_ctx *c) { return c->stats.timing ? e0_now() : 0; }
+/* The next matrix products read x [n_tok][n] (forgets earlier conversions). */
+void e0_matmul_input(e0_ctx *c, const float *x, int n_tok, int64_t n);
+/* y [n_tok][w->ne[1]] = W x for the current input (one weight). */
+void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
+/* Top-k of p[0..X) into ids (descending; ties: lower id). */
+void e0_top_k(const float *p, int64_t X, int64_t K, int *ids);
+/* w[s] = p[ids[s]] for s < K, renormalized to sum 1 when the model asks (moe_norm_topk). */
+void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, float *w);
+
+/* ---- experts_predict.c ---- */
+
+/* Called by moe_ffn for layer il after route() has filled moe.sel / moe.sel_w (and left the
+ * probabilities in moe.router): scores the prediction made for this layer, computes with it
+ * under routing=predicted (replacing sel / sel_w), predicts and prefetches the layers ahead
+ * (decode), reads the next layer's likely experts (prefill_read=auto). Uses pred.logits and, as
+ * scratch, moe.router, moe.expert_start and moe.used (all refilled by moe_ffn afterwards). On
+ * return the matmul input is xn [n_tok][E] again. */
+void e0_predict_after_route(e0_ctx *c, int il, int n_tok);
+/* Forget the predictions (the KV cache was truncated: the next step is not the predicted one). */
+void e0_predict_forget(e0_ctx *c);
+void e0_predict_reset_stats(e0_ctx *c);
+
+#endif

@@ -1,0 +1,124 @@
+/* experts_predict.c — expert prediction and prefetch policy: which experts to read before the
+ * router asks for them, and (routing=predicted) which to compute with. It owns the `pred` part
+ * of e0_ctx (ctx_impl.h) and the options that set it:
+ *   routing=predicted   decode, layers from predict_from on: compute with the experts predicted
+ *                       one layer ahead (that layer's router applied to the previous layer's FFN
+ *                       input), weighted by the actual router's probabilities of them
+ *   predict_ahead=D     decode: predict layers il+1 .. il+D at layer il and start reading them
+ *   prefetch=on         with actual routing: only read the predictions ahead, compute exactly
+ *   prefill_read=auto   prefill chunks of >= prefill_ahead_min tokens: while a layer computes,
+ *                       read the experts the next layer's router ranks highest for the chunk
+ * and the per-layer prediction hit counts. Reads go through the expert cache (experts.h) as
+ * e0_experts_prefetch: they never wait and never evict a pinned expert, so with actual routing
+ * the results are those of resident experts whatever is predicted. */
+#include <string.h>
+
+#include "engine/ctx_impl.h"
+
+/* Decode step, layer il: predict the experts of layers il+1 .. il+predict_ahead from this
+ * layer's FFN input xn [1][E] (the residual stream changes slowly, so a later layer's router
+ * applied to it mostly agrees) and start reading them. The prediction for il+1 is the one
+ * predicted routing computes with (kept in pred.ids); those further ahead only start reads. */
+static void predict_ahead(e0_ctx *c, int il) {
+    const e0_hparams *hp = c->hp;
+    e0_matmul_input(c, c->act.xn, 1, hp->n_embd);
+    for (int d = 1; d <= c->pred.predict_ahead; d++) {
+        int next = il + d;
+        if (next >= hp->n_layer) break;
+        if (next < c->pred.predict_from) continue;
+        const e0_layer *N = &c->m->layers[next];
+        /* xn [1][E] -> pred.logits [X] -> probabilities -> top K */
+        e0_matmul_weight(c, &N->router, c->pred.logits);
+        e0_softmax(c->pred.logits, hp->n_expert);
+        int ids[64], *dst = d == 1 ? c->pred.ids + (size_t)next * hp->n_expert_used : ids;
+        if (d > 1 && hp->n_expert_used > 64) break;
+        e0_top_k(c->pred.logits, hp->n_expert, hp->n_expert_used, dst);
+        if (d == 1) c->pred.valid[next] = true;
+        if (c->moe.xc) e0_experts_prefetch(c->moe.xc, next, dst, (int)hp->n_expert_used);
+    }
+}
+
+/* prefill_read=auto, layer il of a chunk of n_tok tokens with streamed experts: while this layer
+ * computes, start reading the experts the next layer will most likely use — its router applied
+ * to this layer's FFN inputs xn [n][E], experts ranked by how many tokens pick them, as many as
+ * its slots hold. */
+static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
+    const e0_hparams *hp = c->hp;
+    if (!c->moe.xc || !c->pred.prefill_ahead || n_tok < c->pred.prefill_ahead_min || il + 1 >= hp->n_layer) return;
+    const int64_t X = hp->n_expert, K = hp->n_expert_used;
+    /* Aliases, safe because moe_ffn refills each after this returns:
+     *   next_logits [n][X]: moe.router, whose probabilities route() and use_prediction() have read;
+     *   count [X+1]: moe.expert_start, rebuilt by the grouping;
+     *   ranked [X]: moe.used, rebuilt from the grouping. */
+    float *next_logits = c->moe.router;
+    int *count = c->moe.expert_start;
+    int *ranked = c->moe.used;
+    e0_matmul_weight(c, &c->m->layers[il + 1].router, next_logits);
+    memset(count, 0, (size_t)(X + 1) * sizeof *count);
+    int ids[64];
+    for (int i = 0; i < n_tok && K <= 64; i++) {
+        e0_top_k(next_logits + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
+        for (int64_t s = 0; s < K; s++) count[ids[s]]++;
+    }
+    int n = 0;
+    for (int64_t x = 0; x < X; x++)
+        if (count[x]) ranked[n++] = (int)x;
+    for (int a = 1; a < n; a++) /* by count, descending (insertion sort: X is small) */
+        for (int b = a; b > 0 && count[ranked[b]] > count[ranked[b - 1]]; b--) {
+            int t = ranked[b];
+            ranked[b] = ranked[b - 1];
+            ranked[b - 1] = t;
+        }
+    e0_experts_prefetch(c->moe.xc, il + 1, ranked, n < c->moe.slots ? n : (int)c->moe.slots);
+}
+
+void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
+    const e0_hparams *hp = c->hp;
+    const int64_t K = hp->n_expert_used;
+    if (n_tok == 1 && c->pred.valid[il]) {
+        /* Score the prediction for this layer against the router's choice sel [1][K]. */
+        const int *pred = c->pred.ids + (size_t)il * K;
+        for (int64_t s = 0; s < K; s++)
+            for (int64_t r = 0; r < K; r++) c->pred.hits[il] += pred[s] == c->moe.sel[r];
+        c->pred.total[il] += (uint64_t)K;
+        /* routing=predicted: compute with the predicted experts, weighted by the router's
+         * probabilities of them (moe.router [1][X] after route()), renormalized as the model does. */
+        if (c->pred.predicted) {
+            memcpy(c->moe.sel, pred, (size_t)K * sizeof *pred);
+            e0_route_weights(hp, c->moe.router, pred, c->moe.sel_w);
+        }
+        c->pred.valid[il] = false;
+    }
+    if (n_tok == 1 && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
+    e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* predict_ahead used the matmul input cache */
+    prefill_read_ahead(c, il, n_tok);
+}
+
+void e0_predict_forget(e0_ctx *c) {
+    if (c->pred.valid) memset(c->pred.valid, 0, (size_t)c->hp->n_layer * sizeof(bool));
+}
+
+void e0_predict_reset_stats(e0_ctx *c) {
+    if (c->pred.hits) {
+        memset(c->pred.hits, 0, (size_t)c->hp->n_layer * sizeof(uint64_t));
+        memset(c->pred.total, 0, (size_t)c->hp->n_layer * sizeof(uint64_t));
+    }
+}
+
+void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict_ahead, bool prefetch) {
+    c->pred.predicted = predicted && c->hp->n_expert > 0;
+    c->pred.prefetch = prefetch && c->hp->n_expert > 0;
+    c->pred.predict_from = predict_from < 1 ? 1 : predict_from;
+    c->pred.predict_ahead = predict_ahead < 1 ? 1 : predict_ahead;
+}
+
+void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens) {
+    c->pred.prefill_ahead = ahead;
+    c->pred.prefill_ahead_min = min_tokens;
+}
+
+void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total) {
+    bool ok = c->pred.hits && layer >= 0 && layer < c->hp->n_layer;
+    *hits = ok ? c->pred.hits[layer] : 0;
+    *total = ok ? c->pred.total[layer] : 0;
+}
