@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "measure/sysinfo.h"
 
 typedef struct {
@@ -83,7 +84,10 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
         size_t upto = printable(text.buf, text.len, printed, o, &stop_at);
         if (o->echo && upto > printed) {
             fwrite(text.buf + printed, 1, upto - printed, stdout);
-            fflush(stdout);
+            if (!cli_stdout_ok()) {
+                r->output_lost = true;
+                break;
+            }
         }
         if (upto > printed) printed = upto;
         if (stop_at >= 0) {
@@ -101,12 +105,12 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
             break;
         }
     }
-    if (rc == 0 && !r->hit_stop) {
+    if (rc == 0 && !r->hit_stop && !r->output_lost) {
         size_t n;
         const char *tail = e0_detok_flush(&ds, &n);
         if (tail && n) sb_add(&text, tail, n);
         if (o->echo && text.len > printed) fwrite(text.buf + printed, 1, text.len - printed, stdout);
-        fflush(stdout);
+        if (o->echo && !cli_stdout_ok()) r->output_lost = true;
     }
     r->seconds = e0_now() - t0;
     e0_detok_free(&ds);

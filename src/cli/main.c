@@ -1,4 +1,4 @@
-/* main.c — edge0-infer entry point: dispatch to a command. */
+/* main.c — edge0-infer entry point: dispatch to a command; stdout is checked once at the end. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,38 +49,7 @@ const char *cli_value(int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
-int cli_parse_ids(const char *s, int **ids, int *n, e0_err *e) {
-    size_t cap = 1;
-    for (const char *p = s; *p; p++)
-        if (*p == ',') cap++;
-    int *v = malloc(cap * sizeof *v);
-    if (!v) return e0_fail(e, "out of memory");
-    int count = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
-            free(v);
-            return e0_fail(e, "--tokens: bad token id list '%s' (expected comma-separated ids)", s);
-        }
-        v[count++] = (int)x;
-        p = *end ? end + 1 : end;
-        if (*end == ',' && !*p) {
-            free(v);
-            return e0_fail(e, "--tokens: trailing comma in '%s'", s);
-        }
-    }
-    if (count == 0) {
-        free(v);
-        return e0_fail(e, "--tokens: empty token list");
-    }
-    *ids = v;
-    *n = count;
-    return 0;
-}
-
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return argc < 2 ? 1 : 0;
@@ -89,4 +58,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);
+}
+
+int main(int argc, char **argv) {
+    cli_stdout_init();
+    return cli_stdout_close(dispatch(argc, argv));
 }
