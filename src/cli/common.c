@@ -146,7 +146,7 @@ void cli_stdout_init(void) { signal(SIGPIPE, on_sigpipe); }
 
 int cli_stdout_close(int status) {
     bool ok = cli_stdout_ok(), gone = reader_gone || stdout_errno == EPIPE;
-    if (fclose(stdout) != 0 && ok) {
+    if (fclose(stdout) != 0 && ok && errno != EBADF) { /* EBADF: run with stdout closed, nothing to write */
         ok = false;
         stdout_errno = errno;
     }
