@@ -2,8 +2,23 @@
  * (sweep, report render/compare, ab). See docs/bench.md. */
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "bench.h"
+
+/* At exit: output lost on stdout (disk full, I/O error) is an error; a reader that went away
+ * (EPIPE, `| head`) is a normal end. stdio drops a failed buffer, so ferror is the record. */
+static volatile sig_atomic_t reader_gone;
+static void on_sigpipe(int sig) { (void)sig, reader_gone = 1; } /* writes then fail with EPIPE; exec resets it */
+static void close_stdout(void) {
+    int err = fflush(stdout) != 0 ? errno : 0;
+    if ((!ferror(stdout) && fclose(stdout) == 0) || reader_gone) return;
+    fprintf(stderr, "edge0-bench: cannot write to stdout%s%s (the output is incomplete)\n", err ? ": " : "", err ? strerror(err) : "");
+    _exit(1);
+}
 
 static void usage(FILE *f) {
     fputs("usage: edge0-bench <command> [options]   (edge0-bench <command> --help)\n\n"
@@ -19,6 +34,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGPIPE, on_sigpipe);
+    atexit(close_stdout);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;

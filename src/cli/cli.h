@@ -24,8 +24,19 @@ int cmd_template(int argc, char **argv);
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Fetch the value of flag argv[*i] (advancing *i); NULL + error message if it is missing. */
 const char *cli_value(int argc, char **argv, int *i);
-/* Parse "1,2,3" into a newly malloc'd array; -1 with error on junk, ids outside [0, max). */
-int cli_parse_ids(const char *s, int **ids, int *n, e0_err *e);
+/* Parse a token id list ("1,2,3", "1 2 3" or both: ids separated by commas and/or white space)
+ * into a newly malloc'd array; -1 with an error naming `what` (the flag, or "stdin") on junk. */
+int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e);
+
+/* stdout: write errors are checked in one place. cli_stdout_init() (first thing in main) makes a
+ * reader that goes away (`| head`) fail writes with EPIPE instead of killing the process.
+ * cli_stdout_ok() flushes stdout and says whether everything written so far reached it (a command
+ * that writes in a loop stops when it did not). cli_stdout_close(status) at exit flushes and
+ * closes stdout and returns the exit status: 1 with one message when output was lost (disk full,
+ * I/O error), status unchanged when the reader went away (a normal end). */
+void cli_stdout_init(void);
+bool cli_stdout_ok(void);
+int cli_stdout_close(int status);
 
 /* Flags shared by commands that load a model. */
 typedef struct cli_model_opts {

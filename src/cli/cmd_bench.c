@@ -89,8 +89,13 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         if (r) continue;
         const char *f = argv[i], *v;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return help(), -1;
+        static const char *const with_value[] = {"--user-file", "--prompt", "--mode", "--warmup",
+                                                 "--ntok", "--runs", "--prefill-threads", "--duration"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
         if (!strcmp(f, "--breakdown")) a->breakdown = true;
         else if (!strcmp(f, "--raw")) a->raw = true;
+        else if (!known) return cli_error("bench: unknown option '%s' (see --help)", f);
         else if (!(v = cli_value(argc, argv, &i))) return 1;
         else if (!strcmp(f, "--user-file")) a->user_file = v;
         else if (!strcmp(f, "--prompt")) a->prompt_name = v;
@@ -101,9 +106,6 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--prefill-threads") && e0_parse_i64(v, 1, 1024, &a->prefill_threads, f, &e) < 0)
             return cli_error("%s", e.msg);
         else if (!strcmp(f, "--duration") && e0_parse_f64(v, 0.1, 86400, &a->duration, f, &e) < 0) return cli_error("%s", e.msg);
-        else if (strcmp(f, "--user-file") && strcmp(f, "--prompt") && strcmp(f, "--mode") && strcmp(f, "--warmup") &&
-                 strcmp(f, "--ntok") && strcmp(f, "--runs") && strcmp(f, "--prefill-threads") && strcmp(f, "--duration"))
-            return cli_error("bench: unknown option '%s' (see --help)", f);
         if (!strcmp(f, "--ntok")) a->ntok_given = true;
     }
     if (a->user_file && a->prompt_name) return cli_error("bench: give --user-file or --prompt, not both");
@@ -333,9 +335,10 @@ int cmd_bench(int argc, char **argv) {
         }
         char *line = json_dumps(row, JSON_COMPACT);
         if (line) printf("%s\n", line);
-        fflush(stdout);
+        bool written = cli_stdout_ok();
         free(line);
         json_decref(row);
+        if (!written) break; /* the row is lost: main reports it (or the reader went away) */
         fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s\n",
                 (long long)(run + 1), pr.n, r.prefill_s, pr.n / r.prefill_s, r.n_decode, r.n_decode / r.decode_s);
     }

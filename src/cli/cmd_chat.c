@@ -23,6 +23,24 @@ static void help(void) {
     fputs(e0_options_help(), stdout);
 }
 
+/* Prompt tokens of a conversation holding only the system message (if any) and this one; 0 when
+ * it cannot be rendered. */
+static size_t message_tokens(const e0_model *m, const e0_tokenizer *tok, const char *system, const char *msg, size_t len) {
+    json_t *msgs = json_array();
+    if (system) json_array_append_new(msgs, e0_chat_message("system", system, strlen(system)));
+    json_array_append_new(msgs, e0_chat_message("user", msg, len));
+    char *text = NULL;
+    size_t text_len, n = 0;
+    e0_tokens t = {0};
+    e0_err e;
+    if (e0_render_chat(m, tok, msgs, true, &text, &text_len, &e) == 0 && e0_tokenize_prompt(tok, text, text_len, true, &t, &e) == 0)
+        n = t.n;
+    free(text);
+    e0_tokens_free(&t);
+    json_decref(msgs);
+    return n;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_model_opts o = {0};
     e0_sampler_params sp = e0_sampler_defaults();
@@ -85,7 +103,7 @@ int cmd_chat(int argc, char **argv) {
     int n_cached = 0;
     char *line = NULL;
     size_t cap = 0;
-    while (!status) {
+    while (!status && cli_stdout_ok()) { /* a lost stdout ends the conversation (main reports it) */
         if (tty) fputs("> ", stdout), fflush(stdout);
         ssize_t len = getline(&line, &cap, stdin);
         if (len < 0) break;
@@ -117,9 +135,15 @@ int cmd_chat(int argc, char **argv) {
         }
         free(text);
         if ((int)t.n >= e0_ctx_n_ctx(c)) {
-            printf("[the context is full (%zu of %d tokens): /reset to start a new conversation]\n", t.n, e0_ctx_n_ctx(c));
-            fflush(stdout);
+            /* not sent: the conversation stays as it was */
             json_array_remove(msgs, json_array_size(msgs) - 1);
+            size_t alone = message_tokens(m, tok, system, line, (size_t)len);
+            if (json_array_size(msgs) == n_sys || alone >= (size_t)e0_ctx_n_ctx(c))
+                fprintf(stderr, "[the message is too long for the context (%zu tokens, context %d): not sent; raise -c or shorten it]\n",
+                        alone ? alone : t.n, e0_ctx_n_ctx(c));
+            else
+                fprintf(stderr, "[the context is full (%zu of %d tokens with this message): /reset to start a new conversation]\n",
+                        t.n, e0_ctx_n_ctx(c));
             e0_tokens_free(&t);
             continue;
         }
@@ -140,6 +164,10 @@ int cmd_chat(int argc, char **argv) {
         gen_result r;
         if (gen_run(c, tok, s, &go, &r, &e) < 0) {
             status = cli_error("%s", e.msg);
+            free(r.text);
+            break;
+        }
+        if (r.output_lost) {
             free(r.text);
             break;
         }

@@ -1,7 +1,9 @@
-/* cmd_logits.c — `logits`: one batched prefill from position 0, every position's logits to a file. */
+/* cmd_logits.c — `logits`: one batched prefill from position 0, every position's logits to a file
+ * (or stdout). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "engine/options.h"
@@ -9,7 +11,7 @@
 static void help(void) {
     puts("usage: edge0-infer logits --model F --tokens 1,2,3 --out FILE [-t N] [-c N]\n"
          "Runs one batched prefill of the tokens from position 0 and writes len(tokens) x n_vocab\n"
-         "little-endian float32 values to FILE: row i = the logits after position i.");
+         "little-endian float32 values to FILE (- = stdout): row i = the logits after position i.");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
 }
@@ -30,9 +32,11 @@ int cmd_logits(int argc, char **argv) {
     }
     if (!tokens_arg) return cli_error("logits: --tokens is required");
     if (!out_path) return cli_error("logits: --out is required");
+    bool to_stdout = !strcmp(out_path, "-");
+    if (to_stdout && isatty(STDOUT_FILENO)) return cli_error("logits: --out - writes binary floats: redirect stdout to a file or pipe");
     e0_err e;
     int *ids, n;
-    if (cli_parse_ids(tokens_arg, &ids, &n, &e) < 0) return cli_error("%s", e.msg);
+    if (cli_parse_ids("--tokens", tokens_arg, &ids, &n, &e) < 0) return cli_error("%s", e.msg);
     e0_model *m;
     e0_ctx *c;
     if (cli_load(&o, n, &m, &c)) return free(ids), 1;
@@ -42,6 +46,7 @@ int cmd_logits(int argc, char **argv) {
     FILE *f = NULL;
     if (!logits) status = cli_error("out of memory for %zu logits", count);
     else if (e0_eval(c, ids, n, logits, &e) < 0) status = cli_error("%s", e.msg);
+    else if (to_stdout) fwrite(logits, sizeof(float), count, stdout); /* write errors: checked at exit (main.c) */
     else if (!(f = fopen(out_path, "wb"))) status = cli_error("cannot write %s", out_path);
     else if (fwrite(logits, sizeof(float), count, f) != count) status = cli_error("cannot write %s", out_path);
     if (f && fclose(f) != 0 && !status) status = cli_error("cannot write %s", out_path);

@@ -21,7 +21,7 @@ static void help(void) {
          "  --user-file F        the user's message from a file\n"
          "  --system TEXT        a system message (chat template only)\n"
          "  --raw                no chat template: the text is the prompt as is\n"
-         "  --tokens LIST        the prompt as comma-separated token ids (no template)\n"
+         "  --tokens LIST        the prompt as token ids, separated by commas or spaces (no template)\n"
          "  --print-ids          print generated ids (space-separated, one line) instead of text;\n"
          "                       exactly -n of them, never stopping at EOS\n"
          "  -n N                 tokens to generate (default: until end of generation or the context is full)\n"
@@ -109,7 +109,7 @@ static int parse(run_args *a, int argc, char **argv) {
 static int run_ids(run_args *a) {
     e0_err e;
     int *ids, n;
-    if (cli_parse_ids(a->tokens, &ids, &n, &e) < 0) return cli_error("%s", e.msg);
+    if (cli_parse_ids("--tokens", a->tokens, &ids, &n, &e) < 0) return cli_error("%s", e.msg);
     int64_t n_gen = a->n_predict < 0 ? 16 : a->n_predict;
     e0_model *m;
     e0_ctx *c;
@@ -122,6 +122,7 @@ static int run_ids(run_args *a) {
         int next = e0_sample(s, e0_ctx_logits(c));
         e0_sampler_accept(s, next);
         printf(k ? " %d" : "%d", next);
+        if (!cli_stdout_ok()) break; /* the reader went away or the output is lost: main says which */
         if (k + 1 < n_gen && e0_eval(c, &next, 1, NULL, &e) < 0) status = cli_error("%s", e.msg);
     }
     if (!status) putchar('\n');

@@ -123,7 +123,7 @@ int cmd_template(int argc, char **argv) {
     free(model_bos);
     free(model_eos);
     if (rc) return cli_error("apply-template: %s", e.msg);
-    bool ok = fwrite(out, 1, olen, stdout) == olen && fflush(stdout) == 0;
+    fwrite(out, 1, olen, stdout); /* write errors on stdout: checked at exit (main.c) */
     free(out);
-    return ok ? 0 : cli_error("apply-template: cannot write output");
+    return 0;
 }

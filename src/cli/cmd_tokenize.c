@@ -1,5 +1,5 @@
-/* cmd_tokenize.c — `tokenize` (stdin text -> ids) and `detokenize` (ids -> text). Both load
- * only the model's tokenizer metadata, never its weights. */
+/* cmd_tokenize.c — `tokenize` (stdin text -> ids) and `detokenize` (ids from --ids or stdin ->
+ * text). Both load only the model's tokenizer metadata, never its weights. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +24,12 @@ static const char tokenize_usage[] =
     "                     as their text)\n";
 
 static const char detokenize_usage[] =
-    "usage: edge0-infer detokenize --model F --ids 1,2,3 [--special]\n"
+    "usage: edge0-infer detokenize --model F [--ids \"1 2 3\"] [--special]\n"
     "\n"
-    "Prints the text of the ids exactly (no newline added). Control tokens print nothing unless\n"
-    "--special; a SentencePiece vocabulary's leading space (after an optional BOS) is dropped.\n";
+    "Prints the text of the ids exactly (no newline added). The ids are separated by commas and/or\n"
+    "white space (tokenize's output as it is); without --ids they are read from stdin.\n"
+    "Control tokens print nothing unless --special; a SentencePiece vocabulary's leading space\n"
+    "(after an optional BOS) is dropped.\n";
 
 static gguf_file *open_model(const char *path, e0_tokenizer **t) {
     e0_err e;
@@ -45,15 +47,18 @@ static gguf_file *open_model(const char *path, e0_tokenizer **t) {
     return f;
 }
 
-static char *read_stdin(size_t *len) {
+static char *read_stdin(const char *cmd, size_t *len) {
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    if (!buf) return NULL;
+    if (!buf) {
+        cli_error("out of memory");
+        return NULL;
+    }
     for (;;) {
-        if (n == cap) {
+        if (n + 1 >= cap) { /* room for the NUL */
             if (cap >= MAX_STDIN) {
                 free(buf);
-                cli_error("tokenize: input larger than %u MiB", MAX_STDIN >> 20);
+                cli_error("%s: input larger than %u MiB", cmd, MAX_STDIN >> 20);
                 return NULL;
             }
             char *nb = realloc(buf, cap * 2);
@@ -65,17 +70,18 @@ static char *read_stdin(size_t *len) {
             buf = nb;
             cap *= 2;
         }
-        size_t k = fread(buf + n, 1, cap - n, stdin);
+        size_t k = fread(buf + n, 1, cap - n - 1, stdin);
         n += k;
         if (k == 0) {
             if (ferror(stdin)) {
                 free(buf);
-                cli_error("tokenize: error reading stdin");
+                cli_error("%s: error reading stdin", cmd);
                 return NULL;
             }
             break;
         }
     }
+    buf[n] = 0;
     *len = n;
     return buf;
 }
@@ -124,7 +130,7 @@ int cmd_tokenize(int argc, char **argv) {
     gguf_file *f = open_model(model, &t);
     if (!f) return 1;
     size_t len;
-    char *text = read_stdin(&len);
+    char *text = read_stdin("tokenize", &len);
     int rc = 1;
     e0_tokens ids = {0};
     e0_err e;
@@ -145,7 +151,7 @@ int cmd_tokenize(int argc, char **argv) {
         }
     }
     if (!pieces) putchar('\n');
-    rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : cli_error("tokenize: error writing stdout");
+    rc = 0; /* write errors on stdout: checked at exit (main.c) */
 done:
     free(text);
     e0_tokens_free(&ids);
@@ -173,14 +179,23 @@ int cmd_detokenize(int argc, char **argv) {
             return 1;
         }
     }
-    if (!model || !list) {
-        cli_error("detokenize: --model and --ids are required");
+    if (!model) {
+        cli_error("detokenize: --model is required");
         fputs(detokenize_usage, stderr);
         return 1;
     }
     e0_err e;
     int *ids = NULL, n = 0;
-    if (cli_parse_ids(list, &ids, &n, &e) < 0) return cli_error("detokenize: %s", e.msg);
+    char *input = NULL;
+    size_t input_len;
+    if (!list && !(list = input = read_stdin("detokenize", &input_len))) return 1;
+    if (input && memchr(input, 0, input_len)) {
+        free(input);
+        return cli_error("detokenize: stdin: a NUL byte among the token ids");
+    }
+    int parsed = cli_parse_ids(input ? "stdin" : "--ids", list, &ids, &n, &e);
+    free(input);
+    if (parsed < 0) return cli_error("detokenize: %s", e.msg);
     e0_tokenizer *t;
     gguf_file *f = open_model(model, &t);
     if (!f) {
@@ -206,10 +221,7 @@ int cmd_detokenize(int argc, char **argv) {
         cli_error("detokenize: %s", e.msg);
         goto done;
     }
-    if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-        cli_error("detokenize: error writing stdout");
-        goto done;
-    }
+    fwrite(text, 1, len, stdout); /* write errors: checked at exit (main.c) */
     rc = 0;
 done:
     free(text);

@@ -1,6 +1,11 @@
 /* common.c — helpers every command uses: the error exit, flag values, token-id lists; the flags
- * shared by the commands that load a model (-m/--model, -t, -c), and loading. main.c and the
- * cmd_*.c files call these; nothing here calls them back. */
+ * shared by the commands that load a model (-m/--model, -t, -c), and loading; the one check of
+ * stdout's write errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
+ * back. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,38 +31,6 @@ const char *cli_value(int argc, char **argv, int *i) {
     }
     return argv[++*i];
 }
-
-int cli_parse_ids(const char *s, int **ids, int *n, e0_err *e) {
-    size_t cap = 1;
-    for (const char *p = s; *p; p++)
-        if (*p == ',') cap++;
-    int *v = malloc(cap * sizeof *v);
-    if (!v) return e0_fail(e, "out of memory");
-    int count = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
-            free(v);
-            return e0_fail(e, "--tokens: bad token id list '%s' (expected comma-separated ids)", s);
-        }
-        v[count++] = (int)x;
-        p = *end ? end + 1 : end;
-        if (*end == ',' && !*p) {
-            free(v);
-            return e0_fail(e, "--tokens: trailing comma in '%s'", s);
-        }
-    }
-    if (count == 0) {
-        free(v);
-        return e0_fail(e, "--tokens: empty token list");
-    }
-    *ids = v;
-    *n = count;
-    return 0;
-}
-
 
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
@@ -138,4 +111,68 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
     *m = o->session.m;
     *c = o->session.c;
     return 0;
+}
+
+int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e) {
+    size_t count = 0, cap = 0;
+    int *v = NULL;
+    const char *p = s;
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        const char *item = p;
+        size_t item_len = strcspn(item, ", \t\n\r\v\f");
+        long long x = 0;
+        while (isdigit((unsigned char)*p) && x <= INT_MAX) x = x * 10 + (*p++ - '0');
+        if (p == item || x > INT_MAX || (*p && *p != ',' && !isspace((unsigned char)*p))) {
+            free(v);
+            return e0_fail(e, "%s: '%.*s' is not a token id (ids are numbers from 0, separated by commas or spaces)",
+                           what, (int)(item_len > 40 ? 40 : item_len ? item_len : 1), item);
+        }
+        if (count == cap) {
+            cap = cap ? cap * 2 : 64;
+            int *nv = realloc(v, cap * sizeof *v);
+            if (!nv) return free(v), e0_fail(e, "out of memory");
+            v = nv;
+        }
+        v[count++] = (int)x;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == ',') {
+            p++;
+            while (isspace((unsigned char)*p)) p++;
+            if (!*p || *p == ',') return free(v), e0_fail(e, "%s: a comma with no token id after it", what);
+        }
+    }
+    if (count == 0) return free(v), e0_fail(e, "%s: no token ids", what);
+    *ids = v;
+    *n = (int)count;
+    return 0;
+}
+
+/* stdout's write errors. stdio keeps the error flag but not its cause, and drops the buffer, so
+ * the first failed flush seen here records errno. */
+static int stdout_errno;
+
+bool cli_stdout_ok(void) {
+    if (fflush(stdout) != 0 && !stdout_errno) stdout_errno = errno ? errno : EIO;
+    return !ferror(stdout);
+}
+
+/* SIGPIPE: a write to a pipe whose reader went away. Caught (not fatal): the write fails with
+ * EPIPE, and the flag tells cli_stdout_close that this was the end of a `| head`. */
+static volatile sig_atomic_t reader_gone;
+static void on_sigpipe(int sig) { (void)sig, reader_gone = 1; }
+
+void cli_stdout_init(void) { signal(SIGPIPE, on_sigpipe); }
+
+int cli_stdout_close(int status) {
+    bool ok = cli_stdout_ok(), gone = reader_gone || stdout_errno == EPIPE;
+    if (fclose(stdout) != 0 && ok && errno != EBADF) { /* EBADF: run with stdout closed, nothing to write */
+        ok = false;
+        stdout_errno = errno;
+    }
+    if (ok || gone) return status; /* `| head`: the reader has all it wanted */
+    if (stdout_errno) cli_error("cannot write to stdout: %s (the output is incomplete)", strerror(stdout_errno));
+    else cli_error("cannot write to stdout (the output is incomplete)");
+    return 1;
 }

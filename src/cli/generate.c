@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "cli.h"
 #include "measure/sysinfo.h"
 
 /* Bytes of text[from..len) that may be printed now: everything except a tail that could still
@@ -65,7 +66,10 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
         size_t upto = printable(text.p, text.len, printed, o, &stop_at);
         if (o->echo && upto > printed) {
             fwrite(text.p + printed, 1, upto - printed, stdout);
-            fflush(stdout);
+            if (!cli_stdout_ok()) {
+                r->output_lost = true;
+                break;
+            }
         }
         if (upto > printed) printed = upto;
         if (stop_at >= 0) {
@@ -83,12 +87,12 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
             break;
         }
     }
-    if (rc == 0 && !r->hit_stop) {
+    if (rc == 0 && !r->hit_stop && !r->output_lost) {
         size_t n;
         const char *tail = e0_detok_flush(&ds, &n);
         if (tail && n) e0_sb_add(&text, tail, n);
         if (o->echo && text.len > printed) fwrite(text.p + printed, 1, text.len - printed, stdout);
-        fflush(stdout);
+        if (o->echo && !cli_stdout_ok()) r->output_lost = true;
     }
     r->seconds = e0_now() - t0;
     e0_detok_free(&ds);

@@ -21,6 +21,7 @@ typedef struct gen_result {
     int n_generated;
     double seconds;     /* decode time */
     bool hit_eog, hit_stop, context_full;
+    bool output_lost;   /* echo: stdout failed (reader gone, disk full); generation stopped */
     char *text;         /* everything generated (stop string excluded), malloc'd */
     size_t text_len;
 } gen_result;

@@ -1,4 +1,4 @@
-/* main.c — edge0-infer entry point: dispatch to a command. */
+/* main.c — edge0-infer entry point: dispatch to a command; stdout is checked once at the end. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +29,7 @@ static void usage(FILE *f) {
         fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return argc < 2 ? 1 : 0;
@@ -38,4 +38,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);
+}
+
+int main(int argc, char **argv) {
+    cli_stdout_init();
+    return cli_stdout_close(dispatch(argc, argv));
 }

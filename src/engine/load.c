@@ -67,6 +67,7 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     e0_model *probe = e0_model_load(path, NULL, false, e);
     if (!probe) return -1;
     const e0_hparams hp = probe->hp;
+    if (e0_options_check_model(o, hp.n_layer, e) < 0) return e0_model_free(probe), -1;
     uint64_t dense = 0, experts = 0, max_expert = 0;
     for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) {
         const gguf_tensor *t = &probe->gguf->tensors[i];
@@ -115,11 +116,18 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
                                (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
         } else {
             uint64_t need = dense + kv + (uint64_t)hp.n_layer * (uint64_t)hp.n_expert_used * max_expert;
-            if (s->budget < need)
-                return e0_model_free(probe), e0_fail(e, "memory budget %.2f GiB (%s) is too small for %s: it needs at least %.2f GiB "
+            if (s->budget < need) {
+                char have_s[32], need_s[32];
+                e0_size_text(s->budget, have_s);
+                e0_size_text(need, need_s);
+                if (!strcmp(have_s, need_s)) { /* too close to tell apart when rounded */
+                    snprintf(have_s, sizeof have_s, "%llu bytes", (unsigned long long)s->budget);
+                    snprintf(need_s, sizeof need_s, "%llu bytes", (unsigned long long)need);
+                }
+                return e0_model_free(probe), e0_fail(e, "memory budget %s (%s) is too small for %s: it needs at least %s "
                                   "(dense weights, KV cache, %lld expert slots per layer)",
-                               s->budget / 1073741824.0, s->budget_source, path, need / 1073741824.0,
-                               (long long)hp.n_expert_used);
+                               have_s, s->budget_source, path, need_s, (long long)hp.n_expert_used);
+            }
             uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
             int64_t slots = (int64_t)(room / per_slot);
             o->expert_slots = slots < hp.n_expert_used ? hp.n_expert_used : slots > hp.n_expert ? hp.n_expert : slots;

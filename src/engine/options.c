@@ -117,3 +117,20 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
     return e0_fail(e, "--model-option: unknown key '%s' (known: experts, expert_slots, memory_budget, expert_read, routing, "
                       "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads)", key);
 }
+
+int e0_options_check_model(const e0_options *o, int64_t n_layer, e0_err *e) {
+    if (o->predict_from_layer >= n_layer)
+        return e0_fail(e, "--model-option predict_from_layer=%lld: the model has %lld layers, give one from 0 to %lld",
+                       (long long)o->predict_from_layer, (long long)n_layer, (long long)(n_layer - 1));
+    return 0;
+}
+
+const char *e0_size_text(uint64_t bytes, char buf[32]) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 5) v /= 1024, u++;
+    if (u == 0) snprintf(buf, 32, "%llu bytes", (unsigned long long)bytes);
+    else snprintf(buf, 32, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}

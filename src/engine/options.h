@@ -34,5 +34,11 @@ void e0_options_init(e0_options *o);
 int e0_options_parse(e0_options *o, const char *kv, e0_err *e);
 /* The accepted keys, for --help. */
 const char *e0_options_help(void);
+/* The options that depend on the model, checked once its shape is known (e0_open): -1 with an
+ * error naming the valid range (predict_from_layer must be a layer of the model). */
+int e0_options_check_model(const e0_options *o, int64_t n_layer, e0_err *e);
+/* bytes as text for messages, with three significant digits in a unit that shows them:
+ * "512 bytes", "8.00 MiB", "30.5 GiB". Returns buf. */
+const char *e0_size_text(uint64_t bytes, char buf[32]);
 
 #endif

@@ -1,0 +1,274 @@
+/* test_cli.c — the command line's wrong or silent failures (issue 17), run on the built binaries:
+ * write errors on stdout (a full disk) exit 1 with one message, a reader that goes away (`| head`)
+ * is a quiet normal end, token id lists take commas and/or spaces (and stdin in detokenize),
+ * unknown flags are called unknown, `logits --out -` is stdout, an over-long chat message is
+ * refused without ending the conversation, memory sizes in messages are readable, and
+ * predict_from_layer is checked against the model. Models: ../shared/golden and one `synth`
+ * model with a chat template, written into the build folder. */
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/options.h"
+#include "t.h"
+
+static char dir[1024], bin[1024], bench_bin[1024], dense[1024], moe[1024], chat_model[1024];
+
+/* Run the shell command made from fmt; its stdout into out (may be NULL), its stderr into err
+ * (may be NULL). Returns its exit status (-1 if it did not exit). */
+static int sh(char *out, size_t out_cap, char *err, size_t err_cap, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int sh(char *out, size_t out_cap, char *err, size_t err_cap, const char *fmt, ...) {
+    static char cmd[1 << 17], full[(1 << 17) + 2048];
+    char err_path[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    snprintf(full, sizeof full, "( %s ) 2>'%s'", cmd, err_path);
+    int rc = t_sh(full, out, out ? out_cap : 0);
+    if (err) {
+        err[0] = 0;
+        FILE *f = fopen(err_path, "r");
+        if (f) {
+            size_t n = fread(err, 1, err_cap - 1, f);
+            err[n] = 0;
+            fclose(f);
+        }
+    }
+    return rc;
+}
+
+/* Contents of dir/name (NUL-terminated, at most cap-1 bytes); "" if unreadable. */
+static const char *slurp(const char *name, char *buf, size_t cap) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(buf, 1, cap - 1, f);
+        buf[n] = 0;
+        fclose(f);
+    }
+    return buf;
+}
+
+/* Lines of s that start with prefix (the error messages of a program). */
+static int count_lines(const char *s, const char *prefix) {
+    int n = 0;
+    for (const char *p = s; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) n++;
+    return n;
+}
+
+/* The commands that write to stdout, each as a shell command (stdin prepared where needed). */
+static int stdout_commands(char cmds[][4096], int max) {
+    int n = 0;
+#define ADD(...) (n < max ? snprintf(cmds[n++], sizeof cmds[0], __VA_ARGS__) : 0)
+    ADD("%s run -m %s -p hi -n 50 --temp 0", bin, dense);
+    ADD("printf 'hi\\nhow are you\\n' | %s chat -m %s -n 8 --temp 0", bin, chat_model);
+    ADD("%s run -m %s --tokens 1,2,3 -n 20 --print-ids", bin, dense);
+    ADD("%s info -m %s", bin, dense);
+    ADD("%s bench -m %s --raw --user-file %s/prompt.txt --warmup 0 --ntok 2 --runs 2", bin, dense, dir);
+    ADD("%s --help", bin);
+    ADD("%s run --help", bin);
+    ADD("echo 'Once upon a time' | %s tokenize -m %s", bin, dense);
+    ADD("%s detokenize -m %s --ids '1 403 80'", bin, dense);
+    ADD("cd '%s' && %s logits -m %s --tokens 1,2 --out -", dir, bin, dense); /* in dir: a broken one writes ./- */
+    ADD("%s report render %s/report.json", bench_bin, dir);
+    ADD("%s --help", bench_bin);
+#undef ADD
+    return n;
+}
+
+/* `> /dev/full`: every command exits 1 with exactly one message saying stdout failed. */
+static void test_stdout_full(void) {
+    if (access("/dev/full", W_OK) != 0) {
+        printf("# skipped: no /dev/full\n");
+        return;
+    }
+    static char cmds[16][4096];
+    char err[8192];
+    int n = stdout_commands(cmds, 16);
+    for (int i = 0; i < n; i++) {
+        int rc = sh(NULL, 0, err, sizeof err, "%s > /dev/full", cmds[i]);
+        int messages = count_lines(err, "edge0-infer:") + count_lines(err, "edge0-bench:");
+        CHECKF(rc == 1 && messages == 1 && strstr(err, "cannot write to stdout"), "%s: rc %d, stderr: %s", cmds[i], rc, err);
+    }
+}
+
+/* `| true` (a reader that is gone before anything is written): exit 0, no error message, and a
+ * generation loop stops instead of running on. */
+static void test_reader_gone(void) {
+    static char cmds[16][4096], script[1 << 17];
+    char buf[8192];
+    int n = stdout_commands(cmds, 16);
+    size_t len = (size_t)snprintf(script, sizeof script, "{ sleep 1; ");
+    for (int i = 0; i < n; i++) /* 16 commands of < 4096 bytes fit */
+        len += (size_t)snprintf(script + len, sizeof script - len, "%s 2>'%s/gone%d.err'; echo $? >'%s/gone%d.rc'; ", cmds[i], dir, i, dir, i);
+    snprintf(script + len, sizeof script - len, "} | true");
+    CHECK(sh(NULL, 0, NULL, 0, "%s", script) == 0);
+    for (int i = 0; i < n; i++) {
+        char name[64], rc[64];
+        snprintf(name, sizeof name, "gone%d.rc", i);
+        slurp(name, rc, sizeof rc);
+        snprintf(name, sizeof name, "gone%d.err", i);
+        slurp(name, buf, sizeof buf);
+        int messages = count_lines(buf, "edge0-infer:") + count_lines(buf, "edge0-bench:");
+        CHECKF(!strcmp(rc, "0\n") && messages == 0, "%s: exit status %s, stderr: %s", cmds[i], rc, buf);
+    }
+    /* run (the first command, -n 50) stopped at the first token it could not write */
+    slurp("gone0.err", buf, sizeof buf);
+    const char *g = strstr(buf, "generated ");
+    CHECKF(g && atoi(g + 10) < 50, "run did not stop: %s", buf);
+}
+
+/* detokenize: ids separated by spaces and/or commas, from --ids or stdin; errors name the flag. */
+static void test_id_lists(void) {
+    char a[4096], b[4096], err[4096];
+    CHECK(sh(a, sizeof a, NULL, 0, "%s detokenize -m %s --ids 1,403,80,137", bin, dense) == 0);
+    CHECK(strlen(a) > 0);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s detokenize -m %s --ids '1 403 80 137'", bin, dense) == 0 && !strcmp(a, b));
+    CHECK(sh(b, sizeof b, NULL, 0, "%s detokenize -m %s --ids ' 1, 403 ,80,  137 '", bin, dense) == 0 && !strcmp(a, b));
+    CHECK(sh(b, sizeof b, NULL, 0, "echo '1 403 80 137' | %s detokenize -m %s", bin, dense) == 0 && !strcmp(a, b));
+    /* tokenize's output goes straight back in */
+    CHECK(sh(b, sizeof b, NULL, 0, "printf 'Once upon a time' | %s tokenize -m %s --no-bos | %s detokenize -m %s", bin, dense, bin, dense) == 0);
+    CHECKF(!strcmp(b, "Once upon a time"), "round trip gave '%s'", b);
+    /* run and logits take the same lists */
+    CHECK(sh(a, sizeof a, NULL, 0, "%s run -m %s --tokens 1,403,80 -n 4 --temp 0 --print-ids", bin, dense) == 0);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s --tokens '1 403 80' -n 4 --temp 0 --print-ids", bin, dense) == 0 && !strcmp(a, b));
+    static const char *const bad[] = {"1 x", "1,,2", "1,", "-1", "99999999999", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = sh(NULL, 0, err, sizeof err, "%s detokenize -m %s --ids '%s'", bin, dense, bad[i]);
+        CHECKF(rc == 1 && strstr(err, "--ids") && !strstr(err, "--tokens"), "--ids '%s': rc %d, %s", bad[i], rc, err);
+    }
+    int rc = sh(NULL, 0, err, sizeof err, "echo '1 two' | %s detokenize -m %s", bin, dense);
+    CHECKF(rc == 1 && strstr(err, "stdin") && strstr(err, "'two'"), "rc %d, %s", rc, err);
+    rc = sh(NULL, 0, err, sizeof err, "%s run -m %s --tokens '1;2' -n 2 --print-ids", bin, dense);
+    CHECKF(rc == 1 && strstr(err, "--tokens"), "rc %d, %s", rc, err);
+}
+
+/* An unknown flag is unknown, also as the last argument (where it "needs a value" was said). */
+static void test_unknown_last_flag(void) {
+    static const char *const cmds[] = {"bench -m M", "run -m M -p hi", "chat -m M", "logits -m M --tokens 1", "info -m M",
+                                       "tokenize -m M", "detokenize -m M", "apply-template", "synth", "membw", "diskbw -m M"};
+    char err[4096];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        int rc = sh(NULL, 0, err, sizeof err, "%s %s --bogus </dev/null", bin, cmds[i]);
+        CHECKF(rc == 1 && strstr(err, "unknown option") && strstr(err, "--bogus") && !strstr(err, "needs a value"),
+               "%s --bogus: rc %d, %s", cmds[i], rc, err);
+    }
+    /* a known flag without its value still says so */
+    int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --ntok", bin, dense);
+    CHECKF(rc == 1 && strstr(err, "--ntok needs a value"), "rc %d, %s", rc, err);
+}
+
+/* `logits --out -` writes the floats to stdout, the same bytes as --out FILE, and no file `-`. */
+static void test_logits_stdout(void) {
+    char err[4096], info[8192];
+    CHECK(sh(NULL, 0, err, sizeof err, "cd '%s' && rm -f ./- logits-stdout.bin logits-file.bin && '%s' logits -m '%s' --tokens 1,403,80 --out - > logits-stdout.bin",
+             dir, bin, dense) == 0);
+    CHECK(sh(NULL, 0, NULL, 0, "cd '%s' && '%s' logits -m '%s' --tokens 1,403,80 --out logits-file.bin", dir, bin, dense) == 0);
+    CHECK(sh(NULL, 0, NULL, 0, "cd '%s' && cmp logits-stdout.bin logits-file.bin", dir) == 0);
+    char minus[1200];
+    snprintf(minus, sizeof minus, "%s/-", dir);
+    CHECKF(access(minus, F_OK) != 0, "a file named '-' was written");
+    CHECK(sh(info, sizeof info, NULL, 0, "%s info -m %s", bin, dense) == 0);
+    const char *v = strstr(info, "vocabulary:");
+    struct stat st;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/logits-stdout.bin", dir);
+    CHECKF(v && stat(path, &st) == 0 && st.st_size == 3 * 4 * atoll(v + 11), "size %lld", (long long)st.st_size);
+}
+
+/* One chat message longer than the context: said so (not "context is full ... /reset"), the
+ * conversation stays as it was (the next turn's prompt is that of a fresh conversation). */
+static void test_chat_message_too_long(void) {
+    char longmsg[2000] = "", out[8192], err[8192], fresh[8192];
+    for (int i = 0; i < 100; i++) strcat(longmsg, "hello there ");
+    int rc = sh(out, sizeof out, err, sizeof err, "printf '%%s\\nhi\\n' '%s' | %s chat -m %s -c 256 -n 4 --temp 0 --verbose", longmsg,
+                bin, chat_model);
+    CHECKF(rc == 0, "rc %d, %s", rc, err);
+    CHECKF(strstr(err, "too long for the context") && strstr(err, "context 256") && !strstr(err, "/reset"), "%s", err);
+    CHECKF(strlen(out) > 0, "no answer to the second message");
+    CHECK(sh(NULL, 0, fresh, sizeof fresh, "printf 'hi\\n' | %s chat -m %s -c 256 -n 4 --temp 0 --verbose", bin, chat_model) == 0);
+    const char *a = strstr(err, "[prompt "), *b = strstr(fresh, "[prompt ");
+    CHECKF(a && b && atoi(a + 8) == atoi(b + 8), "second turn: %s; fresh: %s", a ? a : "none", b ? b : "none");
+}
+
+/* Sizes in the budget message show the difference; e0_size_text's forms. */
+static void test_size_messages(void) {
+    char buf[32];
+    CHECK(!strcmp(e0_size_text(512, buf), "512 bytes"));
+    CHECK(!strcmp(e0_size_text(8ull << 20, buf), "8.00 MiB"));
+    CHECK(!strcmp(e0_size_text(10254295, buf), "9.78 MiB"));
+    CHECK(!strcmp(e0_size_text(3ull << 29, buf), "1.50 GiB"));
+    CHECK(!strcmp(e0_size_text(30ull << 30 | 1ull << 29, buf), "30.5 GiB"));
+    CHECK(!strcmp(e0_size_text(300ull << 30, buf), "300 GiB"));
+    char err[4096];
+    int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 -c 4096 --model-option memory_budget=8MiB", bin, moe);
+    const char *have = strstr(err, "memory budget "), *need = strstr(err, "needs at least ");
+    CHECKF(rc == 1 && have && need, "rc %d, %s", rc, err);
+    if (!have || !need) return;
+    have += strlen("memory budget ");
+    need += strlen("needs at least ");
+    size_t hl = strcspn(have, "("), nl = strcspn(need, "(");
+    CHECKF(!strncmp(have, "8.00 MiB ", hl), "%s", err);
+    CHECKF(hl != nl || strncmp(have, need, hl) != 0, "the two sizes read the same: %s", err);
+}
+
+/* predict_from_layer must be a layer of the model: checked at load, naming the range. */
+static void test_predict_from_layer(void) {
+    char info[8192], err[4096], want[64];
+    CHECK(sh(info, sizeof info, NULL, 0, "%s info -m %s", bin, moe) == 0);
+    const char *l = strstr(info, "layers:");
+    int n_layer = l ? atoi(l + 7) : 0;
+    CHECK(n_layer >= 2);
+    snprintf(want, sizeof want, "from 0 to %d", n_layer - 1);
+    static const int bad_offsets[] = {0, 97};
+    for (int k = 0; k < 2; k++) {
+        int bad = n_layer + bad_offsets[k];
+        int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 --model-option predict_from_layer=%d", bin, moe, bad);
+        CHECKF(rc == 1 && strstr(err, "predict_from_layer") && strstr(err, want), "predict_from_layer=%d: rc %d, %s", bad, rc, err);
+    }
+    int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 --temp 0 --model-option predict_from_layer=%d", bin, moe, n_layer - 1);
+    CHECKF(rc == 0, "predict_from_layer=%d: rc %d, %s", n_layer - 1, rc, err);
+}
+
+int main(void) {
+    /* absolute paths: some commands run in dir */
+    char build[PATH_MAX], shared[PATH_MAX];
+    if (!realpath(t_build(), build) || !realpath(t_shared(), shared)) {
+        printf("FAIL setup: no %s or %s\n", t_build(), t_shared());
+        return 1;
+    }
+    snprintf(dir, sizeof dir, "%.900s/test-cli", build);
+    snprintf(bin, sizeof bin, "%.900s/bin/edge0-infer", build);
+    snprintf(bench_bin, sizeof bench_bin, "%.900s/bin/edge0-bench", build);
+    snprintf(dense, sizeof dense, "%.900s/golden/stories260K.gguf", shared);
+    snprintf(moe, sizeof moe, "%.900s/golden/qwen3moe.gguf", shared);
+    snprintf(chat_model, sizeof chat_model, "%.900s/chat.gguf", dir);
+    mkdir(dir, 0755);
+    /* the inputs: a chat model, a bench prompt, the smallest report that renders */
+    static char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s synth --arch qwen3moe --out %s --seed 3 --chat-template-file %.900s/templates/Qwen-Qwen2.5-7B-Instruct.jinja >/dev/null"
+             " && echo 'Once upon a time' > %s/prompt.txt"
+             " && echo '{\"format\":\"edge0-bench-report/1\",\"protocol\":{},\"device\":{},\"identity\":{},\"configurations\":[]}'"
+             " > %s/report.json",
+             bin, chat_model, shared, dir, dir);
+    if (t_sh(cmd, NULL, 0) != 0) {
+        printf("FAIL setup: %s\n", cmd);
+        return 1;
+    }
+    RUN(test_stdout_full);
+    RUN(test_reader_gone);
+    RUN(test_id_lists);
+    RUN(test_unknown_last_flag);
+    RUN(test_logits_stdout);
+    RUN(test_chat_message_too_long);
+    RUN(test_size_messages);
+    RUN(test_predict_from_layer);
+    return T_DONE();
+}
