@@ -1,6 +1,6 @@
 /* synth.c — synth parameters: type names, the named shapes, validation (against the
- * architecture's row in engine/arch.h) and llama.cpp's per-tensor type fallback. The writing itself is in synth_write.c, the tokenizer in
- * synth_vocab.c. */
+ * architecture's row in engine/arch.h) and llama.cpp's per-tensor type fallback. The writing
+ * itself is in synth_write.c, the tokenizer in synth_vocab.c. */
 #include "synth/synth.h"
 
 #include <strings.h>

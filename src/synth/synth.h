@@ -2,9 +2,10 @@
  *
  * A synth model has exactly the tensor names, shapes and metadata llama.cpp expects for its
  * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe),
- * a usable tokenizer (the row's kind: SentencePiece-style for llama, byte-level BPE for qwen*), and weights drawn from a counter-based PRNG keyed by
- * (seed, tensor name, element index): any tensor, any row, can be generated on its own, so the
- * file is written streaming, in parallel, with identical bytes for identical parameters.
+ * a usable tokenizer (the row's kind: SentencePiece-style for llama, byte-level BPE for qwen*),
+ * and weights drawn from a counter-based PRNG keyed by (seed, tensor name, element index): any
+ * tensor, any row, can be generated on its own, so the file is written streaming, in parallel,
+ * with identical bytes for identical parameters.
  *
  * Quantized weights are by default drawn directly as blocks (random codes, random sub-block
  * scales and mins, an fp16 scale giving the intended std after dequantization): 0.2-1.5 ns per

@@ -1,7 +1,7 @@
 /* synth_write.c — writing a synth model: the tensor list of its architecture (names, shapes and
- * which tensors exist all come from the table in engine/arch.h), the metadata, and the weights, generated in row chunks by worker threads
- * and written in order by the calling thread, so memory stays at a few chunks whatever the
- * model size.
+ * which tensors exist all come from the table in engine/arch.h), the metadata, and the weights,
+ * generated in row chunks by worker threads and written in order by the calling thread, so
+ * memory stays at a few chunks whatever the model size.
  *
  * Intended weight distributions keep activations near unit RMS through any depth: matrices
  * N(0, 1/fan_in), token embeddings N(0, 1), norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2),
