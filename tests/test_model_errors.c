@@ -154,6 +154,8 @@ int main(void) {
     broken_model("expert_used_count > expert_count", moe, (mutation){.key = "llama.expert_used_count", .kind = 1, .u32 = 5}, "expert_used_count");
     broken_model("missing tensor", dense, (mutation){.drop_tensor = "blk.1.ffn_norm.weight"}, "blk.1.ffn_norm.weight");
     broken_model("missing rms epsilon", dense, (mutation){.key = "llama.attention.layer_norm_rms_epsilon", .kind = 3}, "layer_norm_rms_epsilon");
+    broken_model("expert_count on a dense architecture", "qwen2-dense.gguf", (mutation){.key = "qwen2.expert_count", .kind = 1, .u32 = 4}, "qwen2.expert_count");
+    broken_model("MoE architecture without expert_count", "qwen3moe.gguf", (mutation){.key = "qwen3moe.expert_count", .kind = 3}, "qwen3moe.expert_count");
     broken_model("unsupported architecture", dense, (mutation){.key = "general.architecture", .kind = 2, .str = "mamba"}, "mamba");
     broken_model("scores shorter than tokens", dense, (mutation){.short_arr = "tokenizer.ggml.scores"}, "tokenizer.ggml.scores");
     broken_model("token_type shorter than tokens", dense, (mutation){.short_arr = "tokenizer.ggml.token_type"}, "tokenizer.ggml.token_type");

@@ -32,8 +32,12 @@ static const char *tmp_path(const char *name) {
     return buf[k];
 }
 
+/* The architectures whose models always have routed experts (written here, not taken from the
+ * table, so that the expectations stay independent of it). */
+static int is_moe_arch(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE; }
+
 /* A small model: 2 layers, the given embedding width, 4 heads of 32, 2 KV heads. */
-static synth_params small(enum synth_arch arch, uint32_t type, int64_t n_embd) {
+static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
     synth_params p = {0};
     e0_err e;
     p.arch = arch;
@@ -47,9 +51,9 @@ static synth_params small(enum synth_arch arch, uint32_t type, int64_t n_embd) {
     p.n_ff = 2 * n_embd;
     p.n_vocab = 300;
     p.n_ctx = 512;
-    if (arch == SYNTH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
-    if (synth_arch_is_moe(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
-    if (arch == SYNTH_QWEN2MOE) p.n_ff_shexp = 2 * n_embd;
+    if (arch == E0_ARCH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
+    if (is_moe_arch(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
+    if (arch == E0_ARCH_QWEN2MOE) p.n_ff_shexp = 2 * n_embd;
     p.seed = 7;
     p.n_threads = 2;
     return p;
@@ -66,9 +70,9 @@ typedef struct exp_tensor {
 static int expect(const synth_params *p, exp_tensor *out) {
     int n = 0;
     uint64_t E = p->n_embd, QD = p->n_head * p->head_dim, KD = p->n_head_kv * p->head_dim;
-    int moe = p->n_expert > 0, bias = p->arch == SYNTH_QWEN2 || p->arch == SYNTH_QWEN2MOE;
-    int qkn = p->arch == SYNTH_QWEN3 || p->arch == SYNTH_QWEN3MOE;
-    uint64_t FE = p->arch == SYNTH_LLAMA ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
+    int moe = p->n_expert > 0, bias = p->arch == E0_ARCH_QWEN2 || p->arch == E0_ARCH_QWEN2MOE;
+    int qkn = p->arch == E0_ARCH_QWEN3 || p->arch == E0_ARCH_QWEN3MOE;
+    uint64_t FE = p->arch == E0_ARCH_LLAMA ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
 #define X(q, nd, a, b, c, ...)                                          \
     do {                                                                \
         snprintf(out[n].name, 64, __VA_ARGS__);                         \
@@ -104,7 +108,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(1, 2, E, p->n_ff, 1, "blk.%d.ffn_up.weight", i);
             X(1, 2, p->n_ff, E, 1, "blk.%d.ffn_down.weight", i);
         }
-        if (p->arch == SYNTH_QWEN2MOE) {
+        if (p->arch == E0_ARCH_QWEN2MOE) {
             X(0, 1, E, 1, 1, "blk.%d.ffn_gate_inp_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
@@ -159,7 +163,7 @@ static void check_model(const synth_params *p, const char *file) {
     const char *path = tmp_path(file);
     char tb[32];
     int rc = synth_write(p, path, &st, &e);
-    CHECKF(rc == 0, "%s %s: %s", synth_arch_name(p->arch), e0_type_name(p->type, tb), e.msg);
+    CHECKF(rc == 0, "%s %s: %s", e0_arch_get(p->arch)->name, e0_type_name(p->type, tb), e.msg);
     if (rc) return;
     gguf_file *f = gguf_open(path, &e);
     CHECKF(f, "gguf_open: %s", e.msg);
@@ -183,7 +187,7 @@ static void check_model(const synth_params *p, const char *file) {
         params += t->nelements;
     }
     CHECK(params == st.n_params);
-    const char *a = synth_arch_name(p->arch);
+    const char *a = e0_arch_get(p->arch)->name;
     const gguf_string *s = NULL;
     CHECK(gguf_get_str(f, "general.architecture", &s, &e) == 1 && s && !strcmp(s->s, a));
     CHECK(get_i(f, NULL, "general.alignment") == 32);
@@ -202,8 +206,8 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_f(f, a, "rope.freq_base") == (float)p->rope_base);
     CHECK(get_i(f, a, "expert_count") == (p->n_expert ? p->n_expert : -12345));
     CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
-    CHECK(get_i(f, a, "expert_feed_forward_length") == (synth_arch_is_moe(p->arch) ? p->n_ff_exp : -12345));
-    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == SYNTH_QWEN2MOE ? p->n_ff_shexp : -12345));
+    CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) ? p->n_ff_exp : -12345));
+    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == E0_ARCH_QWEN2MOE ? p->n_ff_shexp : -12345));
     /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");
@@ -224,19 +228,19 @@ static void test_every_arch_and_type(void) {
                               E0_TYPE_Q6_K};
     /* every type with llama; every arch with two types; n_embd 256 fits every block size */
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        synth_params p = small(SYNTH_LLAMA, types[i], 256);
+        synth_params p = small(E0_ARCH_LLAMA, types[i], 256);
         check_model(&p, "t.gguf");
     }
-    for (int a = 0; a < SYNTH_ARCH_COUNT; a++) {
-        synth_params p = small((enum synth_arch)a, E0_TYPE_Q8_0, 256);
+    for (int a = 0; a < E0_ARCH_COUNT; a++) {
+        synth_params p = small((enum e0_arch)a, E0_TYPE_Q8_0, 256);
         check_model(&p, "a.gguf");
-        p = small((enum synth_arch)a, E0_TYPE_Q4_K, 256);
+        p = small((enum e0_arch)a, E0_TYPE_Q4_K, 256);
         check_model(&p, "b.gguf");
     }
-    synth_params p = small(SYNTH_LLAMA, E0_TYPE_Q6_K, 256); /* Mixtral-style llama MoE */
+    synth_params p = small(E0_ARCH_LLAMA, E0_TYPE_Q6_K, 256); /* Mixtral-style llama MoE */
     p.n_expert = 4, p.n_expert_used = 2;
     check_model(&p, "m.gguf");
-    p = small(SYNTH_QWEN2, E0_TYPE_Q5_K, 256); /* tied output */
+    p = small(E0_ARCH_QWEN2, E0_TYPE_Q5_K, 256); /* tied output */
     p.tied_output = 1;
     check_model(&p, "tied.gguf");
 }
@@ -303,7 +307,7 @@ out:
 static void test_quantize_path(void) {
     const uint32_t types[] = {E0_TYPE_Q4_K, E0_TYPE_Q8_0};
     for (size_t i = 0; i < 2; i++) {
-        synth_params p = small(SYNTH_QWEN3MOE, types[i], 256);
+        synth_params p = small(E0_ARCH_QWEN3MOE, types[i], 256);
         p.quantize = 1;
         check_model(&p, "q.gguf");
         p.quantize = 0;
@@ -318,7 +322,7 @@ static void test_quantize_path(void) {
 
 static void test_fallback_types(void) {
     /* rows of 96 (not 256: K-quants fall back) and n_ff 80 (not 32: legacy types fall back) */
-    synth_params p = small(SYNTH_QWEN3MOE, E0_TYPE_Q4_K, 96);
+    synth_params p = small(E0_ARCH_QWEN3MOE, E0_TYPE_Q4_K, 96);
     p.n_ff_exp = 80;
     check_model(&p, "f.gguf");
     CHECK(synth_fallback_type(E0_TYPE_Q4_K, 96) == E0_TYPE_Q5_0);
@@ -340,7 +344,7 @@ static void test_determinism(void) {
 }
 
 static void check_determinism(uint32_t type) {
-    synth_params p = small(SYNTH_QWEN2MOE, type, 256);
+    synth_params p = small(E0_ARCH_QWEN2MOE, type, 256);
     e0_err e;
     p.n_threads = 1;
     CHECK(synth_write(&p, tmp_path("d1.gguf"), NULL, &e) == 0);
@@ -376,7 +380,7 @@ static int str_at(const gguf_file *f, const char *key, uint64_t i, const char **
 static void test_tokenizers(void) {
     e0_err e;
     /* BPE (qwen*): specials, merges that only produce tokens that exist */
-    synth_params p = small(SYNTH_QWEN3, E0_TYPE_Q8_0, 256);
+    synth_params p = small(E0_ARCH_QWEN3, E0_TYPE_Q8_0, 256);
     p.n_vocab = 3000;
     p.chat_template = "{{ messages }}";
     CHECK(synth_write(&p, tmp_path("bpe.gguf"), NULL, &e) == 0);
@@ -422,7 +426,7 @@ static void test_tokenizers(void) {
         gguf_close(f);
     }
     /* SentencePiece (llama): <unk> <s> </s>, byte tokens, "▁the" */
-    p = small(SYNTH_LLAMA, E0_TYPE_Q8_0, 256);
+    p = small(E0_ARCH_LLAMA, E0_TYPE_Q8_0, 256);
     p.n_vocab = 1000;
     CHECK(synth_write(&p, tmp_path("spm.gguf"), NULL, &e) == 0);
     f = gguf_open(tmp_path("spm.gguf"), &e);
@@ -448,7 +452,7 @@ static void test_tokenizers(void) {
 }
 
 static void test_shapes(void) {
-    synth_params p = {.arch = SYNTH_QWEN3MOE};
+    synth_params p = {.arch = E0_ARCH_QWEN3MOE};
     e0_err e;
     CHECK(synth_shape_apply(&p, "qwen3-30b-a3b", &e) == 0);
     CHECK(p.n_layer == 48 && p.n_embd == 2048 && p.n_head == 32 && p.head_dim == 128 && p.n_head_kv == 4);
@@ -456,7 +460,7 @@ static void test_shapes(void) {
     CHECK(p.rope_base == 1e6 && p.rms_eps == 1e-6 && p.n_ctx == 40960);
     p.type = E0_TYPE_Q4_K, p.n_threads = 2;
     CHECK(synth_validate(&p, &e) == 0);
-    p = (synth_params){.arch = SYNTH_LLAMA};
+    p = (synth_params){.arch = E0_ARCH_LLAMA};
     CHECK(synth_shape_apply(&p, "mixtral-8x7b", &e) == 0);
     CHECK(p.n_layer == 32 && p.n_embd == 4096 && p.n_head == 32 && p.n_head_kv == 8 && p.n_expert == 8 &&
           p.n_expert_used == 2 && p.n_ff == 14336 && p.n_vocab == 32000);

@@ -1,9 +1,17 @@
-/* cmd_info.c — `info`: architecture, hyperparameters, tensor types, parameter count, file size. */
+/* cmd_info.c — `info`: architecture (and what its row in engine/arch.h says its layers have),
+ * hyperparameters, tensor types, parameter count, file size. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "quant/quant.h"
+
+static const char *gating_name(enum e0_gating g) {
+    switch (g) {
+    case E0_GATING_SOFTMAX: return "softmax";
+    }
+    return "?";
+}
 
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;
@@ -28,6 +36,9 @@ int cmd_info(int argc, char **argv) {
     printf("gguf version:    %u (%llu tensors, %llu metadata keys)\n", f->version, (unsigned long long)f->n_tensors,
            (unsigned long long)f->n_kv);
     printf("architecture:    %s\n", hp->arch_name);
+    if (hp->qkv_bias || hp->qk_norm)
+        printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
+               hp->qk_norm ? "per-head q/k RMSNorm" : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
     printf("n_embd:          %lld\n", (long long)hp->n_embd);
     printf("heads:           %lld (kv %lld, head_dim %lld, rope dims %lld, %s)\n", (long long)hp->n_head,
@@ -38,9 +49,11 @@ int cmd_info(int argc, char **argv) {
     printf("vocabulary:      %lld\n", (long long)hp->n_vocab);
     if (hp->n_ff) printf("n_ff:            %lld\n", (long long)hp->n_ff);
     if (hp->n_expert) {
-        printf("experts:         %lld, %lld used per token, n_ff_exp %lld, weights %s\n", (long long)hp->n_expert,
-               (long long)hp->n_expert_used, (long long)hp->n_ff_exp, hp->moe_norm_topk ? "renormalized" : "not renormalized");
-        if (hp->shared_expert) printf("shared expert:   n_ff %lld, sigmoid-gated\n", (long long)hp->n_ff_shexp);
+        printf("experts:         %lld, %lld used per token, n_ff_exp %lld, %s gating, weights %s\n", (long long)hp->n_expert,
+               (long long)hp->n_expert_used, (long long)hp->n_ff_exp, gating_name(hp->gating),
+               hp->moe_norm_topk ? "renormalized" : "not renormalized");
+        if (hp->shared_expert)
+            printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
     }
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,

@@ -14,8 +14,9 @@
 #include "synth/synth.h"
 
 static void usage(FILE *f) {
+    char archs[256];
     fprintf(f,
-            "usage: edge0-infer synth --arch llama|qwen2|qwen3|qwen2moe|qwen3moe --out FILE [options]\n"
+            "usage: edge0-infer synth --arch %s --out FILE [options]\n"
             "  --type T              weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k\n"
             "                        (default q4_k; a tensor whose rows do not fit T falls back as llama.cpp does)\n"
             "  --shape S             %s (default tiny)\n"
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
             "                        sub-block scales with the same mean/std; 0.2-1.5 ns/weight, disk-bound)\n"
             "  --threads N           generation/quantization threads (default 2)\n"
             "  --progress            progress on stderr even when it is not a terminal\n",
-            synth_shape_names());
+            e0_arch_list("|", archs, sizeof archs), synth_shape_names());
 }
 
 /* The integer dimension flags and where each goes. */
@@ -96,16 +97,18 @@ int cmd_synth(int argc, char **argv) {
         if (*slot) return cli_error("synth: %s given twice", a);
         if (!(*slot = cli_value(argc, argv, &i))) return 1;
     }
-    if (!arch) return cli_error("synth: --arch is required (llama, qwen2, qwen3, qwen2moe or qwen3moe)");
+    char archs[256];
+    e0_arch_list(", ", archs, sizeof archs);
+    if (!arch) return cli_error("synth: --arch is required (%s)", archs);
     if (!out || !*out) return cli_error("synth: --out FILE is required");
     struct stat sb;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_error("synth: --out %s is a directory", out);
 
     synth_params p = {0};
     e0_err e = {{0}};
-    int a = synth_arch_from_name(arch);
-    if (a < 0) return cli_error("synth: unknown architecture '%s' (llama, qwen2, qwen3, qwen2moe or qwen3moe)", arch);
-    p.arch = (enum synth_arch)a;
+    const e0_arch_info *ai = e0_arch_by_name(arch);
+    if (!ai) return cli_error("synth: unknown architecture '%s' (%s)", arch, archs);
+    p.arch = ai->arch;
     if (synth_shape_apply(&p, shape ? shape : "tiny", &e)) return cli_error("synth: --shape: %s", e.msg);
     int t = synth_type_from_name(type ? type : "q4_k");
     if (t < 0) return cli_error("synth: --type: unknown type '%s' (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k)", type);
@@ -154,7 +157,7 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "edge0-infer: synth: note: %llu tensors with rows that are not whole %s blocks were stored in a fallback type\n",
                 (unsigned long long)st.n_fallback, e0_type_name(p.type, tb));
     printf("wrote %s: %s, %llu tensors, %.2f M parameters, %.1f MiB of tensor data, %s, %.1f s\n", out,
-           synth_arch_name(p.arch), (unsigned long long)st.n_tensors, (double)st.n_params * 1e-6,
+           ai->name, (unsigned long long)st.n_tensors, (double)st.n_params * 1e-6,
            (double)st.data_bytes / 1048576.0, e0_type_name(p.type, tb), st.seconds);
     return 0;
 }

@@ -56,8 +56,6 @@ static uint64_t cgroup_room(void) {
     return room;
 }
 
-static bool is_expert_tensor(const char *name) { return strstr(name, "_exps.") != NULL; }
-
 int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
             e0_session *s, e0_err *e) {
     memset(s, 0, sizeof *s);
@@ -68,12 +66,10 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (!probe) return -1;
     const e0_hparams hp = probe->hp;
     if (e0_options_check_model(o, hp.n_layer, e) < 0) return e0_model_free(probe), -1;
-    uint64_t dense = 0, experts = 0, max_expert = 0;
-    for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) {
-        const gguf_tensor *t = &probe->gguf->tensors[i];
-        if (is_expert_tensor(t->name)) experts += t->nbytes;
-        else dense += t->nbytes;
-    }
+    /* routed experts: the expert stacks the architecture table bound; dense: everything else */
+    uint64_t dense = 0, experts = probe->expert_file_bytes, max_expert = 0;
+    for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) dense += probe->gguf->tensors[i].nbytes;
+    dense -= experts;
     for (int64_t il = 0; il < hp.n_layer && hp.n_expert; il++) {
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;

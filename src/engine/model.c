@@ -1,8 +1,9 @@
-/* model.c — architectures: read hyperparameters, bind and validate tensors, load weights.
+/* model.c — load a model: hyperparameters (arch.c), bind and validate tensors, read weights.
  *
- * Loading is two passes: first every tensor the architecture needs is looked up and its shape
- * checked (nothing is read yet, so a malformed file fails before any large allocation); then
- * the weights are read with pread into two owned buffers, dense and routed experts. */
+ * Loading is two passes: first every tensor the architecture table says the model has is looked
+ * up and its shape checked (nothing is read yet, so a malformed file fails before any large
+ * allocation); then the weights are read with pread into two owned buffers, dense and routed
+ * experts. Which e0_layer / e0_model field each tensor role fills is slot_of() below. */
 #include "engine/model.h"
 
 #include <math.h>
@@ -11,24 +12,6 @@
 #include <string.h>
 
 #include "quant/quant.h"
-
-#define MAX_LAYERS 4096
-#define MAX_EXPERTS 4096
-#define MAX_DIM (1 << 20)
-
-static const struct {
-    const char *name;
-    enum e0_arch arch;
-} arch_table[] = {
-    {"llama", E0_ARCH_LLAMA},       {"qwen2", E0_ARCH_QWEN2},       {"qwen3", E0_ARCH_QWEN3},
-    {"qwen2moe", E0_ARCH_QWEN2MOE}, {"qwen3moe", E0_ARCH_QWEN3MOE},
-};
-
-const char *e0_arch_name(enum e0_arch a) {
-    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (arch_table[i].arch == a) return arch_table[i].name;
-    return "?";
-}
 
 bool e0_model_is_moe(const e0_model *m) { return m->hp.n_expert > 0; }
 
@@ -47,115 +30,6 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv) {
         b += 2 * (uint64_t)n_kv * (uint64_t)(hp->n_head_kv * hp->head_dim) * 4;
     }
     return b;
-}
-
-/* ---- hyperparameters ---- */
-
-typedef struct {
-    const gguf_file *f;
-    const char *arch;
-    e0_err *e;
-} kv_reader;
-
-/* Read integer key "<arch>.<key>" into *out within [lo, hi]. Returns 1 found, 0 absent, -1 error. */
-static int get_int(kv_reader *r, const char *key, int64_t lo, int64_t hi, bool required, int64_t *out) {
-    char full[160];
-    snprintf(full, sizeof full, "%s.%s", r->arch, key);
-    int rc = gguf_get_i64(r->f, full, out, r->e);
-    if (rc < 0) return -1;
-    if (rc == 0) {
-        if (required) return e0_fail(r->e, "%s: missing metadata key '%s'", r->f->path, full);
-        return 0;
-    }
-    if (*out < lo || *out > hi)
-        return e0_fail(r->e, "%s: %s = %lld out of range [%lld, %lld]", r->f->path, full, (long long)*out,
-                       (long long)lo, (long long)hi);
-    return 1;
-}
-
-static int get_float(kv_reader *r, const char *key, bool required, float *out) {
-    char full[160];
-    snprintf(full, sizeof full, "%s.%s", r->arch, key);
-    int rc = gguf_get_f32(r->f, full, out, r->e);
-    if (rc < 0) return -1;
-    if (rc == 0 && required) return e0_fail(r->e, "%s: missing metadata key '%s'", r->f->path, full);
-    if (rc == 1 && !(isfinite(*out) && *out > 0))
-        return e0_fail(r->e, "%s: %s = %g is not a positive number", r->f->path, full, (double)*out);
-    return rc;
-}
-
-static int read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
-    const gguf_string *arch;
-    int rc = gguf_get_str(f, "general.architecture", &arch, e);
-    if (rc < 0) return -1;
-    if (rc == 0) return e0_fail(e, "%s: missing metadata key 'general.architecture'", f->path);
-    bool found = false;
-    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (!strcmp(arch->s, arch_table[i].name)) {
-            hp->arch = arch_table[i].arch;
-            hp->arch_name = arch_table[i].name;
-            found = true;
-        }
-    if (!found) return e0_fail(e, "%s: unsupported architecture '%.64s' (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe)", f->path, arch->s);
-
-    kv_reader r = {f, hp->arch_name, e};
-    bool moe_arch = hp->arch == E0_ARCH_QWEN2MOE || hp->arch == E0_ARCH_QWEN3MOE;
-    int64_t v;
-    if (get_int(&r, "block_count", 1, MAX_LAYERS, true, &hp->n_layer) < 0) return -1;
-    if (get_int(&r, "embedding_length", 1, MAX_DIM, true, &hp->n_embd) < 0) return -1;
-    if (get_int(&r, "context_length", 1, INT32_MAX, true, &hp->n_ctx_train) < 0) return -1;
-    if (get_int(&r, "attention.head_count", 1, 4096, true, &hp->n_head) < 0) return -1;
-    hp->n_head_kv = hp->n_head;
-    if (get_int(&r, "attention.head_count_kv", 1, 4096, false, &hp->n_head_kv) < 0) return -1;
-    if (hp->n_head % hp->n_head_kv)
-        return e0_fail(e, "%s: head_count %lld is not a multiple of head_count_kv %lld", f->path,
-                       (long long)hp->n_head, (long long)hp->n_head_kv);
-    hp->head_dim = hp->n_embd / hp->n_head;
-    if ((rc = get_int(&r, "attention.key_length", 1, 65536, false, &hp->head_dim)) < 0) return -1;
-    if (rc == 0 && hp->n_embd % hp->n_head)
-        return e0_fail(e, "%s: embedding_length %lld is not a multiple of head_count %lld", f->path,
-                       (long long)hp->n_embd, (long long)hp->n_head);
-    int64_t vlen = hp->head_dim;
-    if (get_int(&r, "attention.value_length", 1, 65536, false, &vlen) < 0) return -1;
-    if (vlen != hp->head_dim)
-        return e0_fail(e, "%s: attention.value_length %lld differs from key_length %lld (not supported)", f->path,
-                       (long long)vlen, (long long)hp->head_dim);
-    hp->n_rot = hp->head_dim;
-    if (get_int(&r, "rope.dimension_count", 2, hp->head_dim, false, &hp->n_rot) < 0) return -1;
-    if (hp->n_rot % 2) return e0_fail(e, "%s: rope.dimension_count %lld is odd", f->path, (long long)hp->n_rot);
-    if (get_float(&r, "attention.layer_norm_rms_epsilon", true, &hp->rms_eps) < 0) return -1;
-    hp->rope_base = 10000.0f;
-    if (get_float(&r, "rope.freq_base", false, &hp->rope_base) < 0) return -1;
-
-    hp->n_expert = 0;
-    hp->n_expert_used = 0;
-    if (get_int(&r, "expert_count", 0, MAX_EXPERTS, moe_arch, &hp->n_expert) < 0) return -1;
-    if (hp->n_expert > 0) {
-        if (get_int(&r, "expert_used_count", 1, MAX_EXPERTS, true, &hp->n_expert_used) < 0) return -1;
-        if (hp->n_expert_used > hp->n_expert)
-            return e0_fail(e, "%s: expert_used_count %lld > expert_count %lld", f->path,
-                           (long long)hp->n_expert_used, (long long)hp->n_expert);
-    } else if (moe_arch) {
-        return e0_fail(e, "%s: %s.expert_count must be > 0", f->path, hp->arch_name);
-    } else if (hp->arch != E0_ARCH_LLAMA && get_int(&r, "expert_count", 0, 0, false, &v) < 0) {
-        return -1;
-    }
-    /* feed_forward_length: the dense FFN (required when there is one). */
-    hp->n_ff = 0;
-    if (get_int(&r, "feed_forward_length", 1, MAX_DIM, hp->n_expert == 0 || hp->arch == E0_ARCH_LLAMA, &hp->n_ff) < 0)
-        return -1;
-    hp->n_ff_exp = hp->n_ff;
-    if (moe_arch && get_int(&r, "expert_feed_forward_length", 1, MAX_DIM, true, &hp->n_ff_exp) < 0) return -1;
-    if (hp->arch == E0_ARCH_QWEN2MOE &&
-        get_int(&r, "expert_shared_feed_forward_length", 1, MAX_DIM, true, &hp->n_ff_shexp) < 0)
-        return -1;
-
-    hp->rope_neox = hp->arch != E0_ARCH_LLAMA;
-    hp->qk_norm = hp->arch == E0_ARCH_QWEN3 || hp->arch == E0_ARCH_QWEN3MOE;
-    hp->qkv_bias = hp->arch == E0_ARCH_QWEN2 || hp->arch == E0_ARCH_QWEN2MOE;
-    hp->moe_norm_topk = hp->arch != E0_ARCH_QWEN2MOE;
-    hp->shared_expert = hp->arch == E0_ARCH_QWEN2MOE;
-    return 0;
 }
 
 /* ---- tensor binding ---- */
@@ -252,63 +126,81 @@ static int bind_vector(binder *bd, const float **v, const char *name, int64_t n,
     return push(bd, (binding){.t = t, .vec = v, .size = (size_t)n * sizeof(float)});
 }
 
+/* Where tensor role t goes: an e0_weight (matrices, expert stacks) or a const float * (vectors)
+ * of layer L or of the model. A new tensor role needs a case here (the compiler says so). */
+static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
+    switch (t) {
+    case E0_T_TOKEN_EMBD: return &m->tok_embd;
+    case E0_T_OUTPUT_NORM: return &m->output_norm;
+    case E0_T_OUTPUT: return &m->output;
+    case E0_T_ATTN_NORM: return &L->attn_norm;
+    case E0_T_ATTN_Q: return &L->wq;
+    case E0_T_ATTN_K: return &L->wk;
+    case E0_T_ATTN_V: return &L->wv;
+    case E0_T_ATTN_Q_BIAS: return &L->bq;
+    case E0_T_ATTN_K_BIAS: return &L->bk;
+    case E0_T_ATTN_V_BIAS: return &L->bv;
+    case E0_T_ATTN_Q_NORM: return &L->q_norm;
+    case E0_T_ATTN_K_NORM: return &L->k_norm;
+    case E0_T_ATTN_OUT: return &L->wo;
+    case E0_T_FFN_NORM: return &L->ffn_norm;
+    case E0_T_FFN_GATE: return &L->ffn_gate;
+    case E0_T_FFN_UP: return &L->ffn_up;
+    case E0_T_FFN_DOWN: return &L->ffn_down;
+    case E0_T_FFN_GATE_INP: return &L->router;
+    case E0_T_FFN_GATE_EXPS: return &L->gate_exps;
+    case E0_T_FFN_UP_EXPS: return &L->up_exps;
+    case E0_T_FFN_DOWN_EXPS: return &L->down_exps;
+    case E0_T_FFN_GATE_INP_SHEXP: return &L->shexp_gate_inp;
+    case E0_T_FFN_GATE_SHEXP: return &L->gate_shexp;
+    case E0_T_FFN_UP_SHEXP: return &L->up_shexp;
+    case E0_T_FFN_DOWN_SHEXP: return &L->down_shexp;
+    case E0_T_COUNT: break;
+    }
+    return NULL;
+}
+
+/* Bind tensor role t (of layer il, or a model tensor when L is NULL) if the model has it. */
+static int bind_tensor(binder *bd, e0_model *m, e0_layer *L, int il, enum e0_tensor t) {
+    const e0_tensor_info *ti = e0_tensor_get(t);
+    int presence = e0_tensor_presence(t, &m->hp);
+    if (!presence || ti->per_layer != (L != NULL)) return 0;
+    char name[GGUF_MAX_NAME + 1];
+    int64_t ne[3];
+    e0_tensor_name(t, il, name, sizeof name);
+    int nd = e0_tensor_shape(t, &m->hp, ne);
+    void *slot = slot_of(m, L, t);
+    if (nd == 1) return bind_vector(bd, slot, name, ne[0], presence == 2);
+    return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2);
+}
+
 static int bind_all(binder *bd, e0_model *m) {
     const e0_hparams *hp = &m->hp;
-    int64_t E = hp->n_embd, V, Q = hp->n_head * hp->head_dim, KV = hp->n_head_kv * hp->head_dim;
-    char name[96];
     /* The vocabulary size comes from the embedding matrix. */
-    const gguf_tensor *te = lookup(bd, "token_embd.weight", true);
+    char name[GGUF_MAX_NAME + 1];
+    const gguf_tensor *te = lookup(bd, e0_tensor_name(E0_T_TOKEN_EMBD, 0, name, sizeof name), true);
     if (!te) return -1;
-    if (te->n_dims != 2 || te->ne[0] != (uint64_t)E) {
-        int64_t want[2] = {E, (int64_t)te->ne[1]};
+    if (te->n_dims != 2 || te->ne[0] != (uint64_t)hp->n_embd) {
+        int64_t want[2] = {hp->n_embd, (int64_t)te->ne[1]};
         return shape_error(bd, te, want, 2);
     }
     if (te->ne[1] > (uint64_t)INT32_MAX) return e0_fail(bd->e, "%s: vocabulary too large", bd->f->path);
-    V = m->hp.n_vocab = (int64_t)te->ne[1];
-    if (bind_matrix(bd, &m->tok_embd, "token_embd.weight", E, V, 0, true) < 0) return -1;
-    if (bind_vector(bd, &m->output_norm, "output_norm.weight", E, true) < 0) return -1;
-    if (bind_matrix(bd, &m->output, "output.weight", E, V, 0, false) < 0) return -1;
+    m->hp.n_vocab = (int64_t)te->ne[1];
+    for (int t = 0; t < E0_T_COUNT; t++)
+        if (bind_tensor(bd, m, NULL, 0, (enum e0_tensor)t) < 0) return -1;
     m->tied_output = m->output.t == NULL;
-
-    for (int64_t il = 0; il < hp->n_layer; il++) {
-        e0_layer *L = &m->layers[il];
-#define NAME(suffix) (snprintf(name, sizeof name, "blk.%lld.%s", (long long)il, suffix), name)
-        if (bind_vector(bd, &L->attn_norm, NAME("attn_norm.weight"), E, true) < 0) return -1;
-        if (bind_matrix(bd, &L->wq, NAME("attn_q.weight"), E, Q, 0, true) < 0) return -1;
-        if (bind_matrix(bd, &L->wk, NAME("attn_k.weight"), E, KV, 0, true) < 0) return -1;
-        if (bind_matrix(bd, &L->wv, NAME("attn_v.weight"), E, KV, 0, true) < 0) return -1;
-        if (bind_matrix(bd, &L->wo, NAME("attn_output.weight"), Q, E, 0, true) < 0) return -1;
-        if (hp->qkv_bias) {
-            if (bind_vector(bd, &L->bq, NAME("attn_q.bias"), Q, true) < 0) return -1;
-            if (bind_vector(bd, &L->bk, NAME("attn_k.bias"), KV, true) < 0) return -1;
-            if (bind_vector(bd, &L->bv, NAME("attn_v.bias"), KV, true) < 0) return -1;
-        }
-        if (hp->qk_norm) {
-            if (bind_vector(bd, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, true) < 0) return -1;
-            if (bind_vector(bd, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, true) < 0) return -1;
-        }
-        if (bind_vector(bd, &L->ffn_norm, NAME("ffn_norm.weight"), E, true) < 0) return -1;
-        if (hp->n_expert == 0) {
-            if (bind_matrix(bd, &L->ffn_gate, NAME("ffn_gate.weight"), E, hp->n_ff, 0, true) < 0) return -1;
-            if (bind_matrix(bd, &L->ffn_up, NAME("ffn_up.weight"), E, hp->n_ff, 0, true) < 0) return -1;
-            if (bind_matrix(bd, &L->ffn_down, NAME("ffn_down.weight"), hp->n_ff, E, 0, true) < 0) return -1;
-            continue;
-        }
-        int64_t X = hp->n_expert, F = hp->n_ff_exp;
-        if (bind_matrix(bd, &L->router, NAME("ffn_gate_inp.weight"), E, X, 0, true) < 0) return -1;
-        if (bind_matrix(bd, &L->gate_exps, NAME("ffn_gate_exps.weight"), E, F, X, true) < 0) return -1;
-        if (bind_matrix(bd, &L->up_exps, NAME("ffn_up_exps.weight"), E, F, X, true) < 0) return -1;
-        if (bind_matrix(bd, &L->down_exps, NAME("ffn_down_exps.weight"), F, E, X, true) < 0) return -1;
-        if (hp->shared_expert) {
-            int64_t S = hp->n_ff_shexp;
-            if (bind_vector(bd, &L->shexp_gate_inp, NAME("ffn_gate_inp_shexp.weight"), E, true) < 0) return -1;
-            if (bind_matrix(bd, &L->gate_shexp, NAME("ffn_gate_shexp.weight"), E, S, 0, true) < 0) return -1;
-            if (bind_matrix(bd, &L->up_shexp, NAME("ffn_up_shexp.weight"), E, S, 0, true) < 0) return -1;
-            if (bind_matrix(bd, &L->down_shexp, NAME("ffn_down_shexp.weight"), S, E, 0, true) < 0) return -1;
-        }
-#undef NAME
-    }
+    for (int64_t il = 0; il < hp->n_layer; il++)
+        for (int t = 0; t < E0_T_COUNT; t++)
+            if (bind_tensor(bd, m, &m->layers[il], (int)il, (enum e0_tensor)t) < 0) return -1;
     return 0;
+}
+
+/* Tensors each layer must have (to reject absurd block counts before allocating). */
+static uint64_t required_per_layer(const e0_hparams *hp) {
+    uint64_t n = 0;
+    for (int t = 0; t < E0_T_COUNT; t++)
+        n += e0_tensor_get((enum e0_tensor)t)->per_layer && e0_tensor_presence((enum e0_tensor)t, hp) == 2;
+    return n;
 }
 
 /* The vocabulary metadata must be self-consistent: token, score and type arrays of one length,
@@ -378,11 +270,11 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
     binder bd = {.e = e};
     if (!(m->gguf = gguf_open(path, e))) goto fail;
     bd.f = m->gguf;
-    if (read_hparams(m->gguf, &m->hp, e) < 0) goto fail;
-    /* Each layer needs at least 9 tensors: reject absurd block counts before allocating. */
-    if ((uint64_t)m->hp.n_layer * 9 > m->gguf->n_tensors) {
-        e0_fail(e, "%s: block_count %lld needs at least %lld tensors, the file has %llu", path,
-                (long long)m->hp.n_layer, (long long)m->hp.n_layer * 9, (unsigned long long)m->gguf->n_tensors);
+    if (e0_arch_read_hparams(m->gguf, &m->hp, e) < 0) goto fail;
+    uint64_t per_layer = required_per_layer(&m->hp);
+    if ((uint64_t)m->hp.n_layer * per_layer > m->gguf->n_tensors) {
+        e0_fail(e, "%s: block_count %lld needs at least %llu tensors, the file has %llu", path, (long long)m->hp.n_layer,
+                (unsigned long long)((uint64_t)m->hp.n_layer * per_layer), (unsigned long long)m->gguf->n_tensors);
         goto fail;
     }
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
@@ -395,6 +287,7 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
 
     for (size_t i = 0; i < bd.n; i++) {
         m->params_total += bd.b[i].t->nelements;
+        if (bd.b[i].expert) m->expert_file_bytes += bd.b[i].t->nbytes;
         if (bd.b[i].expert) m->params_active += bd.b[i].t->nelements / (uint64_t)m->hp.n_expert * (uint64_t)m->hp.n_expert_used;
         else m->params_active += bd.b[i].t->nelements;
     }

@@ -1,33 +1,19 @@
-/* model.h — architectures: hyperparameters, the weights of each layer, and loading them.
+/* model.h — a loaded model: the weights of each layer, and loading them.
  *
- * A model is a GGUF file's tensors bound to the roles they play in one of the supported
- * architectures (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe). Every
+ * A model is a GGUF file's tensors bound to the roles they play in one of the architectures of
+ * the table in arch.h (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe). Every
  * hyperparameter comes from the `<arch>.*` keys and every tensor's shape is checked against them
- * before any weight is read. Dense weights are read (pread) into memory the engine owns; routed
- * expert tensors are resident too unless the expert cache (experts.c) streams them. */
+ * (both as the table says) before any weight is read. Dense weights are read (pread) into
+ * memory the engine owns; routed expert tensors are resident too unless the expert cache
+ * (experts.c) streams them. */
 #ifndef E0_MODEL_H
 #define E0_MODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/arch.h"
 #include "gguf/gguf.h"
-
-enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE };
-
-typedef struct e0_hparams {
-    enum e0_arch arch;
-    const char *arch_name;
-    int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
-    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
-    int64_t n_rot;       /* dims rotated by RoPE (rope.dimension_count) */
-    float rms_eps, rope_base;
-    bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
-    bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
-    bool qkv_bias;       /* qwen2*: q/k/v biases */
-    bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
-    bool shared_expert;  /* qwen2moe: sigmoid-gated shared expert */
-} e0_hparams;
 
 /* A weight matrix (or stack of matrices for routed experts): ne[0] = input dim (row length),
  * ne[1] = output rows, ne[2] = experts. `data` is NULL for absent tensors and for streamed
@@ -41,6 +27,8 @@ typedef struct e0_weight {
     const uint8_t *data;
 } e0_weight;
 
+/* The weights of one layer; where each tensor of the table (enum e0_tensor) goes is model.c's
+ * slot_of(). Absent tensors stay NULL / zero. */
 typedef struct e0_layer {
     const float *attn_norm, *ffn_norm;          /* [n_embd] */
     const float *bq, *bk, *bv;                  /* qwen2*: biases, else NULL */
@@ -49,7 +37,7 @@ typedef struct e0_layer {
     e0_weight ffn_gate, ffn_up, ffn_down;       /* dense FFN */
     e0_weight router;                           /* ffn_gate_inp [n_embd, n_expert] */
     e0_weight gate_exps, up_exps, down_exps;    /* routed experts */
-    const float *shexp_gate_inp;                /* qwen2moe: [n_embd] */
+    const float *shexp_gate_inp;                /* qwen2moe: shared expert gate [n_embd] */
     e0_weight gate_shexp, up_shexp, down_shexp; /* qwen2moe shared expert */
 } e0_layer;
 
@@ -72,6 +60,7 @@ typedef struct e0_model {
     uint8_t *expert_buf;        /* resident routed experts (NULL when streamed) */
     size_t expert_bytes;
     uint64_t params_total, params_active; /* active = per token (top-k experts) */
+    uint64_t expert_file_bytes; /* bytes of the routed expert tensors in the file */
 } e0_model;
 
 /* Open, validate (architecture, hyperparameters, every tensor's presence and shape) and load.
@@ -84,7 +73,6 @@ bool e0_model_is_moe(const e0_model *m);
  * the output matrix, one embedding row, n_expert_used experts per layer, and the KV cache. The
  * memory-bandwidth bound of decode is bandwidth / this. */
 uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv);
-const char *e0_arch_name(enum e0_arch a);
 
 /* Pointer to expert `x`'s matrix inside a resident expert stack. */
 static inline const uint8_t *e0_expert_matrix(const e0_weight *w, int64_t x) {

@@ -1,6 +1,6 @@
-/* synth.c — synth parameters: architecture and type names, the named shapes, validation and
- * llama.cpp's per-tensor type fallback. The writing itself is in synth_write.c, the tokenizer in
- * synth_vocab.c. */
+/* synth.c — synth parameters: type names, the named shapes, validation (against the
+ * architecture's row in engine/arch.h) and llama.cpp's per-tensor type fallback. The writing
+ * itself is in synth_write.c, the tokenizer in synth_vocab.c. */
 #include "synth/synth.h"
 
 #include <strings.h>
@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "quant/quant.h"
-
-static const char *const arch_names[SYNTH_ARCH_COUNT] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"};
-
-int synth_arch_from_name(const char *name) {
-    for (int i = 0; i < SYNTH_ARCH_COUNT; i++)
-        if (!strcmp(name, arch_names[i])) return i;
-    return -1;
-}
-
-const char *synth_arch_name(enum synth_arch a) { return a < SYNTH_ARCH_COUNT ? arch_names[a] : "?"; }
-
-int synth_arch_is_moe(enum synth_arch a) { return a == SYNTH_QWEN2MOE || a == SYNTH_QWEN3MOE; }
+#include "synth/synth_impl.h"
 
 /* The weight types synth writes (all the engine supports). */
 static const uint32_t writable_types[] = {E0_TYPE_F32,  E0_TYPE_F16,  E0_TYPE_BF16, E0_TYPE_Q4_0, E0_TYPE_Q4_1,
@@ -70,6 +59,27 @@ uint32_t synth_file_type(uint32_t type) {
     }
 }
 
+void synth_hparams(const synth_params *p, e0_hparams *hp) {
+    memset(hp, 0, sizeof *hp);
+    const e0_arch_info *a = e0_arch_get(p->arch);
+    if (a) e0_arch_set_flags(hp, a);
+    hp->n_vocab = p->n_vocab;
+    hp->n_embd = p->n_embd;
+    hp->n_layer = p->n_layer;
+    hp->n_head = p->n_head;
+    hp->n_head_kv = p->n_head_kv;
+    hp->head_dim = p->head_dim;
+    hp->n_rot = p->head_dim;
+    hp->n_ff = p->n_ff;
+    hp->n_ctx_train = p->n_ctx;
+    hp->n_expert = p->n_expert;
+    hp->n_expert_used = p->n_expert_used;
+    hp->n_ff_exp = a && a->expert_ff_key ? p->n_ff_exp : p->n_ff; /* Mixtral: experts are n_ff wide */
+    hp->n_ff_shexp = p->n_ff_shexp;
+    hp->rms_eps = (float)p->rms_eps;
+    hp->rope_base = (float)p->rope_base;
+}
+
 /* ---- named shapes ---- */
 typedef struct shape {
     const char *name;
@@ -93,7 +103,8 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!strcmp(name, shapes[i].name)) s = &shapes[i];
     if (!s) return e0_fail(e, "unknown shape '%s' (known: %s)", name, synth_shape_names());
-    int qwen = p->arch != SYNTH_LLAMA;
+    const e0_arch_info *a = e0_arch_get(p->arch);
+    if (!a) return e0_fail(e, "unknown architecture");
     p->n_layer = s->n_layer;
     p->n_embd = s->n_embd;
     p->n_head = s->n_head;
@@ -106,20 +117,18 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     p->n_ff_shexp = 0;
     p->n_expert = 0;
     p->n_expert_used = 0;
-    if (synth_arch_is_moe(p->arch)) {
+    /* experts: always for MoE architectures; for optional-MoE ones (llama) except with tiny */
+    if (a->ffn == E0_FFN_MOE || (a->ffn == E0_FFN_DENSE_OR_MOE && strcmp(s->name, "tiny") != 0)) {
         p->n_expert = s->n_expert;
         p->n_expert_used = s->n_expert_used;
-        p->n_ff_exp = s->n_ff_exp;
-        if (p->arch == SYNTH_QWEN2MOE) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
-    } else if (p->arch == SYNTH_LLAMA && strcmp(s->name, "tiny") != 0) {
-        /* llama MoE (Mixtral): experts are n_ff wide, so n_ff takes the shape's expert width;
-         * tiny llama stays dense */
-        p->n_expert = s->n_expert;
-        p->n_expert_used = s->n_expert_used;
-        p->n_ff = s->n_ff_exp;
+        /* experts without their own width key (Mixtral) are n_ff wide: n_ff takes the shape's
+         * expert width */
+        if (a->expert_ff_key) p->n_ff_exp = s->n_ff_exp;
+        else p->n_ff = s->n_ff_exp;
+        if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
     }
-    p->rope_base = s->rope_base ? s->rope_base : qwen ? 1e6 : 1e4;
-    p->rms_eps = s->rms_eps ? s->rms_eps : qwen ? 1e-6 : 1e-5;
+    p->rope_base = s->rope_base ? s->rope_base : a->typical_rope_base;
+    p->rms_eps = s->rms_eps ? s->rms_eps : a->typical_rms_eps;
     return 0;
 }
 
@@ -131,7 +140,8 @@ static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err 
 }
 
 int synth_validate(const synth_params *p, e0_err *e) {
-    if (p->arch >= SYNTH_ARCH_COUNT) return e0_fail(e, "unknown architecture");
+    const e0_arch_info *a = e0_arch_get(p->arch);
+    if (!a) return e0_fail(e, "unknown architecture");
     const e0_type_traits *t = e0_type_traits_of(p->type);
     if (!t || !t->weight_ok) return e0_fail(e, "type %u cannot be written", p->type);
     if (in_range(p->n_layer, 1, 512, "--n-layer", e) || in_range(p->n_embd, 1, 65536, "--n-embd", e) ||
@@ -146,27 +156,23 @@ int synth_validate(const synth_params *p, e0_err *e) {
     if (p->head_dim % 2) return e0_fail(e, "--head-dim (%lld) must be even (RoPE rotates pairs)", (long long)p->head_dim);
     if (!(p->rope_base > 0 && p->rope_base <= 1e12)) return e0_fail(e, "--rope-base %g is out of range (0, 1e12]", p->rope_base);
     if (!(p->rms_eps > 0 && p->rms_eps <= 1)) return e0_fail(e, "--rms-eps %g is out of range (0, 1]", p->rms_eps);
-    if (synth_arch_is_moe(p->arch)) {
-        if (in_range(p->n_expert, 1, 512, "--n-expert", e) ||
-            in_range(p->n_expert_used, 1, p->n_expert, "--n-expert-used", e) ||
-            in_range(p->n_ff_exp, 1, 1 << 20, "--n-ff-exp", e))
-            return -1;
-        if (p->arch == SYNTH_QWEN2MOE && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
-        if (p->arch == SYNTH_QWEN3MOE && p->n_ff_shexp)
-            return e0_fail(e, "--n-ff-shexp: qwen3moe has no shared expert");
-    } else if (p->arch == SYNTH_LLAMA) {
-        if (in_range(p->n_expert, 0, 512, "--n-expert", e)) return -1;
-        if (p->n_expert == 0 && p->n_expert_used)
-            return e0_fail(e, "--n-expert-used (%lld) needs --n-expert > 0", (long long)p->n_expert_used);
-        if (p->n_expert && in_range(p->n_expert_used, 1, p->n_expert, "--n-expert-used", e)) return -1;
-        if (p->n_ff_exp || p->n_ff_shexp)
-            return e0_fail(e, "--n-ff-exp/--n-ff-shexp: llama experts are --n-ff wide and have no shared expert");
-    } else {
+    if (a->ffn == E0_FFN_DENSE) {
         if (p->n_expert || p->n_expert_used || p->n_ff_exp || p->n_ff_shexp)
             return e0_fail(e, "%s is a dense architecture: --n-expert, --n-expert-used, --n-ff-exp and "
                               "--n-ff-shexp do not apply (use %smoe)",
-                           synth_arch_name(p->arch), synth_arch_name(p->arch));
+                           a->name, a->name);
+    } else {
+        if (in_range(p->n_expert, a->ffn == E0_FFN_MOE ? 1 : 0, 512, "--n-expert", e)) return -1;
+        if (p->n_expert == 0 && p->n_expert_used)
+            return e0_fail(e, "--n-expert-used (%lld) needs --n-expert > 0", (long long)p->n_expert_used);
+        if (p->n_expert && in_range(p->n_expert_used, 1, p->n_expert, "--n-expert-used", e)) return -1;
+        if (!a->expert_ff_key && p->n_ff_exp)
+            return e0_fail(e, "--n-ff-exp: %s experts are --n-ff wide", a->name);
+        if (a->expert_ff_key && p->n_expert && in_range(p->n_ff_exp, 1, 1 << 20, "--n-ff-exp", e)) return -1;
+        if (!a->shared_expert && p->n_ff_shexp) return e0_fail(e, "--n-ff-shexp: %s has no shared expert", a->name);
+        if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
     }
+    if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
     uint64_t big;
     int64_t ff = p->n_ff_exp > p->n_ff ? p->n_ff_exp : p->n_ff;

@@ -1,10 +1,11 @@
 /* synth.h — deterministic random-weight GGUF models (`edge0-infer synth`).
  *
  * A synth model has exactly the tensor names, shapes and metadata llama.cpp expects for its
- * architecture (llama, qwen2, qwen3, qwen2moe, qwen3moe), a usable tokenizer (SentencePiece-style
- * for llama, byte-level BPE for qwen*), and weights drawn from a counter-based PRNG keyed by
- * (seed, tensor name, element index): any tensor, any row, can be generated on its own, so the
- * file is written streaming, in parallel, with identical bytes for identical parameters.
+ * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe),
+ * a usable tokenizer (the row's kind: SentencePiece-style for llama, byte-level BPE for qwen*),
+ * and weights drawn from a counter-based PRNG keyed by (seed, tensor name, element index): any
+ * tensor, any row, can be generated on its own, so the file is written streaming, in parallel,
+ * with identical bytes for identical parameters.
  *
  * Quantized weights are by default drawn directly as blocks (random codes, random sub-block
  * scales and mins, an fp16 scale giving the intended std after dequantization): 0.2-1.5 ns per
@@ -19,14 +20,14 @@
 #include <stdint.h>
 
 #include "base/util.h"
-
-enum synth_arch { SYNTH_LLAMA = 0, SYNTH_QWEN2, SYNTH_QWEN3, SYNTH_QWEN2MOE, SYNTH_QWEN3MOE, SYNTH_ARCH_COUNT };
+#include "engine/arch.h"
 
 typedef struct synth_params {
-    enum synth_arch arch;
+    enum e0_arch arch;
     uint32_t type; /* e0_type of the weight matrices (per-tensor fallback when a row does not fit) */
     int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
-    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* n_ff_exp/shexp: qwen*moe only */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* n_ff_exp: archs whose experts have their own
+                                                              width; n_ff_shexp: with a shared expert */
     int64_t n_vocab, n_ctx;
     double rope_base, rms_eps;
     uint64_t seed;
@@ -48,17 +49,13 @@ typedef struct synth_stats {
     double seconds;
 } synth_stats;
 
-/* "qwen3moe" -> SYNTH_QWEN3MOE; -1 if unknown. */
-int synth_arch_from_name(const char *name);
-const char *synth_arch_name(enum synth_arch a);
-int synth_arch_is_moe(enum synth_arch a);
-
 /* "q4_k"/"Q4_K" ... -> e0_type id; -1 if not a weight type synth can write. */
 int synth_type_from_name(const char *name);
 
 /* Fill every dimension from a named shape ("tiny", "qwen3-30b-a3b", "mixtral-8x7b",
- * "qwen1.5-moe-a2.7b") with the defaults of p->arch (rope base, eps, type, seed, threads are
- * set too). Dense architectures get n_expert = 0 whatever the shape says. */
+ * "qwen1.5-moe-a2.7b") with the defaults of p->arch's row (rope base and eps when the shape
+ * has none). Dense architectures get n_expert = 0 whatever the shape says; "tiny" stays dense
+ * for architectures where experts are optional. */
 int synth_shape_apply(synth_params *p, const char *shape, e0_err *e);
 /* Comma-separated list of shape names, for messages. */
 const char *synth_shape_names(void);

@@ -1,5 +1,6 @@
-/* synth_impl.h — internal to the synth_*.c files: the PRNG they share, the direct block
- * generator (synth_blocks.c) and the tokenizer builder (synth_vocab.c). */
+/* synth_impl.h — internal to the synth_*.c files: the PRNG they share, the parameters as
+ * engine hyperparameters (synth.c), the direct block generator (synth_blocks.c) and the
+ * tokenizer builder (synth_vocab.c). */
 #ifndef E0_SYNTH_IMPL_H
 #define E0_SYNTH_IMPL_H
 
@@ -12,6 +13,10 @@ static inline uint64_t synth_splitmix64(uint64_t z) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+/* p's dimensions as the engine's hyperparameters (with p->arch's flags), so that the architecture
+ * table's tensor presence and shapes (engine/arch.h) apply to synth models too. */
+void synth_hparams(const synth_params *p, e0_hparams *hp);
 
 /* Whether synth_fill_blocks can draw blocks of `type` (the quantized weight types). */
 int synth_blocks_supported(uint32_t type);

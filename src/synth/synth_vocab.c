@@ -262,7 +262,7 @@ static int put_ids(gguf_writer *w, const synth_vocab *v, int bpe) {
 
 int synth_vocab_write(gguf_writer *w, const synth_params *p, synth_vocab **out, e0_err *e) {
     *out = NULL;
-    int bpe = p->arch != SYNTH_LLAMA;
+    int bpe = e0_arch_get(p->arch)->vocab == E0_VOCAB_BPE;
     synth_vocab *v = vocab_new((uint64_t)p->n_vocab);
     if (!v) return e0_fail(e, "out of memory building a %lld-token vocabulary", (long long)p->n_vocab);
     if ((bpe ? build_bpe(v) : build_spm(v)) != 0 || v->n != (uint64_t)p->n_vocab) {

@@ -1,7 +1,7 @@
-/* synth_write.c — writing a synth model: the tensor list of each architecture (llama.cpp's
- * names and shapes), the metadata, and the weights, generated in row chunks by worker threads
- * and written in order by the calling thread, so memory stays at a few chunks whatever the
- * model size.
+/* synth_write.c — writing a synth model: the tensor list of its architecture (names, shapes and
+ * which tensors exist all come from the table in engine/arch.h), the metadata, and the weights,
+ * generated in row chunks by worker threads and written in order by the calling thread, so
+ * memory stays at a few chunks whatever the model size.
  *
  * Intended weight distributions keep activations near unit RMS through any depth: matrices
  * N(0, 1/fan_in), token embeddings N(0, 1), norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2),
@@ -107,88 +107,75 @@ static int push(tensor_list *l, const synth_params *p, const char *name, uint32_
     return 0;
 }
 
-static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
-    uint64_t E = (uint64_t)p->n_embd, V = (uint64_t)p->n_vocab, FF = (uint64_t)p->n_ff;
-    uint64_t QD = (uint64_t)(p->n_head * p->head_dim), KD = (uint64_t)(p->n_head_kv * p->head_dim);
-    uint64_t X = (uint64_t)p->n_expert, FE = synth_arch_is_moe(p->arch) ? (uint64_t)p->n_ff_exp : FF;
-    int bias = p->arch == SYNTH_QWEN2 || p->arch == SYNTH_QWEN2MOE;
-    int qk_norm = p->arch == SYNTH_QWEN3 || p->arch == SYNTH_QWEN3MOE;
-    char n[GGUF_MAX_NAME + 1];
-#define T(dims, a, b, c, init, ...)                                   \
-    do {                                                              \
-        snprintf(n, sizeof n, __VA_ARGS__);                           \
-        if (push(l, p, n, dims, a, b, c, init, e)) return -1;        \
-    } while (0)
-    T(2, E, V, 1, INIT_EMBED, "token_embd.weight");
-    for (int64_t i = 0; i < p->n_layer; i++) {
-        T(1, E, 1, 1, INIT_NORM, "blk.%lld.attn_norm.weight", (long long)i);
-        T(2, E, QD, 1, INIT_MATRIX, "blk.%lld.attn_q.weight", (long long)i);
-        T(2, E, KD, 1, INIT_MATRIX, "blk.%lld.attn_k.weight", (long long)i);
-        T(2, E, KD, 1, INIT_MATRIX, "blk.%lld.attn_v.weight", (long long)i);
-        if (bias) {
-            T(1, QD, 1, 1, INIT_BIAS, "blk.%lld.attn_q.bias", (long long)i);
-            T(1, KD, 1, 1, INIT_BIAS, "blk.%lld.attn_k.bias", (long long)i);
-            T(1, KD, 1, 1, INIT_BIAS, "blk.%lld.attn_v.bias", (long long)i);
-        }
-        if (qk_norm) {
-            T(1, (uint64_t)p->head_dim, 1, 1, INIT_NORM, "blk.%lld.attn_q_norm.weight", (long long)i);
-            T(1, (uint64_t)p->head_dim, 1, 1, INIT_NORM, "blk.%lld.attn_k_norm.weight", (long long)i);
-        }
-        T(2, QD, E, 1, INIT_MATRIX, "blk.%lld.attn_output.weight", (long long)i);
-        T(1, E, 1, 1, INIT_NORM, "blk.%lld.ffn_norm.weight", (long long)i);
-        if (X) {
-            T(2, E, X, 1, INIT_ROUTER, "blk.%lld.ffn_gate_inp.weight", (long long)i);
-            T(3, E, FE, X, INIT_MATRIX, "blk.%lld.ffn_gate_exps.weight", (long long)i);
-            T(3, E, FE, X, INIT_MATRIX, "blk.%lld.ffn_up_exps.weight", (long long)i);
-            T(3, FE, E, X, INIT_MATRIX, "blk.%lld.ffn_down_exps.weight", (long long)i);
-            if (p->arch == SYNTH_QWEN2MOE) {
-                uint64_t FS = (uint64_t)p->n_ff_shexp;
-                T(1, E, 1, 1, INIT_MATRIX, "blk.%lld.ffn_gate_inp_shexp.weight", (long long)i);
-                T(2, E, FS, 1, INIT_MATRIX, "blk.%lld.ffn_gate_shexp.weight", (long long)i);
-                T(2, E, FS, 1, INIT_MATRIX, "blk.%lld.ffn_up_shexp.weight", (long long)i);
-                T(2, FS, E, 1, INIT_MATRIX, "blk.%lld.ffn_down_shexp.weight", (long long)i);
-            }
-        } else {
-            T(2, E, FF, 1, INIT_MATRIX, "blk.%lld.ffn_gate.weight", (long long)i);
-            T(2, E, FF, 1, INIT_MATRIX, "blk.%lld.ffn_up.weight", (long long)i);
-            T(2, FF, E, 1, INIT_MATRIX, "blk.%lld.ffn_down.weight", (long long)i);
-        }
+/* How tensors of each role are drawn (see the top of the file). */
+static enum init_kind init_of(enum e0_role r) {
+    switch (r) {
+    case E0_ROLE_EMBED: return INIT_EMBED;
+    case E0_ROLE_NORM: return INIT_NORM;
+    case E0_ROLE_BIAS: return INIT_BIAS;
+    case E0_ROLE_ROUTER: return INIT_ROUTER;
+    case E0_ROLE_WEIGHT: break;
     }
-    T(1, E, 1, 1, INIT_NORM, "output_norm.weight");
-    if (!p->tied_output) T(2, E, V, 1, INIT_MATRIX, "output.weight");
-#undef T
+    return INIT_MATRIX;
+}
+
+/* Tensor role t of layer il (ignored for model tensors), if the model has it. */
+static int push_role(tensor_list *l, const synth_params *p, const e0_hparams *hp, enum e0_tensor t, int il, e0_err *e) {
+    if (!e0_tensor_presence(t, hp) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
+    char name[GGUF_MAX_NAME + 1];
+    int64_t ne[3];
+    int nd = e0_tensor_shape(t, hp, ne);
+    return push(l, p, e0_tensor_name(t, il, name, sizeof name), (uint32_t)nd, (uint64_t)ne[0], (uint64_t)ne[1],
+                (uint64_t)ne[2], init_of(e0_tensor_get(t)->role), e);
+}
+
+/* Every tensor in file order: the model tensors listed before the layer tensors in enum
+ * e0_tensor (token_embd), every layer's, then the other model tensors (output_norm, output). */
+static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
+    e0_hparams hp;
+    synth_hparams(p, &hp);
+    int t = 0;
+    for (; t < E0_T_COUNT && !e0_tensor_get((enum e0_tensor)t)->per_layer; t++)
+        if (push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
+    for (int64_t il = 0; il < p->n_layer; il++)
+        for (int u = 0; u < E0_T_COUNT; u++)
+            if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, (int)il, e))
+                return -1;
+    for (; t < E0_T_COUNT; t++)
+        if (!e0_tensor_get((enum e0_tensor)t)->per_layer && push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     return 0;
 }
 
 /* ---- metadata ---- */
 static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
-    const char *a = synth_arch_name(p->arch);
+    const e0_arch_info *ai = e0_arch_get(p->arch);
+    const char *a = ai->name;
     char key[96], name[300];
     snprintf(name, sizeof name, "%s", p->name ? p->name : "");
     if (!p->name) snprintf(name, sizeof name, "synth-%s", a);
-#define K(fmt) (snprintf(key, sizeof key, "%s." fmt, a), key)
+#define K(k) e0_arch_key(ai, E0_KV_##k, key, sizeof key)
     int rc = gguf_writer_kv_str(w, "general.architecture", a) || gguf_writer_kv_str(w, "general.name", name) ||
              gguf_writer_kv_u32(w, "general.file_type", synth_file_type(p->type)) ||
              gguf_writer_kv_u32(w, "general.quantization_version", 2) ||
              gguf_writer_kv_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT) ||
-             gguf_writer_kv_u32(w, K("block_count"), (uint32_t)p->n_layer) ||
-             gguf_writer_kv_u32(w, K("context_length"), (uint32_t)p->n_ctx) ||
-             gguf_writer_kv_u32(w, K("embedding_length"), (uint32_t)p->n_embd) ||
-             gguf_writer_kv_u32(w, K("feed_forward_length"), (uint32_t)p->n_ff) ||
-             gguf_writer_kv_u32(w, K("attention.head_count"), (uint32_t)p->n_head) ||
-             gguf_writer_kv_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv) ||
-             gguf_writer_kv_u32(w, K("attention.key_length"), (uint32_t)p->head_dim) ||
-             gguf_writer_kv_u32(w, K("attention.value_length"), (uint32_t)p->head_dim) ||
-             gguf_writer_kv_f32(w, K("attention.layer_norm_rms_epsilon"), (float)p->rms_eps) ||
-             gguf_writer_kv_f32(w, K("rope.freq_base"), (float)p->rope_base) ||
-             gguf_writer_kv_u32(w, K("rope.dimension_count"), (uint32_t)p->head_dim);
+             gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)p->n_layer) ||
+             gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
+             gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
+             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
+             gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
+             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)p->n_head_kv) ||
+             gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_f32(w, K(RMS_EPS), (float)p->rms_eps) ||
+             gguf_writer_kv_f32(w, K(ROPE_FREQ_BASE), (float)p->rope_base) ||
+             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)p->head_dim);
     if (!rc && p->n_expert)
-        rc = gguf_writer_kv_u32(w, K("expert_count"), (uint32_t)p->n_expert) ||
-             gguf_writer_kv_u32(w, K("expert_used_count"), (uint32_t)p->n_expert_used);
-    if (!rc && synth_arch_is_moe(p->arch))
-        rc = gguf_writer_kv_u32(w, K("expert_feed_forward_length"), (uint32_t)p->n_ff_exp);
-    if (!rc && p->arch == SYNTH_QWEN2MOE)
-        rc = gguf_writer_kv_u32(w, K("expert_shared_feed_forward_length"), (uint32_t)p->n_ff_shexp);
+        rc = gguf_writer_kv_u32(w, K(EXPERT_COUNT), (uint32_t)p->n_expert) ||
+             gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
+    if (!rc && p->n_expert && ai->expert_ff_key)
+        rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
+    if (!rc && p->n_expert && ai->shared_expert)
+        rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
 #undef K
     if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
     return 0;

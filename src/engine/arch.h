@@ -1,0 +1,158 @@
+/* arch.h — the architecture table: everything the engine, `synth` and `info` know about each
+ * supported architecture, in one place (as llama.cpp's llama-arch.cpp does).
+ *
+ * One const row per architecture (e0_arch_info) gives its GGUF `general.architecture` name, what
+ * its layers contain (q/k norm, q/k/v biases, dense or routed FFN, shared expert and its gate),
+ * how routing works (gating function, top-k renormalization), the RoPE style, whether the output
+ * may be tied to the embedding, and its defaults. One const row per tensor role (e0_tensor_info)
+ * gives its GGUF name ("blk.%d.attn_q.weight"), its shape in terms of the hyperparameters, and
+ * when a model has it. The `<arch>.*` metadata keys are named once too (enum e0_kv).
+ *
+ * Adding an architecture = a row in arch.c (plus tensor rows if it has new tensors, with a slot
+ * for each in e0_layer / model.c) and its genuinely new forward-pass pieces. */
+#ifndef E0_ARCH_H
+#define E0_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+
+enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE, E0_ARCH_COUNT };
+
+/* The feed-forward block of every layer. */
+enum e0_ffn {
+    E0_FFN_DENSE,        /* ffn_gate/up/down; <arch>.expert_count must be absent or 0 */
+    E0_FFN_MOE,          /* routed experts; <arch>.expert_count > 0 is required */
+    E0_FFN_DENSE_OR_MOE, /* routed experts when <arch>.expert_count > 0 (llama / Mixtral) */
+};
+
+/* How router logits become expert weights. */
+enum e0_gating { E0_GATING_SOFTMAX /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */ };
+
+/* RoPE pairing: normal rotates (2i, 2i+1), NEOX rotates (i, i + n_rot/2). */
+enum e0_rope { E0_ROPE_NORMAL, E0_ROPE_NEOX };
+
+/* The tokenizer the family's models ship with (synth builds one of this kind). */
+enum e0_vocab { E0_VOCAB_SPM /* tokenizer.ggml.model "llama" */, E0_VOCAB_BPE /* "gpt2", pre "qwen2" */ };
+
+typedef struct e0_arch_info {
+    enum e0_arch arch;
+    const char *name;       /* general.architecture */
+    enum e0_ffn ffn;
+    bool expert_ff_key;     /* experts are <arch>.expert_feed_forward_length wide; else
+                               feed_forward_length wide (Mixtral) */
+    bool qk_norm;           /* per-head RMSNorm of q and k (attn_q_norm, attn_k_norm) */
+    bool qkv_bias;          /* attn_q/k/v.bias */
+    bool shared_expert;     /* an always-used expert beside the routed ones (ffn_*_shexp) */
+    bool shared_expert_gate;/* ... scaled by sigmoid(ffn_gate_inp_shexp . x) */
+    enum e0_gating gating;
+    bool norm_topk;         /* renormalize the top-k expert weights to sum 1 */
+    enum e0_rope rope;
+    bool tied_output;       /* output.weight may be absent: the output reuses token_embd */
+    float rope_freq_base;   /* when <arch>.rope.freq_base is absent */
+    /* The family's usual values, used by synth when a shape does not give them. */
+    double typical_rope_base, typical_rms_eps;
+    enum e0_vocab vocab;
+} e0_arch_info;
+
+/* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
+typedef struct e0_hparams {
+    enum e0_arch arch;
+    const char *arch_name;
+    int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    int64_t n_rot;       /* dims rotated by RoPE (rope.dimension_count) */
+    float rms_eps, rope_base;
+    /* copied from the architecture's row by e0_arch_set_flags */
+    bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
+    bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
+    bool qkv_bias;       /* qwen2*: q/k/v biases */
+    bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
+    bool shared_expert;  /* qwen2moe: shared expert */
+    bool shared_expert_gate; /* qwen2moe: ... sigmoid-gated by ffn_gate_inp_shexp */
+    enum e0_gating gating;
+} e0_hparams;
+
+/* The row of `a` (NULL if out of range); the row whose name is `name` (NULL if none). */
+const e0_arch_info *e0_arch_get(enum e0_arch a);
+const e0_arch_info *e0_arch_by_name(const char *name);
+/* Every architecture name joined by `sep` ("llama, qwen2, ...") into buf; returns buf. */
+const char *e0_arch_list(const char *sep, char *buf, size_t n);
+
+/* ---- metadata keys: "<arch>.<name>" ---- */
+enum e0_kv {
+    E0_KV_CONTEXT_LENGTH, E0_KV_EMBEDDING_LENGTH, E0_KV_BLOCK_COUNT, E0_KV_FEED_FORWARD_LENGTH,
+    E0_KV_EXPERT_FEED_FORWARD_LENGTH, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, E0_KV_EXPERT_COUNT,
+    E0_KV_EXPERT_USED_COUNT, E0_KV_HEAD_COUNT, E0_KV_HEAD_COUNT_KV, E0_KV_KEY_LENGTH, E0_KV_VALUE_LENGTH,
+    E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE, E0_KV_COUNT
+};
+/* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
+const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n);
+
+/* Read general.architecture and every `<arch>.*` hyperparameter of f into hp (the row's
+ * requirements and defaults; ranges checked); n_vocab is left 0 (it comes from token_embd). */
+int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e);
+/* Set hp->arch, arch_name and the flags from the row of architecture a. */
+void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a);
+
+/* ---- tensors ---- */
+/* Every tensor role, in the order synth writes them: token_embd, each layer's, then the output. */
+enum e0_tensor {
+    E0_T_TOKEN_EMBD,
+    E0_T_ATTN_NORM, E0_T_ATTN_Q, E0_T_ATTN_K, E0_T_ATTN_V, E0_T_ATTN_Q_BIAS, E0_T_ATTN_K_BIAS, E0_T_ATTN_V_BIAS,
+    E0_T_ATTN_Q_NORM, E0_T_ATTN_K_NORM, E0_T_ATTN_OUT, E0_T_FFN_NORM,
+    E0_T_FFN_GATE, E0_T_FFN_UP, E0_T_FFN_DOWN,
+    E0_T_FFN_GATE_INP, E0_T_FFN_GATE_EXPS, E0_T_FFN_UP_EXPS, E0_T_FFN_DOWN_EXPS,
+    E0_T_FFN_GATE_INP_SHEXP, E0_T_FFN_GATE_SHEXP, E0_T_FFN_UP_SHEXP, E0_T_FFN_DOWN_SHEXP,
+    E0_T_OUTPUT_NORM, E0_T_OUTPUT,
+    E0_T_COUNT
+};
+
+/* A dimension of a tensor, in terms of the hyperparameters. */
+enum e0_dim {
+    E0_DIM_EMBD,     /* n_embd */
+    E0_DIM_VOCAB,    /* n_vocab */
+    E0_DIM_Q,        /* n_head * head_dim */
+    E0_DIM_KV,       /* n_head_kv * head_dim */
+    E0_DIM_HEAD,     /* head_dim */
+    E0_DIM_FF,       /* n_ff */
+    E0_DIM_FF_EXP,   /* n_ff_exp */
+    E0_DIM_FF_SHEXP, /* n_ff_shexp */
+    E0_DIM_EXPERT,   /* n_expert */
+};
+
+/* When a model has the tensor. */
+enum e0_need {
+    E0_NEED_ALWAYS,
+    E0_NEED_QKV_BIAS,
+    E0_NEED_QK_NORM,
+    E0_NEED_DENSE_FFN,          /* n_expert == 0 */
+    E0_NEED_MOE_FFN,            /* n_expert > 0 */
+    E0_NEED_SHARED_EXPERT,      /* n_expert > 0 and a shared expert */
+    E0_NEED_SHARED_EXPERT_GATE, /* ... with its gate */
+    E0_NEED_OUTPUT,             /* optional where the output may be tied */
+};
+
+/* What the values are (synth draws each kind at its own scale). */
+enum e0_role { E0_ROLE_WEIGHT, E0_ROLE_EMBED, E0_ROLE_NORM, E0_ROLE_BIAS, E0_ROLE_ROUTER };
+
+typedef struct e0_tensor_info {
+    const char *name;     /* GGUF name; per-layer names hold one "%d" (the layer) */
+    bool per_layer;
+    int n_dims;           /* 1: vector, 2: matrix, 3: stack of expert matrices */
+    enum e0_dim ne[3];    /* ne[0] = row length (input dim) */
+    enum e0_need need;
+    enum e0_role role;
+} e0_tensor_info;
+
+const e0_tensor_info *e0_tensor_get(enum e0_tensor t);
+/* The tensor's GGUF name for layer `il` (ignored for non-layer tensors) into buf; returns buf. */
+const char *e0_tensor_name(enum e0_tensor t, int il, char *buf, size_t n);
+/* Whether a model with hp has tensor t: 2 required, 1 optional, 0 never. */
+int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp);
+/* Its shape under hp: fills ne[0..n_dims-1], returns n_dims. */
+int e0_tensor_shape(enum e0_tensor t, const e0_hparams *hp, int64_t ne[3]);
+
+#endif
