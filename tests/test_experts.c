@@ -412,7 +412,6 @@ static void test_truncated(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     RUN(test_random_sets);
     RUN(test_eviction_order);
     RUN(test_prefetch);

@@ -126,7 +126,6 @@ static int patch_tensor_type(const char *path, const char *name, uint32_t type) 
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     snprintf(dir, sizeof dir, "%s/test-model-errors", t_build());
     mkdir(dir, 0755);
     const char *moe = "stories260K-moe4.gguf", *dense = "stories260K.gguf";

@@ -79,7 +79,6 @@ static void test_residency_rule(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     RUN(test_parse);
     RUN(test_residency_rule);
     return T_DONE();

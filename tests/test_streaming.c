@@ -165,7 +165,6 @@ static void test_truncated_after_load(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     RUN(test_actual_identical);
     RUN(test_predicted_quality);
     RUN(test_truncated_after_load);

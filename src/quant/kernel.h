@@ -1,13 +1,23 @@
-/* quant_impl.h — internal: how the per-type kernel files plug into the type table. */
-#ifndef E0_QUANT_IMPL_H
-#define E0_QUANT_IMPL_H
+/* kernel.h — what every kernel file and the type table agree on: the kernel signatures, the
+ * token count of the 4-token dot products, and the prefetch helper the SIMD kernels use.
+ * Header-only: kernel files include it (with blocks.h and fp16.h) instead of quant.h, so the
+ * kernels depend on nothing in quant.c. */
+#ifndef E0_KERNEL_H
+#define E0_KERNEL_H
 
-#include "quant/quant.h"
+#include <stddef.h>
+#include <stdint.h>
 
-/* Each fills the function-pointer fields (to_float, from_float_ref, from_float, vec_dot_ref,
- * vec_dot_avx2, vec_dot_avx512) of its own rows of the table. */
-void e0_quant_register_basic(e0_type_traits *table); /* quant_basic.c: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 */
-void e0_quant_register_k(e0_type_traits *table);     /* quant_k.c: Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K */
+/* n is a number of elements (a multiple of the type's block size). */
+typedef void (*e0_to_float_fn)(const void *src, float *dst, int64_t n);
+typedef void (*e0_from_float_fn)(const float *src, void *dst, int64_t n);
+/* *s = dot product of weight row w with activation row a (already in the weight's vec_dot_type). */
+typedef void (*e0_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a);
+/* One weight row against 4 activation rows: s[k * s_stride] = dot(w, a + k * a_stride) for
+ * k = 0..3. Unpacks each weight block once for the 4 tokens (prefill); bit-identical to 4 calls
+ * of the vec_dot of the same SIMD level, so results never depend on how tokens are batched. */
+#define E0_DOT_TOKENS 4
+typedef void (*e0_vec_dot_4_fn)(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
 
 /* Decode reads each weight row from memory exactly once, and the hardware prefetcher alone left
  * a third of the bandwidth unused here: kernels ask for the block `PREFETCH_BLOCKS` ahead (about

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "quant/quant.h"
 #include "quant/quant_basic.h"
 #include "quant/quant_k.h"
 #include "synth/synth_impl.h"
