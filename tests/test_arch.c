@@ -189,7 +189,6 @@ static void test_unknown_arch(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_arch.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

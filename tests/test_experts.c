@@ -412,7 +412,6 @@ static void test_truncated(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     if (!t_need_shared("golden/llama-moe.gguf", "golden/qwen3moe.gguf", "golden/qwen2moe.gguf",
                        "golden/stories260K-moe4.gguf", "golden/llama-dense.gguf", NULL))
         return T_DONE();

@@ -89,9 +89,10 @@ static int fill_blocks(int type, uint8_t *dst, int64_t nblocks, int mode) {
 
 enum { MAX_BLOCKS = 7, A_PAD = 40, S_STRIDE = 3 };
 
-/* One type at the current level: vec_dot_4 against 4 x vec_dot. */
-static void check_type_x4(int type) {
+/* One type at one level: vec_dot_4 against 4 x vec_dot of that level. */
+static void check_type_x4(int type, int level) {
     const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+    const e0_kernels kn = e0_kernels_at(t, level);
     const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
     static const int64_t block_counts[] = {1, 2, 3, 7};
     for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
@@ -103,13 +104,13 @@ static void check_type_x4(int type) {
                 CHECKF(fill_blocks(type, w, nb, mode), "%s: float fields unknown to the test", t->name);
                 for (int k = 0; k < E0_DOT_TOKENS; k++) fill_blocks(t->vec_dot_type, a + k * a_stride, nb, rep & 1 ? mode : FILL_RANDOM);
                 float want[E0_DOT_TOKENS], got[E0_DOT_TOKENS * S_STRIDE];
-                for (int k = 0; k < E0_DOT_TOKENS; k++) t->vec_dot(n, &want[k], w, a + k * a_stride);
+                for (int k = 0; k < E0_DOT_TOKENS; k++) kn.vec_dot(n, &want[k], w, a + k * a_stride);
                 const float sentinel = -1234.5f;
                 for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++) got[i] = sentinel;
-                t->vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
+                kn.vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
                 for (int k = 0; k < E0_DOT_TOKENS; k++)
                     CHECKF(!memcmp(&got[k * S_STRIDE], &want[k], sizeof(float)),
-                           "%s %s blocks %lld mode %d token %d: %.9g vs %.9g", e0_simd_name(e0_simd_level()), t->name,
+                           "%s %s blocks %lld mode %d token %d: %.9g vs %.9g", e0_simd_name(level), t->name,
                            (long long)nb, mode, k, got[k * S_STRIDE], want[k]);
                 for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++)
                     if (i % S_STRIDE) CHECKF(got[i] == sentinel, "%s wrote outside its outputs", t->name);
@@ -120,39 +121,34 @@ static void check_type_x4(int type) {
     }
 }
 
-/* The SIMD levels this CPU has (scalar included). */
-static int max_level(void) {
-    e0_quant_init(E0_SIMD_AVX512);
-    return e0_simd_level();
-}
-
+/* Every level this CPU runs (scalar included; E0_SIMD caps it). */
 static void test_vec_dot_4_matches_vec_dot(void) {
-    const int top = max_level();
+    const int top = e0_simd_level();
     for (int level = E0_SIMD_SCALAR; level <= top; level++) {
-        e0_quant_init(level);
-        CHECK(e0_simd_level() == level);
         int n_checked = 0;
         for (int type = 0; type < E0_TYPE_COUNT; type++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
-            if (!t || !t->vec_dot_4) continue;
-            check_type_x4(type);
+            if (!t || !e0_kernels_at(t, level).vec_dot_4) continue;
+            check_type_x4(type, level);
             n_checked++;
         }
         /* the prefill types must have it wherever there is SIMD (else the test checked nothing) */
         if (level >= E0_SIMD_AVX2) {
-            CHECK(e0_type_traits_of(E0_TYPE_Q4_K)->vec_dot_4 != NULL);
-            CHECK(e0_type_traits_of(E0_TYPE_Q6_K)->vec_dot_4 != NULL);
+            CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_Q4_K), level).vec_dot_4 != NULL);
+            CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_Q6_K), level).vec_dot_4 != NULL);
             CHECK(n_checked >= 2);
         }
         printf("# %s: %d types with vec_dot_4\n", e0_simd_name(level), n_checked);
     }
-    e0_quant_init(E0_SIMD_AVX512);
 }
 
 /* e0_matmul_run for n_tok = 1..9 (full groups of 4 plus remainders), two threads, a row count
- * that is not a multiple of the row block: every output equals the per-token vec_dot. */
+ * that is not a multiple of the row block: every output equals the per-token vec_dot. The
+ * product runs the kernels of this process's level (run the suite with E0_SIMD=scalar / avx2 for
+ * the others; the 4-token kernels of every level are checked above). */
 static void check_matmul(e0_pool *pool, int type) {
     const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+    const e0_vec_dot_fn dot = e0_kernels_of((uint32_t)type)->vec_dot;
     const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
     const int64_t nb = 3, n_in = nb * t->block_size, n_out = 37;
     const int max_tok = 9;
@@ -168,7 +164,7 @@ static void check_matmul(e0_pool *pool, int type) {
                                .xq = xq, .xq_stride = xq_stride, .n_tok = n_tok, .y = y, .y_stride = y_stride};
         e0_matmul_run(pool, &job, 1);
         for (int k = 0; k < n_tok; k++) {
-            for (int64_t r = 0; r < n_out; r++) t->vec_dot(n_in, &want[r], w + (size_t)r * row_bytes, xq + (size_t)k * xq_stride);
+            for (int64_t r = 0; r < n_out; r++) dot(n_in, &want[r], w + (size_t)r * row_bytes, xq + (size_t)k * xq_stride);
             CHECKF(!memcmp(y + (size_t)k * (size_t)y_stride, want, sizeof(float) * (size_t)n_out), "%s %s n_tok %d token %d",
                    e0_simd_name(e0_simd_level()), t->name, n_tok, k);
         }
@@ -183,13 +179,8 @@ static void test_matmul_independent_of_batching(void) {
     e0_pool *pool = e0_pool_new(2);
     CHECK(pool != NULL);
     if (!pool) return;
-    const int top = max_level();
     static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
-    for (int level = E0_SIMD_SCALAR; level <= top; level++) {
-        e0_quant_init(level);
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
-    }
-    e0_quant_init(E0_SIMD_AVX512);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
     e0_pool_free(pool);
 }
 
@@ -219,11 +210,11 @@ static void test_matmul_mixed_jobs(void) {
     }
     e0_matmul_run(pool, jobs, NJ);
     for (int j = 0; j < NJ; j++) {
-        const e0_type_traits *t = e0_type_traits_of((uint32_t)types[j]);
+        const e0_vec_dot_fn dot = e0_kernels_of((uint32_t)types[j])->vec_dot;
         for (int k = 0; k < n_toks[j]; k++)
             for (int r = 0; r < N_OUT; r++) {
                 float want;
-                t->vec_dot(jobs[j].n_in, &want, w[j] + (size_t)r * jobs[j].row_bytes, xq[j] + (size_t)k * jobs[j].xq_stride);
+                dot(jobs[j].n_in, &want, w[j] + (size_t)r * jobs[j].row_bytes, xq[j] + (size_t)k * jobs[j].xq_stride);
                 CHECKF(!memcmp(&y[j][k * N_OUT + r], &want, sizeof want), "job %d token %d row %d", j, k, r);
             }
         free(w[j]);

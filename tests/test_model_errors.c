@@ -143,7 +143,6 @@ static int patch_tensor_type(const char *path, const char *name, uint32_t type) 
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     if (!t_need_shared("golden/stories260K.gguf", "golden/stories260K-moe4.gguf", NULL)) return T_DONE();
     snprintf(dir, sizeof dir, "%s/test-model-errors", t_build());
     mkdir(dir, 0755);

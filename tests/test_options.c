@@ -87,7 +87,6 @@ static void test_residency_rule(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     RUN(test_parse);
     if (t_need_shared("golden/qwen3moe.gguf", "golden/stories260K.gguf", NULL)) RUN(test_residency_rule);
     return T_DONE();

@@ -1,12 +1,13 @@
 /* test_quant_basic.c — the float and legacy block types (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
  * Q8_0, Q8_1): fp16/bf16 conversion against the F16C instructions, reference quantizers against
- * hand-computed blocks, dequant(quant(x)) error bounds, vec_dot_ref against a float64 dot of the
- * dequantized rows, every SIMD vec_dot against vec_dot_ref, and the SIMD activation quantizers
+ * hand-computed blocks, dequant(quant(x)) error bounds, the reference vec_dot against a float64 dot of the
+ * dequantized rows, every SIMD vec_dot against the reference, and the SIMD activation quantizers
  * against the scalar ones byte for byte. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 
+#include "base/cpu.h"
 #include "quant/quant.h"
 #include "quant/quant_basic.h"
 #include "t.h"
@@ -45,10 +46,7 @@ static void fill_row(float *x, int64_t n) {
     }
 }
 
-static int cpu_has_f16c(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c");
-}
+static int cpu_has_f16c(void) { return (e0_cpu_features_hw() & E0_CPU_F16C) != 0; }
 
 __attribute__((target("f16c"))) static uint32_t hw_h2f_bits(uint16_t h) {
     __m128 v = _mm_cvtph_ps(_mm_set1_epi16((short)h));
@@ -135,8 +133,10 @@ static void test_table_filled(void) {
         const e0_type_traits *t = e0_type_traits_of(all[i]);
         CHECK(t != NULL);
         if (!t) continue;
-        CHECKF(t->to_float && t->from_float_ref && t->from_float && t->vec_dot_ref && t->vec_dot, "%s", t->name);
-        if (all[i] != E0_TYPE_Q8_1) CHECKF(t->vec_dot_avx2 != NULL, "%s has no AVX2 dot", t->name);
+        CHECKF(t->to_float && t->from_float_ref && t->vec_dot[E0_SIMD_SCALAR], "%s", t->name);
+        if (all[i] != E0_TYPE_Q8_1) CHECKF(t->vec_dot[E0_SIMD_AVX2] != NULL, "%s has no AVX2 dot", t->name);
+        const e0_kernels *k = e0_kernels_of(all[i]); /* no init call: resolved on first use */
+        CHECKF(k && k->vec_dot && k->from_float, "%s", t->name);
     }
     static const int sizes[][2] = {{E0_TYPE_Q4_0, Q4_0_SIZE}, {E0_TYPE_Q4_1, Q4_1_SIZE}, {E0_TYPE_Q5_0, Q5_0_SIZE},
                                    {E0_TYPE_Q5_1, Q5_1_SIZE}, {E0_TYPE_Q8_0, Q8_0_SIZE}, {E0_TYPE_Q8_1, Q8_1_SIZE}};
@@ -342,12 +342,12 @@ typedef struct {
 } dot_case;
 
 static dot_case make_case(uint32_t type, int64_t n) {
-    const e0_type_traits *t = e0_type_traits_of(type), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+    const e0_type_traits *t = e0_type_traits_of(type);
     dot_case c = {n, malloc(e0_row_size(type, n) + 1), malloc(e0_row_size((uint32_t)t->vec_dot_type, n) + 1)};
     random_weights(type, c.w, n);
     float *x = malloc((size_t)n * 4);
     fill_row(x, n);
-    at->from_float(x, c.a, n);
+    e0_kernels_of((uint32_t)t->vec_dot_type)->from_float(x, c.a, n);
     free(x);
     return c;
 }
@@ -361,7 +361,7 @@ static void test_vec_dot_ref(void) {
             dot_case c = make_case(dot_types[ti], n);
             double abs, s_err, want = dot64(dot_types[ti], c.w, c.a, n, &abs, &s_err);
             float got;
-            t->vec_dot_ref(n, &got, c.w, c.a);
+            t->vec_dot[E0_SIMD_SCALAR](n, &got, c.w, c.a);
             double lim = 1e-5 * abs + s_err + 1e-30;
             CHECKF(fabs(got - want) <= lim, "%s n=%lld got %.9g want %.9g (lim %g)", t->name, (long long)n,
                    (double)got, want, lim);
@@ -377,7 +377,7 @@ static void check_simd_dots(int level) {
     int avail = e0_simd_level() >= level;
     for (size_t ti = 0; ti < NDOT; ti++) {
         const e0_type_traits *t = e0_type_traits_of(dot_types[ti]);
-        e0_vec_dot_fn fn = level == E0_SIMD_AVX2 ? t->vec_dot_avx2 : t->vec_dot_avx512;
+        e0_vec_dot_fn fn = t->vec_dot[level];
         if (!fn) continue; /* no kernel at this level for this type: the reference is used */
         snprintf(name, sizeof name, "vec_dot_%s_%s", e0_simd_name(level), t->name);
         t_begin(name);
@@ -391,7 +391,7 @@ static void check_simd_dots(int level) {
                     double abs, s_err;
                     dot64(dot_types[ti], c.w, c.a, n, &abs, &s_err);
                     float ref, got;
-                    t->vec_dot_ref(n, &ref, c.w, c.a);
+                    t->vec_dot[E0_SIMD_SCALAR](n, &ref, c.w, c.a);
                     fn(n, &got, c.w, c.a);
                     double lim = 1e-5 * abs + 1e-30;
                     CHECKF(fabs((double)got - ref) <= lim, "%s n=%lld got %.9g ref %.9g (lim %g)", t->name,
@@ -428,13 +428,12 @@ static void test_dots_integer_exact(void) {
         }
         double abs, s_err, want = dot64(type, c.w, c.a, n, &abs, &s_err);
         float ref, got;
-        t->vec_dot_ref(n, &ref, c.w, c.a);
+        t->vec_dot[E0_SIMD_SCALAR](n, &ref, c.w, c.a);
         CHECKF((double)ref == want, "%s ref %.1f want %.1f", t->name, (double)ref, want);
-        e0_vec_dot_fn fns[2] = {t->vec_dot_avx2, t->vec_dot_avx512};
-        for (int l = 0; l < 2; l++) {
-            if (!fns[l] || e0_simd_level() < l + 1) continue;
-            fns[l](n, &got, c.w, c.a);
-            CHECKF((double)got == want, "%s level %d got %.1f want %.1f", t->name, l + 1, (double)got, want);
+        for (int l = E0_SIMD_AVX2; l < E0_SIMD_LEVELS; l++) {
+            if (!t->vec_dot[l] || e0_simd_level() < l) continue;
+            t->vec_dot[l](n, &got, c.w, c.a);
+            CHECKF((double)got == want, "%s level %d got %.1f want %.1f", t->name, l, (double)got, want);
         }
         free(c.w), free(c.a);
     }
@@ -477,14 +476,13 @@ static void test_dots_llama_order(void) {
     for (size_t ti = 3; ti < NDOT; ti++) {
         uint32_t type = dot_types[ti];
         const e0_type_traits *t = e0_type_traits_of(type);
-        e0_vec_dot_fn fns[2] = {t->vec_dot_avx2, t->vec_dot_avx512};
         for (int64_t li = 0; li < NLEN; li++) {
             dot_case c = make_case(type, lengths[li]);
             float want = llama_order_dot(type, c.w, c.a, c.n), got;
-            for (int l = 0; l < 2; l++) {
-                if (!fns[l] || e0_simd_level() < l + 1) continue;
-                fns[l](c.n, &got, c.w, c.a);
-                CHECKF(got == want, "%s level %d n=%lld got %.9g want %.9g", t->name, l + 1, (long long)c.n,
+            for (int l = E0_SIMD_AVX2; l < E0_SIMD_LEVELS; l++) {
+                if (!t->vec_dot[l] || e0_simd_level() < l) continue;
+                t->vec_dot[l](c.n, &got, c.w, c.a);
+                CHECKF(got == want, "%s level %d n=%lld got %.9g want %.9g", t->name, l, (long long)c.n,
                        (double)got, (double)want);
             }
             free(c.w), free(c.a);
@@ -519,9 +517,9 @@ static void test_act_quant_simd(void) {
             CHECKF(memcmp(r0, s0, (size_t)n / 32 * Q8_0_SIZE) == 0, "q8_0 rep %d", rep);
             CHECKF(memcmp(r1, s1, (size_t)n / 32 * Q8_1_SIZE) == 0, "q8_1 rep %d", rep);
         }
-        /* the table's from_float is the activation quantizer at this level */
+        /* the quantizer in use is the activation quantizer */
         fill_row(x, n);
-        e0_type_traits_of(E0_TYPE_Q8_0)->from_float(x, s0, n);
+        e0_kernels_of(E0_TYPE_Q8_0)->from_float(x, s0, n);
         e0_quantize_act_q8_0_scalar(x, r0, n);
         CHECK(memcmp(r0, s0, (size_t)n / 32 * Q8_0_SIZE) == 0);
         free(x), free(r0), free(s0), free(r1), free(s1);
@@ -550,32 +548,59 @@ static void test_act_vs_ref(void) {
     free(x), free(r), free(s);
 }
 
-/* e0_quant_init picks the kernels per level; the activation quantizer gives the same bytes at
- * every level (so E0_SIMD=scalar reproduces AVX2 logits inputs). */
-static void test_init_levels(void) {
+/* Per level, the kernels are the best the table has at or below it; the activation quantizer
+ * gives the same bytes at every level (so E0_SIMD=scalar reproduces AVX2 logits inputs). Only the
+ * levels this CPU runs are exercised. */
+static void test_levels(void) {
     int64_t n = 32 * 16;
     float x[32 * 16];
-    uint8_t q[3][16 * Q8_1_SIZE];
+    uint8_t q[E0_SIMD_LEVELS][16 * Q8_1_SIZE];
     fill_row(x, n);
-    int top = e0_simd_level();
-    for (int level = E0_SIMD_SCALAR; level <= E0_SIMD_AVX512; level++) {
-        e0_quant_init(level);
-        int got = e0_simd_level();
-        CHECK(got <= level);
-        const e0_type_traits *t = e0_type_traits_of(E0_TYPE_Q8_0);
-        e0_vec_dot_fn want = got == E0_SIMD_AVX512 && t->vec_dot_avx512 ? t->vec_dot_avx512
-                             : got >= E0_SIMD_AVX2 && t->vec_dot_avx2    ? t->vec_dot_avx2
-                                                                          : t->vec_dot_ref;
-        CHECKF(t->vec_dot == want, "level %d", level);
-        e0_type_traits_of(E0_TYPE_Q8_1)->from_float(x, q[level], n);
+    const int top = e0_simd_level();
+    const e0_type_traits *t = e0_type_traits_of(E0_TYPE_Q8_0);
+    for (int level = E0_SIMD_SCALAR; level <= top; level++) {
+        e0_vec_dot_fn want = level >= E0_SIMD_AVX2 ? t->vec_dot[E0_SIMD_AVX2] : t->vec_dot[E0_SIMD_SCALAR];
+        e0_kernels k = e0_kernels_at(t, level);
+        CHECKF(k.vec_dot == want, "level %d", level); /* Q8_0 has no AVX-512 dot: AVX2's stays */
+        CHECKF(k.vec_dot_4 == t->vec_dot_4[level >= E0_SIMD_AVX2 ? E0_SIMD_AVX2 : E0_SIMD_SCALAR], "level %d", level);
+        e0_kernels_at(e0_type_traits_of(E0_TYPE_Q8_1), level).from_float(x, q[level], n);
+        CHECKF(memcmp(q[0], q[level], sizeof q[0]) == 0, "level %d", level);
     }
-    CHECK(memcmp(q[0], q[1], sizeof q[0]) == 0 && memcmp(q[0], q[2], sizeof q[0]) == 0);
-    e0_quant_init(E0_SIMD_AVX512);
-    CHECK(e0_simd_level() == top);
+    /* F32 has an AVX-512 dot but no 4-token one: vec_dot_4 must follow vec_dot's level */
+    const e0_type_traits *f = e0_type_traits_of(E0_TYPE_F32);
+    CHECK(e0_kernels_at(f, E0_SIMD_AVX512).vec_dot == f->vec_dot[E0_SIMD_AVX512]);
+    CHECK(e0_kernels_at(f, E0_SIMD_AVX512).vec_dot_4 == NULL);
+    CHECK(e0_kernels_at(f, E0_SIMD_SCALAR).from_float == f->from_float_ref);
+    /* what runs is the table's choice at this process's level, for every type */
+    for (uint32_t id = 0; id < E0_TYPE_COUNT; id++) {
+        const e0_type_traits *r = e0_type_traits_of(id);
+        const e0_kernels *in_use = e0_kernels_of(id);
+        CHECKF((r == NULL) == (in_use == NULL), "type %u", id);
+        if (!r || !in_use) continue;
+        e0_kernels k = e0_kernels_at(r, top);
+        CHECKF(in_use->vec_dot == k.vec_dot && in_use->vec_dot_4 == k.vec_dot_4 && in_use->from_float == k.from_float,
+               "%s", r->name);
+    }
+}
+
+/* Features -> level, and the E0_SIMD caps. */
+static void test_cpu_levels(void) {
+    const unsigned avx2 = E0_CPU_AVX2 | E0_CPU_FMA | E0_CPU_F16C, all = avx2 | E0_CPU_AVX512_ALL;
+    CHECK(e0_simd_level_for(0) == E0_SIMD_SCALAR);
+    CHECK(e0_simd_level_for(E0_CPU_AVX2 | E0_CPU_FMA) == E0_SIMD_SCALAR); /* no F16C */
+    CHECK(e0_simd_level_for(avx2) == E0_SIMD_AVX2);
+    CHECK(e0_simd_level_for(all & ~(unsigned)E0_CPU_AVX512VNNI) == E0_SIMD_AVX2); /* every AVX-512 kernel uses VNNI */
+    CHECK(e0_simd_level_for(all) == E0_SIMD_AVX512);
+    CHECK(e0_simd_level_for(E0_CPU_AVX512_ALL) == E0_SIMD_SCALAR);
+    CHECK(e0_cpu_features_capped(all, NULL) == all);
+    CHECK(e0_cpu_features_capped(all, "scalar") == 0);
+    CHECK(e0_cpu_features_capped(all, "avx2") == avx2);
+    CHECK(e0_cpu_features_capped(all, "bogus") == all);
+    CHECK(e0_cpu_features() == e0_cpu_features_capped(e0_cpu_features_hw(), getenv("E0_SIMD")));
+    CHECK(e0_simd_level() == e0_simd_level_for(e0_cpu_features()));
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     printf("# simd level: %s\n", e0_simd_name(e0_simd_level()));
     if (cpu_has_f16c()) {
         RUN(test_fp16_to_fp32_exhaustive);
@@ -599,6 +624,7 @@ int main(void) {
     RUN(test_dots_llama_order);
     test_act_quant_simd();
     RUN(test_act_vs_ref);
-    RUN(test_init_levels);
+    RUN(test_levels);
+    RUN(test_cpu_levels);
     return T_DONE();
 }

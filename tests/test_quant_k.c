@@ -338,7 +338,7 @@ static void test_dot_ref_vs_f64(void) {
                     mag += fabs((double)c.wf[i] * c.af[i]);
                 }
                 float s = NAN;
-                t->vec_dot_ref(n, &s, c.w, c.a);
+                t->vec_dot[E0_SIMD_SCALAR](n, &s, c.w, c.a);
                 CHECKF(fabs(s - exact) <= 2e-6 * mag + 1e-30, "%s n=%lld kind=%d: ref %.9g vs f64 %.9g (mag %g)", t->name,
                        (long long)n, kind, s, exact, mag);
                 free_case(&c);
@@ -372,7 +372,7 @@ static const char *level_name[3] = {"scalar", "avx2", "avx512"};
 static void check_simd_level(int level) {
     for (int ti = 0; ti < N_KTYPES; ti++) {
         const e0_type_traits *t = e0_type_traits_of((uint32_t)k_types[ti]);
-        e0_vec_dot_fn fn = level == E0_SIMD_AVX2 ? t->vec_dot_avx2 : t->vec_dot_avx512;
+        e0_vec_dot_fn fn = t->vec_dot[level];
         if (!fn) continue;
         for (int kind = 0; kind < 5; kind++) {
             for (int64_t n = 256; n <= 256 * 13; n += 256 * 4) {
@@ -382,7 +382,7 @@ static void check_simd_level(int level) {
                     t->to_float(c.w, c.wf, n);
                 }
                 float ref = NAN, got = NAN;
-                t->vec_dot_ref(n, &ref, c.w, c.a);
+                t->vec_dot[E0_SIMD_SCALAR](n, &ref, c.w, c.a);
                 fn(n, &got, c.w, c.a);
                 /* both are exact integer block sums with float scaling: only the float summation
                  * order differs. Compare relative to the sum of block magnitudes. */
@@ -402,11 +402,7 @@ static void run_simd(int level) {
     snprintf(name, sizeof name, "test_simd_%s_vs_ref", level_name[level]);
     t_begin(name);
     if (!have) t_skip("CPU lacks %s or E0_SIMD caps it", level_name[level]);
-    else {
-        if (level == E0_SIMD_AVX512 && !e0_type_traits_of(E0_TYPE_Q4_K)->vec_dot_avx512)
-            t_skip("CPU lacks AVX512-VNNI, AVX2 kernels in use"); /* still checked, but no AVX-512 kernel ran */
-        check_simd_level(level);
-    }
+    else check_simd_level(level); /* the AVX-512 level implies VNNI (base/cpu.c) */
     t_end();
 }
 
@@ -476,28 +472,41 @@ static void run_q8_K_simd(void) {
 static void test_table(void) {
     for (int ti = 0; ti < N_KTYPES; ti++) {
         const e0_type_traits *t = e0_type_traits_of((uint32_t)k_types[ti]);
-        CHECK(t && t->to_float && t->from_float_ref && t->from_float && t->vec_dot_ref && t->vec_dot && t->vec_dot_avx2);
+        CHECK(t && t->to_float && t->from_float_ref && t->vec_dot[E0_SIMD_SCALAR] && t->vec_dot[E0_SIMD_AVX2]);
         CHECK(t && t->vec_dot_type == E0_TYPE_Q8_K);
+        CHECK(t && t->block_size == QK_K && e0_row_size((uint32_t)k_types[ti], 2 * QK_K) == 2 * t->type_size);
+        const e0_kernels *k = e0_kernels_of((uint32_t)k_types[ti]); /* no init call needed */
+        CHECK(k && k->vec_dot && k->from_float);
     }
     const e0_type_traits *t8 = e0_type_traits_of(E0_TYPE_Q8_K);
-    CHECK(t8->to_float && t8->from_float_ref && t8->from_float && t8->vec_dot_ref);
+    CHECK(t8->to_float && t8->from_float_ref && t8->vec_dot[E0_SIMD_SCALAR]);
+    /* ggml's block sizes (GGUF files depend on them) */
+    static const size_t ggml_size[N_KTYPES] = {84, 110, 144, 176, 210};
+    for (int ti = 0; ti < N_KTYPES; ti++) CHECK(e0_type_traits_of((uint32_t)k_types[ti])->type_size == ggml_size[ti]);
+    CHECK(t8->type_size == 292);
 }
 
-/* e0_quant_init's cap is honoured: scalar means the reference kernels everywhere. */
+/* Selection per level: scalar means the reference kernels everywhere; the AVX2 Q8_K quantizer
+ * from AVX2 up; each 4-token dot comes from its vec_dot's level. */
 static void test_selection(void) {
-    e0_quant_init(E0_SIMD_SCALAR);
     for (int ti = 0; ti < N_KTYPES; ti++) {
         const e0_type_traits *t = e0_type_traits_of((uint32_t)k_types[ti]);
-        CHECKF(t->vec_dot == t->vec_dot_ref, "%s", t->name);
+        e0_kernels k = e0_kernels_at(t, E0_SIMD_SCALAR);
+        CHECKF(k.vec_dot == t->vec_dot[E0_SIMD_SCALAR] && !k.vec_dot_4, "%s", t->name);
+        for (int level = E0_SIMD_AVX2; level < E0_SIMD_LEVELS; level++) {
+            k = e0_kernels_at(t, level);
+            int want = t->vec_dot[level] ? level : E0_SIMD_AVX2; /* q2_K / q3_K: no AVX-512 dot */
+            CHECKF(k.vec_dot == t->vec_dot[want] && k.vec_dot_4 == t->vec_dot_4[want], "%s level %d", t->name, level);
+        }
     }
     const e0_type_traits *t8 = e0_type_traits_of(E0_TYPE_Q8_K);
-    CHECK(t8->from_float == t8->from_float_ref);
-    e0_quant_init(E0_SIMD_AVX512);
-    if (e0_simd_level() >= E0_SIMD_AVX2) CHECK(t8->from_float != t8->from_float_ref);
+    CHECK(e0_kernels_at(t8, E0_SIMD_SCALAR).from_float == t8->from_float_ref);
+    CHECK(e0_kernels_at(t8, E0_SIMD_AVX2).from_float == e0_quantize_q8_K_avx2);
+    CHECK(e0_kernels_at(t8, E0_SIMD_AVX512).from_float == e0_quantize_q8_K_avx2);
+    CHECK(e0_kernels_of(E0_TYPE_Q8_K)->from_float == e0_kernels_at(t8, e0_simd_level()).from_float);
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     printf("# simd level: %s\n", e0_simd_name(e0_simd_level()));
     RUN(test_table);
     RUN(test_hand_q2_K);

@@ -165,7 +165,6 @@ static void test_truncated_after_load(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     if (!t_need_shared("golden/qwen3moe.gguf", "golden/qwen2moe.gguf", "golden/llama-moe.gguf",
                        "golden/stories260K-moe4.gguf", NULL))
         return T_DONE();

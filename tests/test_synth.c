@@ -623,7 +623,6 @@ static void cleanup(void) {
 }
 
 int main(void) {
-    e0_quant_init(E0_SIMD_AVX512);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_synth.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

@@ -23,7 +23,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s MODEL.gguf TRACE [slots,...]\n", argv[0]);
         return 1;
     }
-    e0_quant_init(E0_SIMD_AVX512);
     e0_err e = {0};
     e0_model *m = e0_model_load(argv[1], &(e0_model_params){.experts_resident = false}, true, &e);
     if (!m || !e0_model_is_moe(m)) {

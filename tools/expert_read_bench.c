@@ -298,7 +298,6 @@ int main(int argc, char **argv) {
         n_thr = 0;
         for (char *s = strtok(argv[3], ","); s && n_thr < 8; s = strtok(NULL, ",")) threads[n_thr++] = atoi(s);
     }
-    e0_quant_init(E0_SIMD_AVX512);
     e0_err e = {0};
     e0_model *m = e0_model_load(argv[1], &(e0_model_params){.experts_resident = false}, true, &e);
     if (!m || !e0_model_is_moe(m)) {

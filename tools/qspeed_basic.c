@@ -79,7 +79,6 @@ static double measure(e0_vec_dot_fn fn, const uint8_t *w, size_t row_bytes, int6
 int main(int argc, char **argv) {
     size_t big_mib = argc > 1 ? (size_t)atoi(argv[1]) : 1024;
     if (big_mib < 1 || big_mib > 4096) return fprintf(stderr, "big_MiB must be 1..4096\n"), 1;
-    e0_quant_init(E0_SIMD_AVX512);
     const int64_t n = 4096; /* a typical hidden size */
     float *x = malloc((size_t)n * 4), *out = malloc(sizeof(float) * 1000000);
     for (int64_t i = 0; i < n; i++) x[i] = rnd();
@@ -87,21 +86,19 @@ int main(int argc, char **argv) {
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const e0_type_traits *t = e0_type_traits_of(types[ti]);
         if (argc > 2 && strcmp(argv[2], t->name)) continue;
-        const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
         size_t row_bytes = e0_row_size(types[ti], n);
         uint8_t *a = malloc(e0_row_size((uint32_t)t->vec_dot_type, n));
-        at->from_float(x, a, n);
+        e0_kernels_of((uint32_t)t->vec_dot_type)->from_float(x, a, n);
         size_t sizes[2] = {256u << 10, big_mib << 20};
         const char *names[2] = {"L2", "DRAM"};
         for (int si = 0; si < 2; si++) {
             int64_t rows = (int64_t)(sizes[si] / row_bytes);
             uint8_t *w = malloc((size_t)rows * row_bytes);
             fill_weights(types[ti], w, (size_t)rows * row_bytes);
-            e0_vec_dot_fn fns[3] = {t->vec_dot_ref, t->vec_dot_avx2, t->vec_dot_avx512};
             printf("%-6s %-5s", t->name, names[si]);
-            for (int k = 0; k < 3; k++) {
-                if (!fns[k] || (k > 0 && e0_simd_level() < k)) printf(" %10s", "-");
-                else printf(" %10.2f", measure(fns[k], w, row_bytes, rows, n, a, out));
+            for (int k = 0; k < E0_SIMD_LEVELS; k++) {
+                if (!t->vec_dot[k] || e0_simd_level() < k) printf(" %10s", "-");
+                else printf(" %10.2f", measure(t->vec_dot[k], w, row_bytes, rows, n, a, out));
             }
             printf("   GB/s\n");
             fflush(stdout);
@@ -118,7 +115,7 @@ int main(int argc, char **argv) {
         const e0_type_traits *t = e0_type_traits_of(qt[k]);
         if (argc > 2 && strcmp(argv[2], t->name)) continue;
         uint8_t *q = malloc(e0_row_size(qt[k], m));
-        e0_from_float_fn fns[2] = {t->from_float_ref, t->from_float};
+        e0_from_float_fn fns[2] = {t->from_float_ref, e0_kernels_of(qt[k])->from_float};
         printf("%-6s quantize (GB/s of f32 input)\n", t->name);
         for (int f = 0; f < 2; f++) {
             double t0 = cpu_now(), dt;

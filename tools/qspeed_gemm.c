@@ -18,7 +18,7 @@ static volatile float sink;
 
 enum { N = 2048, ROWS = 768, REPS = 100 };
 
-static double bench(const e0_type_traits *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride, int use4) {
+static double bench(const e0_kernels *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride, int use4) {
     float out[ROWS * E0_DOT_TOKENS];
     double best = 1e30;
     for (int rep = 0; rep < REPS; rep++) {
@@ -40,7 +40,6 @@ int main(void) {
     float *x = malloc(sizeof(float) * N * ROWS);
     if (!x) return 1;
     for (int64_t i = 0; i < (int64_t)N * ROWS; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f + (float)(i % 13) * 0.01f;
-    e0_quant_init(E0_SIMD_AVX512);
     const int top = e0_simd_level();
     const size_t a_stride = e0_row_size(E0_TYPE_Q8_K, N); /* the largest activation row */
     uint8_t *a = malloc(a_stride * E0_DOT_TOKENS);
@@ -49,16 +48,16 @@ int main(void) {
     printf("%-6s %-7s %10s %10s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "ratio");
     const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
     for (int level = E0_SIMD_AVX2; level <= top; level++) {
-        e0_quant_init(level);
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);
-            if (!t->vec_dot_4) continue;
+            const e0_kernels kn = e0_kernels_at(t, level);
+            if (!kn.vec_dot_4) continue;
             for (int k = 0; k < E0_DOT_TOKENS; k++) e0_type_traits_of((uint32_t)t->vec_dot_type)->from_float_ref(x + k * N, a + k * a_stride, N);
             const size_t row_bytes = e0_row_size((uint32_t)types[ti], N);
             uint8_t *w = malloc(row_bytes * ROWS);
             if (!w) return 1;
             t->from_float_ref(x, w, (int64_t)N * ROWS);
-            const double one = bench(t, w, row_bytes, a, a_stride, 0), four = bench(t, w, row_bytes, a, a_stride, 1);
+            const double one = bench(&kn, w, row_bytes, a, a_stride, 0), four = bench(&kn, w, row_bytes, a, a_stride, 1);
             printf("%-6s %-7s %10.1f %10.1f %7.2f\n", t->name, e0_simd_name(level), one, four, four / one);
             free(w);
         }

@@ -38,7 +38,6 @@ static double bench_dot(e0_vec_dot_fn fn, const uint8_t *w, size_t row_bytes, in
 int main(int argc, char **argv) {
     const int64_t n = 2048;
     const size_t big_mib = argc > 1 ? (size_t)atoi(argv[1]) : 64;
-    e0_quant_init(E0_SIMD_AVX512);
     printf("simd level %s, n = %lld, single thread, GB/s of weight bytes\n", e0_simd_name(e0_simd_level()), (long long)n);
     float *x = malloc(sizeof(float) * n);
     e0_block_q8_K *a = malloc(e0_row_size(E0_TYPE_Q8_K, n));
@@ -55,15 +54,10 @@ int main(int argc, char **argv) {
         if (!w) return 1;
         t->from_float_ref(x, w, n); /* one real row, copied: the content does not change speed */
         for (int64_t r = 1; r < rows_big; r++) memcpy(w + (size_t)r * row_bytes, w, row_bytes);
-        const struct {
-            const char *name;
-            e0_vec_dot_fn fn;
-            int level;
-        } k[3] = {{"ref", t->vec_dot_ref, 0}, {"avx2", t->vec_dot_avx2, 1}, {"avx512", t->vec_dot_avx512, 2}};
-        for (int l = 0; l < 3; l++) {
-            if (!k[l].fn || e0_simd_level() < k[l].level) continue;
-            printf("%-6s %-7s %10.2f %10.2f\n", t->name, k[l].name, bench_dot(k[l].fn, w, row_bytes, rows_small, n, a, 200),
-                   bench_dot(k[l].fn, w, row_bytes, rows_big, n, a, 5));
+        for (int l = 0; l < E0_SIMD_LEVELS; l++) {
+            if (!t->vec_dot[l] || e0_simd_level() < l) continue;
+            printf("%-6s %-7s %10.2f %10.2f\n", t->name, l ? e0_simd_name(l) : "ref",
+                   bench_dot(t->vec_dot[l], w, row_bytes, rows_small, n, a, 200), bench_dot(t->vec_dot[l], w, row_bytes, rows_big, n, a, 5));
         }
         free(w);
     }
@@ -73,7 +67,7 @@ int main(int argc, char **argv) {
     void *yq = malloc(e0_row_size(E0_TYPE_Q8_K, nq));
     if (!xq || !yq) return 1;
     for (int64_t i = 0; i < nq; i++) xq[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-    e0_from_float_fn qf[2] = {e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref, e0_type_traits_of(E0_TYPE_Q8_K)->from_float};
+    e0_from_float_fn qf[2] = {e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref, e0_kernels_of(E0_TYPE_Q8_K)->from_float};
     for (int l = 0; l < 2; l++) {
         double best = 1e30;
         for (int rep = 0; rep < 5; rep++) {

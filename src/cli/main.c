@@ -34,7 +34,6 @@ static int dispatch(int argc, char **argv) {
         usage(stdout);
         return argc < 2 ? 1 : 0;
     }
-    e0_quant_init(E0_SIMD_AVX512);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     return cli_error("unknown command '%s' (see edge0-infer --help)", argv[1]);

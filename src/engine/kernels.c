@@ -59,7 +59,7 @@ void e0_axpy(int64_t n, float a, const float *x, float *y) {
 
 float e0_dot_f32(int64_t n, const float *x, const float *y) {
     float s;
-    e0_type_traits_of(E0_TYPE_F32)->vec_dot(n, &s, x, y);
+    e0_kernels_of(E0_TYPE_F32)->vec_dot(n, &s, x, y);
     return s;
 }
 
@@ -89,9 +89,9 @@ static int64_t row_blocks(const e0_matmul *m) { return (m->n_out + ROW_BLOCK - 1
 /* Rows r0..r1-1 of one job for all its tokens: groups of E0_DOT_TOKENS tokens through the type's
  * vec_dot_4 (weight blocks unpacked once per group, same results as vec_dot), the rest one by one. */
 static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
-    const e0_type_traits *tt = e0_type_traits_of(m->type);
-    const e0_vec_dot_fn dot = tt->vec_dot;
-    const e0_vec_dot_4_fn dot4 = tt->vec_dot_4;
+    const e0_kernels *k = e0_kernels_of(m->type);
+    const e0_vec_dot_fn dot = k->vec_dot;
+    const e0_vec_dot_4_fn dot4 = k->vec_dot_4;
     int t = 0;
     for (; dot4 && t + E0_DOT_TOKENS <= m->n_tok; t += E0_DOT_TOKENS) {
         const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
@@ -149,10 +149,10 @@ static void quantize_worker(void *arg, int ith, int nth) {
     const quantize_task *q = arg;
     long lo, hi;
     e0_split(q->n_tok, ith, nth, &lo, &hi);
-    const e0_type_traits *tt = e0_type_traits_of(q->type);
+    const e0_kernels *k = e0_kernels_of(q->type);
     for (long t = lo; t < hi; t++) {
         if (q->type == E0_TYPE_F32) memcpy(q->out + (size_t)t * q->out_stride, q->x + t * q->n, (size_t)q->n * sizeof(float));
-        else tt->from_float(q->x + t * q->n, q->out + (size_t)t * q->out_stride, q->n);
+        else k->from_float(q->x + t * q->n, q->out + (size_t)t * q->out_stride, q->n);
     }
 }
 

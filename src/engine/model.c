@@ -99,7 +99,7 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
     int nd = ne2 > 0 ? 3 : 2;
     if (!shape_is(t, want, nd)) return shape_error(bd, t, want, nd);
     const e0_type_traits *tt = e0_type_traits_of(t->type);
-    if (!tt || !tt->to_float || !tt->vec_dot) {
+    if (!tt || !tt->to_float || !tt->vec_dot[E0_SIMD_SCALAR]) {
         char buf[32];
         return e0_fail(bd->e, "%s: tensor '%s' has unsupported type %s", bd->f->path, name, e0_type_name(t->type, buf));
     }

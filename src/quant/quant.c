@@ -1,36 +1,110 @@
-/* quant.c — the tensor-type table and run-time kernel selection (see quant.h).
- * Per-type kernels live in quant_basic.c (float types, Q4_0..Q8_1) and quant_k.c (K-quants),
- * with SIMD versions in *_avx2.c / *_avx512.c, declared in quant_impl.h. */
+/* quant.c — the tensor-type table and the choice of the kernels that run (see quant.h).
+ * The kernels themselves live in quant_basic.c (float types, Q4_0..Q8_1), quant_k.c (K-quants)
+ * and x86/ (SIMD versions); they use nothing from this file. */
 #include "quant/quant.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "quant/quant_impl.h"
+#include "base/cpu.h"
+#include "quant/quant_basic.h"
+#include "quant/quant_k.h"
 
-static e0_type_traits table[E0_TYPE_COUNT] = {
-    /* ---- float and legacy block types (quant_basic.c) ---- */
-    [E0_TYPE_F32] = {.name = "f32", .block_size = 1, .type_size = 4, .weight_ok = 1, .vec_dot_type = E0_TYPE_F32},
-    [E0_TYPE_F16] = {.name = "f16", .block_size = 1, .type_size = 2, .weight_ok = 1, .vec_dot_type = E0_TYPE_F32},
-    [E0_TYPE_BF16] = {.name = "bf16", .block_size = 1, .type_size = 2, .weight_ok = 1, .vec_dot_type = E0_TYPE_F32},
-    [E0_TYPE_Q4_0] = {.name = "q4_0", .block_size = 32, .type_size = 18, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_0},
-    [E0_TYPE_Q4_1] = {.name = "q4_1", .block_size = 32, .type_size = 20, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_1},
-    [E0_TYPE_Q5_0] = {.name = "q5_0", .block_size = 32, .type_size = 22, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_0},
-    [E0_TYPE_Q5_1] = {.name = "q5_1", .block_size = 32, .type_size = 24, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_1},
-    [E0_TYPE_Q8_0] = {.name = "q8_0", .block_size = 32, .type_size = 34, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_0},
-    [E0_TYPE_Q8_1] = {.name = "q8_1", .block_size = 32, .type_size = 36, .is_quantized = 1, .weight_ok = 0, .vec_dot_type = E0_TYPE_Q8_1},
+/* Kernel columns list their levels in order: scalar, avx2, avx512. */
+static const e0_type_traits table[E0_TYPE_COUNT] = {
+    /* ---- float types (quant_basic.c) ---- */
+    [E0_TYPE_F32] = {
+        .name = "f32", .block_size = 1, .type_size = sizeof(float), .weight_ok = 1, .vec_dot_type = E0_TYPE_F32,
+        .to_float = e0_f32_to_float, .from_float_ref = e0_f32_from_float,
+        .vec_dot = {e0_vec_dot_f32_ref, e0_vec_dot_f32_avx2, e0_vec_dot_f32_avx512},
+    },
+    [E0_TYPE_F16] = {
+        .name = "f16", .block_size = 1, .type_size = sizeof(uint16_t), .weight_ok = 1, .vec_dot_type = E0_TYPE_F32,
+        .to_float = e0_f16_to_float, .from_float_ref = e0_f16_from_float,
+        .vec_dot = {e0_vec_dot_f16_ref, e0_vec_dot_f16_avx2, e0_vec_dot_f16_avx512},
+    },
+    [E0_TYPE_BF16] = {
+        .name = "bf16", .block_size = 1, .type_size = sizeof(uint16_t), .weight_ok = 1, .vec_dot_type = E0_TYPE_F32,
+        .to_float = e0_bf16_to_float, .from_float_ref = e0_bf16_from_float,
+        .vec_dot = {e0_vec_dot_bf16_ref, e0_vec_dot_bf16_avx2, e0_vec_dot_bf16_avx512},
+    },
+
+    /* ---- legacy block types (quant_basic.c) ---- */
+    [E0_TYPE_Q4_0] = {
+        .name = "q4_0", .block_size = E0_QK, .type_size = Q4_0_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q4_0_to_float, .from_float_ref = e0_q4_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_q4_0_ref, e0_vec_dot_q4_0_avx2, e0_vec_dot_q4_0_avx512},
+    },
+    [E0_TYPE_Q4_1] = {
+        .name = "q4_1", .block_size = E0_QK, .type_size = Q4_1_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_1, .to_float = e0_q4_1_to_float, .from_float_ref = e0_q4_1_from_float_ref,
+        .vec_dot = {e0_vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2, e0_vec_dot_q4_1_avx512},
+    },
+    [E0_TYPE_Q5_0] = {
+        .name = "q5_0", .block_size = E0_QK, .type_size = Q5_0_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q5_0_to_float, .from_float_ref = e0_q5_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2, e0_vec_dot_q5_0_avx512},
+    },
+    [E0_TYPE_Q5_1] = {
+        .name = "q5_1", .block_size = E0_QK, .type_size = Q5_1_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_1, .to_float = e0_q5_1_to_float, .from_float_ref = e0_q5_1_from_float_ref,
+        .vec_dot = {e0_vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2, e0_vec_dot_q5_1_avx512},
+    },
+    /* Q8_0 / Q8_1 activations are quantized with llama.cpp's x86 rounding at every level, so
+     * that E0_SIMD=scalar gives the same bytes (and logits) as AVX2. */
+    [E0_TYPE_Q8_0] = {
+        .name = "q8_0", .block_size = E0_QK, .type_size = Q8_0_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q8_0_to_float, .from_float_ref = e0_q8_0_from_float_ref,
+        .from_float = {e0_quantize_act_q8_0_scalar, e0_quantize_act_q8_0_avx2, NULL},
+        .vec_dot = {e0_vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_q8_0_avx2, NULL},
+    },
+    [E0_TYPE_Q8_1] = {
+        .name = "q8_1", .block_size = E0_QK, .type_size = Q8_1_SIZE, .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_1, .to_float = e0_q8_1_to_float, .from_float_ref = e0_q8_1_from_float_ref,
+        .from_float = {e0_quantize_act_q8_1_scalar, e0_quantize_act_q8_1_avx2, NULL},
+        .vec_dot = {e0_vec_dot_q8_1_ref, NULL, NULL},
+    },
 
     /* ---- K-quants (quant_k.c) ---- */
-    [E0_TYPE_Q2_K] = {.name = "q2_K", .block_size = QK_K, .type_size = 84, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_K},
-    [E0_TYPE_Q3_K] = {.name = "q3_K", .block_size = QK_K, .type_size = 110, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_K},
-    [E0_TYPE_Q4_K] = {.name = "q4_K", .block_size = QK_K, .type_size = 144, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_K},
-    [E0_TYPE_Q5_K] = {.name = "q5_K", .block_size = QK_K, .type_size = 176, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_K},
-    [E0_TYPE_Q6_K] = {.name = "q6_K", .block_size = QK_K, .type_size = 210, .is_quantized = 1, .weight_ok = 1, .vec_dot_type = E0_TYPE_Q8_K},
-    [E0_TYPE_Q8_K] = {.name = "q8_K", .block_size = QK_K, .type_size = 292, .is_quantized = 1, .weight_ok = 0, .vec_dot_type = E0_TYPE_Q8_K},
+    [E0_TYPE_Q2_K] = {
+        .name = "q2_K", .block_size = QK_K, .type_size = sizeof(e0_block_q2_K), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q2_K_to_float, .from_float_ref = e0_q2_K_from_float_ref,
+        .vec_dot = {e0_vec_dot_q2_K_ref, e0_vec_dot_q2_K_avx2, NULL},
+    },
+    [E0_TYPE_Q3_K] = {
+        .name = "q3_K", .block_size = QK_K, .type_size = sizeof(e0_block_q3_K), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q3_K_to_float, .from_float_ref = e0_q3_K_from_float_ref,
+        .vec_dot = {e0_vec_dot_q3_K_ref, e0_vec_dot_q3_K_avx2, NULL},
+    },
+    [E0_TYPE_Q4_K] = {
+        .name = "q4_K", .block_size = QK_K, .type_size = sizeof(e0_block_q4_K), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q4_K_to_float, .from_float_ref = e0_q4_K_from_float_ref,
+        .vec_dot = {e0_vec_dot_q4_K_ref, e0_vec_dot_q4_K_avx2, e0_vec_dot_q4_K_avx512},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_q4_K_avx2, e0_vec_dot_4_q4_K_avx512},
+    },
+    [E0_TYPE_Q5_K] = {
+        .name = "q5_K", .block_size = QK_K, .type_size = sizeof(e0_block_q5_K), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q5_K_to_float, .from_float_ref = e0_q5_K_from_float_ref,
+        .vec_dot = {e0_vec_dot_q5_K_ref, e0_vec_dot_q5_K_avx2, e0_vec_dot_q5_K_avx512},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_q5_K_avx2, e0_vec_dot_4_q5_K_avx512},
+    },
+    [E0_TYPE_Q6_K] = {
+        .name = "q6_K", .block_size = QK_K, .type_size = sizeof(e0_block_q6_K), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q6_K_to_float, .from_float_ref = e0_q6_K_from_float_ref,
+        .vec_dot = {e0_vec_dot_q6_K_ref, e0_vec_dot_q6_K_avx2, e0_vec_dot_q6_K_avx512},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_q6_K_avx2, e0_vec_dot_4_q6_K_avx512},
+    },
+    /* the AVX2 Q8_K quantizer writes the reference's bytes */
+    [E0_TYPE_Q8_K] = {
+        .name = "q8_K", .block_size = QK_K, .type_size = sizeof(e0_block_q8_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q8_K_to_float, .from_float_ref = e0_q8_K_from_float_ref,
+        .from_float = {NULL, e0_quantize_q8_K_avx2, NULL},
+        .vec_dot = {e0_vec_dot_q8_K_ref, NULL, NULL},
+    },
 };
-
-static int simd_level = E0_SIMD_SCALAR;
 
 const e0_type_traits *e0_type_traits_of(uint32_t type) {
     if (type >= E0_TYPE_COUNT || !table[type].name) return NULL;
@@ -50,42 +124,14 @@ size_t e0_row_size(uint32_t type, int64_t n) {
     return (size_t)(n / t->block_size) * t->type_size;
 }
 
-void e0_quant_init(int max_level) {
-    int level = E0_SIMD_SCALAR;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        level = E0_SIMD_AVX2;
-    if (level == E0_SIMD_AVX2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        level = E0_SIMD_AVX512;
-    const char *env = getenv("E0_SIMD");
-    if (env) {
-        if (!strcmp(env, "scalar")) max_level = E0_SIMD_SCALAR;
-        else if (!strcmp(env, "avx2") && max_level > E0_SIMD_AVX2) max_level = E0_SIMD_AVX2;
-    }
-    if (level > max_level) level = max_level;
-    simd_level = level;
-    e0_quant_register_basic(table);
-    e0_quant_register_k(table);
-    for (int i = 0; i < E0_TYPE_COUNT; i++) {
-        e0_type_traits *t = &table[i];
-        if (!t->name) continue;
-        /* vec_dot_4 always comes from the same level as vec_dot (bit-identical results) */
-        t->vec_dot = t->vec_dot_ref;
-        t->vec_dot_4 = NULL;
-        if (level >= E0_SIMD_AVX2 && t->vec_dot_avx2) {
-            t->vec_dot = t->vec_dot_avx2;
-            t->vec_dot_4 = t->vec_dot_4_avx2;
-        }
-        if (level >= E0_SIMD_AVX512 && t->vec_dot_avx512) {
-            t->vec_dot = t->vec_dot_avx512;
-            t->vec_dot_4 = t->vec_dot_4_avx512;
-        }
-        if (!t->from_float) t->from_float = t->from_float_ref;
-    }
-}
+/* ---- kernel selection ---- */
 
-int e0_simd_level(void) { return simd_level; }
+int e0_simd_level_for(unsigned f) {
+    const unsigned avx2 = E0_CPU_AVX2 | E0_CPU_FMA | E0_CPU_F16C;
+    if ((f & avx2) != avx2) return E0_SIMD_SCALAR;
+    if ((f & E0_CPU_AVX512_ALL) != E0_CPU_AVX512_ALL) return E0_SIMD_AVX2;
+    return E0_SIMD_AVX512;
+}
 
 const char *e0_simd_name(int level) {
     switch (level) {
@@ -95,55 +141,43 @@ const char *e0_simd_name(int level) {
     }
 }
 
-/* ---- FP16 / BF16 scalar conversion ---- */
-float e0_fp16_to_fp32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (mant == 0) bits = sign;
-        else { /* subnormal: renormalize */
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) { mant <<= 1; exp--; }
-            mant &= 0x3ff;
-            bits = sign | (exp << 23) | (mant << 13);
+e0_kernels e0_kernels_at(const e0_type_traits *t, int level) {
+    e0_kernels k = {t->vec_dot[E0_SIMD_SCALAR], t->vec_dot_4[E0_SIMD_SCALAR], t->from_float_ref};
+    for (int l = 0; l <= level && l < E0_SIMD_LEVELS; l++) {
+        if (l > E0_SIMD_SCALAR && t->vec_dot[l]) { /* vec_dot_4 always from vec_dot's own level */
+            k.vec_dot = t->vec_dot[l];
+            k.vec_dot_4 = t->vec_dot_4[l];
         }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0); /* NaN: quiet, as F16C */
-    else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t e0_fp32_to_fp16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((absx >> 13) & 0x3ff)); /* NaN: quiet, payload kept as F16C */
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf (rounds past 65504) */
-    if (absx < 0x38800000u) { /* subnormal or zero in half */
-        if (absx < 0x33000000u) return (uint16_t)sign; /* < half of smallest subnormal */
-        uint32_t e = absx >> 23, m = (absx & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - e; /* value = m * 2^(e-150); in units of 2^-24 */
-        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return (uint16_t)(sign | r);
+        if (t->from_float[l]) k.from_float = t->from_float[l];
     }
-    uint32_t r = ((absx >> 13) - (112u << 10)); /* rebias exponent: (127-15)=112 */
-    uint32_t rem = absx & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
-    return (uint16_t)(sign | r);
+    return k;
 }
 
-float e0_bf16_to_fp32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+/* The process-wide choice, made once. `resolved` lets the hot paths (attention calls
+ * e0_kernels_of per head and position) skip pthread_once with one acquire load. */
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static atomic_bool resolved;
+static int level_in_use;
+static e0_kernels in_use[E0_TYPE_COUNT];
+
+static void resolve(void) {
+    level_in_use = e0_simd_level_for(e0_cpu_features());
+    for (int i = 0; i < E0_TYPE_COUNT; i++)
+        if (table[i].name) in_use[i] = e0_kernels_at(&table[i], level_in_use);
+    atomic_store_explicit(&resolved, true, memory_order_release);
 }
 
-uint16_t e0_fp32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64); /* quiet NaN */
-    return (uint16_t)((x + (0x7fff + ((x >> 16) & 1))) >> 16);
+static inline void ensure_resolved(void) {
+    if (!atomic_load_explicit(&resolved, memory_order_acquire)) pthread_once(&resolve_once, resolve);
+}
+
+const e0_kernels *e0_kernels_of(uint32_t type) {
+    ensure_resolved();
+    if (type >= E0_TYPE_COUNT || !table[type].name) return NULL;
+    return &in_use[type];
+}
+
+int e0_simd_level(void) {
+    ensure_resolved();
+    return level_in_use;
 }

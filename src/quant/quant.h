@@ -7,15 +7,20 @@
  * `vec_dot_type` (Q8_0/Q8_1/Q8_K blocks for quantized weights, F32 for float weights) — the
  * same scheme as llama.cpp, which is why our logits land within ~1e-5 of its own.
  *
- * Every dot product has a scalar reference (`vec_dot_ref`) and optional SIMD versions
- * (`vec_dot_avx2`, `vec_dot_avx512`); e0_quant_init() picks the best one the CPU supports into
- * `vec_dot`. Tests check every SIMD version against the reference. Some types also have a
- * 4-token `vec_dot_4` for prefill, which must equal its level's `vec_dot` bit for bit. */
+ * The table is const and complete at compile time. Its kernel columns hold one entry per SIMD
+ * level: [E0_SIMD_SCALAR] is the scalar reference, higher levels hold SIMD versions or NULL. Which
+ * ones run is decided once per process from the CPU-feature probe (base/cpu.h):
+ * e0_kernels_of() gives them, with no init call. Tests check every SIMD version against the
+ * reference; a type's 4-token `vec_dot_4` (prefill) must equal its level's `vec_dot` bit for bit. */
 #ifndef E0_QUANT_H
 #define E0_QUANT_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "quant/kernel.h"
 
 enum e0_type {
     E0_TYPE_F32 = 0,
@@ -37,17 +42,10 @@ enum e0_type {
     E0_TYPE_COUNT = 40 /* table size; ids >= this are unknown */
 };
 
-#define QK_K 256 /* super-block size of the K-quants */
-
-/* n is a number of elements (a multiple of block_size); x/y point at rows. */
-typedef void (*e0_to_float_fn)(const void *src, float *dst, int64_t n);
-typedef void (*e0_from_float_fn)(const float *src, void *dst, int64_t n);
-typedef void (*e0_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a);
-/* One weight row against 4 activation rows: s[k * s_stride] = dot(w, a + k * a_stride) for
- * k = 0..3. Unpacks each weight block once for the 4 tokens (prefill); bit-identical to 4 calls
- * of the vec_dot of the same SIMD level, so results never depend on how tokens are batched. */
-#define E0_DOT_TOKENS 4
-typedef void (*e0_vec_dot_4_fn)(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+/* SIMD levels, each including the ones below it:
+ *  AVX2   AVX2 + FMA + F16C
+ *  AVX512 AVX-512 F/BW/VL/DQ + VNNI (every AVX-512 kernel here uses VNNI) */
+enum e0_simd { E0_SIMD_SCALAR = 0, E0_SIMD_AVX2 = 1, E0_SIMD_AVX512 = 2, E0_SIMD_LEVELS = 3 };
 
 typedef struct e0_type_traits {
     const char *name;     /* "q4_K" style, as ggml names it; NULL = unknown/unsupported id */
@@ -57,36 +55,38 @@ typedef struct e0_type_traits {
     int weight_ok;        /* may appear as a model tensor type (Q8_1 and Q8_K may not) */
     int vec_dot_type;     /* type activations are converted to for vec_dot */
     e0_to_float_fn to_float;
-    e0_from_float_fn from_float_ref; /* reference quantizer */
-    e0_from_float_fn from_float;     /* fast quantizer for activations (may equal the reference) */
-    e0_vec_dot_fn vec_dot_ref;       /* scalar reference */
-    e0_vec_dot_fn vec_dot_avx2;      /* AVX2+FMA version, or NULL */
-    e0_vec_dot_fn vec_dot_avx512;    /* AVX-512 version, or NULL */
-    e0_vec_dot_fn vec_dot;           /* the one in use (set by e0_quant_init) */
-    e0_vec_dot_4_fn vec_dot_4_avx2;   /* 4-token versions, or NULL; each matches the vec_dot */
-    e0_vec_dot_4_fn vec_dot_4_avx512; /* of its own level bit for bit */
-    e0_vec_dot_4_fn vec_dot_4;        /* the one matching `vec_dot`, or NULL (then loop vec_dot) */
+    e0_from_float_fn from_float_ref;                /* reference quantizer */
+    /* Per SIMD level (NULL = none at that level): */
+    e0_from_float_fn from_float[E0_SIMD_LEVELS];   /* fast activation quantizer; none at all = from_float_ref */
+    e0_vec_dot_fn vec_dot[E0_SIMD_LEVELS];         /* [E0_SIMD_SCALAR] = the scalar reference */
+    e0_vec_dot_4_fn vec_dot_4[E0_SIMD_LEVELS];     /* 4 tokens; matches vec_dot of its level bit for bit */
 } e0_type_traits;
 
 /* Traits of a type id, or NULL if the id is unknown to this engine. */
 const e0_type_traits *e0_type_traits_of(uint32_t type);
-/* Name for messages: the table name, or "type <id>" for an unknown one (static buffer per call
- * site is not needed: writes into buf). */
+/* Name for messages: the table name, or "type <id>" for an unknown one (written into buf). */
 const char *e0_type_name(uint32_t type, char buf[32]);
 /* Bytes of a row of n elements of `type`; 0 if n is not a multiple of the block size. */
 size_t e0_row_size(uint32_t type, int64_t n);
 
-/* SIMD level picked at run time. */
-enum e0_simd { E0_SIMD_SCALAR = 0, E0_SIMD_AVX2 = 1, E0_SIMD_AVX512 = 2 };
-/* Detect the CPU (CPUID) and fill `vec_dot`. `max_level` caps it (tests, E0_SIMD env var). */
-void e0_quant_init(int max_level);
+/* The kernels that run for one type: the best level's vec_dot, the vec_dot_4 of that same level
+ * (NULL: loop vec_dot) and the best activation quantizer. */
+typedef struct e0_kernels {
+    e0_vec_dot_fn vec_dot;
+    e0_vec_dot_4_fn vec_dot_4;
+    e0_from_float_fn from_float;
+} e0_kernels;
+
+/* The kernels a table row has at `level` or below (tests and benchmarks compare levels). */
+e0_kernels e0_kernels_at(const e0_type_traits *t, int level);
+/* The kernels this process uses for `type`: e0_kernels_at(row, e0_simd_level()), resolved on the
+ * first call from any thread. NULL if the id is unknown. */
+const e0_kernels *e0_kernels_of(uint32_t type);
+
+/* The best level allowed by a set of base/cpu.h features, and the one this process uses
+ * (from e0_cpu_features(), so E0_SIMD=scalar / avx2 caps it). */
+int e0_simd_level_for(unsigned cpu_features);
 int e0_simd_level(void);
 const char *e0_simd_name(int level);
-
-/* FP16/BF16 scalar conversion, exact (round-to-nearest-even like ggml). */
-float e0_fp16_to_fp32(uint16_t h);
-uint16_t e0_fp32_to_fp16(float f);
-float e0_bf16_to_fp32(uint16_t h);
-uint16_t e0_fp32_to_bf16(float f);
 
 #endif

@@ -1,5 +1,5 @@
-/* quant_basic.c — scalar kernels for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1 and their
- * registration in the type table (e0_quant_register_basic).
+/* quant_basic.c — scalar kernels for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1 (the
+ * type table in quant.c points at them; declared in quant_basic.h).
  *
  * Reference quantizers reproduce ggml's quantize_row_*_ref bit for bit (same float operations,
  * same truncating casts), so a row we write is the row llama-quantize would write. The dot
@@ -9,7 +9,6 @@
 #include <math.h>
 
 #include "quant/quant_basic.h"
-#include "quant/quant_impl.h"
 
 #define fp16 e0_fp16_to_fp32
 
@@ -23,26 +22,26 @@ static inline int cast_clamped(float v, int lo, int hi) {
 
 /* ---------------- F32 / F16 / BF16 ---------------- */
 
-static void f32_to_float(const void *src, float *dst, int64_t n) {
+void e0_f32_to_float(const void *src, float *dst, int64_t n) {
     if (n > 0) memcpy(dst, src, (size_t)n * 4);
 }
-static void f32_from_float(const float *src, void *dst, int64_t n) {
+void e0_f32_from_float(const float *src, void *dst, int64_t n) {
     if (n > 0) memcpy(dst, src, (size_t)n * 4);
 }
 
 /* Float-weight dot products accumulate in double: the reference is the exact-ish answer. */
-static void vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *a) {
     const float *x = w, *y = a;
     double sum = 0;
     for (int64_t i = 0; i < n; i++) sum += (double)e0_rdf32(x + i) * e0_rdf32(y + i);
     *s = (float)sum;
 }
 
-static void f16_to_float(const void *src, float *dst, int64_t n) {
+void e0_f16_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *p = src;
     for (int64_t i = 0; i < n; i++) dst[i] = fp16(e0_rd16(p + 2 * i));
 }
-static void f16_from_float(const float *src, void *dst, int64_t n) {
+void e0_f16_from_float(const float *src, void *dst, int64_t n) {
     uint8_t *p = dst;
     for (int64_t i = 0; i < n; i++) e0_wr16(p + 2 * i, e0_fp32_to_fp16(src[i]));
 }
@@ -51,7 +50,7 @@ static void f16_from_float(const float *src, void *dst, int64_t n) {
  * compared with its own; the products are then exact in float, only the summation order differs.
  * (Measured on the golden llama-dense model: ~1e-6 relative RMS from llama.cpp with the rounding,
  * ~1e-2 without.) */
-static void vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
@@ -59,15 +58,15 @@ static void vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *a) {
     *s = (float)sum;
 }
 
-static void bf16_to_float(const void *src, float *dst, int64_t n) {
+void e0_bf16_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *p = src;
     for (int64_t i = 0; i < n; i++) dst[i] = e0_bf16_to_fp32(e0_rd16(p + 2 * i));
 }
-static void bf16_from_float(const float *src, void *dst, int64_t n) {
+void e0_bf16_from_float(const float *src, void *dst, int64_t n) {
     uint8_t *p = dst;
     for (int64_t i = 0; i < n; i++) e0_wr16(p + 2 * i, e0_fp32_to_bf16(src[i]));
 }
-static void vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w;
     const float *y = a;
     double sum = 0;
@@ -123,7 +122,7 @@ static void pack_q5(const int q[E0_QK], uint8_t *qh, uint8_t *qs) {
 
 /* ---------------- Q4_0: q in 0..15, x = (q - 8) * d ---------------- */
 
-static void q4_0_to_float(const void *src, float *dst, int64_t n) {
+void e0_q4_0_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q4_0_SIZE, dst += E0_QK) {
@@ -133,7 +132,7 @@ static void q4_0_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
-static void q4_0_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q4_0_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q4_0_SIZE, x += E0_QK) {
@@ -151,7 +150,7 @@ static void q4_0_from_float_ref(const float *x, void *dst, int64_t n) {
 }
 
 /* Q8_0 activations: y = q * d_y. */
-static void vec_dot_q4_0_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q4_0_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     int q[E0_QK];
@@ -167,7 +166,7 @@ static void vec_dot_q4_0_ref(int64_t n, float *s, const void *w, const void *a) 
 
 /* ---------------- Q4_1: q in 0..15, x = q * d + m ---------------- */
 
-static void q4_1_to_float(const void *src, float *dst, int64_t n) {
+void e0_q4_1_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q4_1_SIZE, dst += E0_QK) {
@@ -177,7 +176,7 @@ static void q4_1_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
-static void q4_1_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q4_1_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q4_1_SIZE, x += E0_QK) {
@@ -196,7 +195,7 @@ static void q4_1_from_float_ref(const float *x, void *dst, int64_t n) {
 }
 
 /* Q8_1 activations: y = q * d_y, and s_y = d_y * sum(q) carries the min term. */
-static void vec_dot_q4_1_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q4_1_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     int q[E0_QK];
@@ -213,7 +212,7 @@ static void vec_dot_q4_1_ref(int64_t n, float *s, const void *w, const void *a) 
 
 /* ---------------- Q5_0: q in 0..31, x = (q - 16) * d ---------------- */
 
-static void q5_0_to_float(const void *src, float *dst, int64_t n) {
+void e0_q5_0_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q5_0_SIZE, dst += E0_QK) {
@@ -223,7 +222,7 @@ static void q5_0_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
-static void q5_0_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q5_0_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q5_0_SIZE, x += E0_QK) {
@@ -240,7 +239,7 @@ static void q5_0_from_float_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void vec_dot_q5_0_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q5_0_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     int q[E0_QK];
@@ -256,7 +255,7 @@ static void vec_dot_q5_0_ref(int64_t n, float *s, const void *w, const void *a) 
 
 /* ---------------- Q5_1: q in 0..31, x = q * d + m ---------------- */
 
-static void q5_1_to_float(const void *src, float *dst, int64_t n) {
+void e0_q5_1_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q5_1_SIZE, dst += E0_QK) {
@@ -266,7 +265,7 @@ static void q5_1_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
-static void q5_1_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q5_1_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     int q[E0_QK];
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q5_1_SIZE, x += E0_QK) {
@@ -282,7 +281,7 @@ static void q5_1_from_float_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void vec_dot_q5_1_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q5_1_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     int q[E0_QK];
@@ -299,7 +298,7 @@ static void vec_dot_q5_1_ref(int64_t n, float *s, const void *w, const void *a) 
 
 /* ---------------- Q8_0 / Q8_1: x = q * d ---------------- */
 
-static void q8_0_to_float(const void *src, float *dst, int64_t n) {
+void e0_q8_0_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q8_0_SIZE, dst += E0_QK) {
         float d = fp16(e0_rd16(b));
@@ -308,7 +307,7 @@ static void q8_0_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
-static void q8_1_to_float(const void *src, float *dst, int64_t n) {
+void e0_q8_1_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q8_1_SIZE, dst += E0_QK) {
         float d = fp16(e0_rd16(b));
@@ -333,7 +332,7 @@ static int q8_ref_block(const float *x, int8_t *q, float *d_out) {
     return sum;
 }
 
-static void q8_0_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q8_0_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q8_0_SIZE, x += E0_QK) {
         float d;
@@ -342,7 +341,7 @@ static void q8_0_from_float_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void q8_1_from_float_ref(const float *x, void *dst, int64_t n) {
+void e0_q8_1_from_float_ref(const float *x, void *dst, int64_t n) {
     uint8_t *b = dst;
     for (int64_t i = 0; i < n / E0_QK; i++, b += Q8_1_SIZE, x += E0_QK) {
         float d;
@@ -387,7 +386,7 @@ void e0_quantize_act_q8_1_scalar(const float *x, void *y, int64_t n) {
     }
 }
 
-static void vec_dot_q8_0_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q8_0_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     for (int64_t i = 0; i < n / E0_QK; i++, x += Q8_0_SIZE, y += Q8_0_SIZE) {
@@ -400,7 +399,7 @@ static void vec_dot_q8_0_ref(int64_t n, float *s, const void *w, const void *a) 
 }
 
 /* Q8_1 . Q8_1 (not a weight type, but the table row wants a dot): ignores the s fields. */
-static void vec_dot_q8_1_ref(int64_t n, float *s, const void *w, const void *a) {
+void e0_vec_dot_q8_1_ref(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     float sumf = 0;
     for (int64_t i = 0; i < n / E0_QK; i++, x += Q8_1_SIZE, y += Q8_1_SIZE) {
@@ -410,47 +409,4 @@ static void vec_dot_q8_1_ref(int64_t n, float *s, const void *w, const void *a) 
         sumf += (float)sumi * (fp16(e0_rd16(x)) * fp16(e0_rd16(y)));
     }
     *s = sumf;
-}
-
-/* ---------------- registration ---------------- */
-
-static void set(e0_type_traits *t, e0_to_float_fn to, e0_from_float_fn from_ref, e0_vec_dot_fn dot_ref,
-                e0_vec_dot_fn dot_avx2, e0_vec_dot_fn dot_avx512) {
-    t->to_float = to;
-    t->from_float_ref = from_ref;
-    t->from_float = NULL; /* quant.c falls back to from_float_ref */
-    t->vec_dot_ref = dot_ref;
-    t->vec_dot_avx2 = dot_avx2;
-    t->vec_dot_avx512 = dot_avx512;
-}
-
-void e0_quant_register_basic(e0_type_traits *table) {
-    /* Our AVX-512 kernels also use VNNI, which quant.c does not check. */
-    __builtin_cpu_init();
-    int vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vnni");
-    set(&table[E0_TYPE_F32], f32_to_float, f32_from_float, vec_dot_f32_ref, e0_vec_dot_f32_avx2,
-        vnni ? e0_vec_dot_f32_avx512 : NULL);
-    set(&table[E0_TYPE_F16], f16_to_float, f16_from_float, vec_dot_f16_ref, e0_vec_dot_f16_avx2,
-        vnni ? e0_vec_dot_f16_avx512 : NULL);
-    set(&table[E0_TYPE_BF16], bf16_to_float, bf16_from_float, vec_dot_bf16_ref, e0_vec_dot_bf16_avx2,
-        vnni ? e0_vec_dot_bf16_avx512 : NULL);
-    set(&table[E0_TYPE_Q4_0], q4_0_to_float, q4_0_from_float_ref, vec_dot_q4_0_ref, e0_vec_dot_q4_0_avx2,
-        vnni ? e0_vec_dot_q4_0_avx512 : NULL);
-    set(&table[E0_TYPE_Q4_1], q4_1_to_float, q4_1_from_float_ref, vec_dot_q4_1_ref, e0_vec_dot_q4_1_avx2,
-        vnni ? e0_vec_dot_q4_1_avx512 : NULL);
-    set(&table[E0_TYPE_Q5_0], q5_0_to_float, q5_0_from_float_ref, vec_dot_q5_0_ref, e0_vec_dot_q5_0_avx2,
-        vnni ? e0_vec_dot_q5_0_avx512 : NULL);
-    set(&table[E0_TYPE_Q5_1], q5_1_to_float, q5_1_from_float_ref, vec_dot_q5_1_ref, e0_vec_dot_q5_1_avx2,
-        vnni ? e0_vec_dot_q5_1_avx512 : NULL);
-    set(&table[E0_TYPE_Q8_0], q8_0_to_float, q8_0_from_float_ref, vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2, NULL);
-    table[E0_TYPE_Q8_0].vec_dot_4_avx2 = e0_vec_dot_4_q8_0_avx2;
-    set(&table[E0_TYPE_Q8_1], q8_1_to_float, q8_1_from_float_ref, vec_dot_q8_1_ref, NULL, NULL);
-
-    /* Activation quantizers: llama.cpp's x86 rounding at every SIMD level, so that E0_SIMD=scalar
-     * gives the same bytes (and logits) as AVX2. */
-    int avx2 = e0_simd_level() >= E0_SIMD_AVX2;
-    table[E0_TYPE_Q8_0].from_float = avx2 ? e0_quantize_act_q8_0_avx2 : e0_quantize_act_q8_0_scalar;
-    table[E0_TYPE_Q8_1].from_float = avx2 ? e0_quantize_act_q8_1_avx2 : e0_quantize_act_q8_1_scalar;
 }

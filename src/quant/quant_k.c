@@ -1,18 +1,19 @@
-/* quant_k.c — scalar kernels for the K-quants Q2_K..Q6_K and Q8_K, and their table rows.
+/* quant_k.c — scalar kernels for the K-quants Q2_K..Q6_K and Q8_K (the type table in quant.c
+ * points at them; declared in quant_k.h).
  *
  * to_float is exactly ggml's dequantize_row_* (same float operations in the same order).
  * from_float_ref quantizes with a small weighted least-squares search per sub-block (our own,
  * similar in quality to ggml's make_qkx2_quants / make_qx_quants), then quantizes the sub-block
  * scales against one fp16 super-block scale and re-rounds the values against the stored scales.
  * Q8_K's quantizer is exactly ggml's quantize_row_q8_K_ref (bsums included).
- * vec_dot_ref: per super-block an exact integer dot, then one float scale, like ggml's scalar path.
+ * The reference dots: per super-block an exact integer dot, then one float scale, like ggml's
+ * scalar path.
  *
  * Rows of weight blocks must be 2-byte aligned and Q8_K rows 4-byte aligned (GGUF tensor data
  * and e0_alloc guarantee this). */
 #include <math.h>
 #include <string.h>
 
-#include "quant/quant_impl.h"
 #include "quant/quant_k.h"
 
 #define FP16(h) e0_fp16_to_fp32(h)
@@ -30,7 +31,7 @@ static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? 
 
 /* ======================================================================= dequantization */
 
-static void dequant_q2_K(const void *src, float *y, int64_t n) {
+void e0_q2_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q2_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = FP16(x[i].d), min = FP16(x[i].dmin);
@@ -49,7 +50,7 @@ static void dequant_q2_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void dequant_q3_K(const void *src, float *y, int64_t n) {
+void e0_q3_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q3_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d_all = FP16(x[i].d);
@@ -72,7 +73,7 @@ static void dequant_q3_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void dequant_q4_K(const void *src, float *y, int64_t n) {
+void e0_q4_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q4_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = FP16(x[i].d), min = FP16(x[i].dmin);
@@ -90,7 +91,7 @@ static void dequant_q4_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void dequant_q5_K(const void *src, float *y, int64_t n) {
+void e0_q5_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q5_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = FP16(x[i].d), min = FP16(x[i].dmin);
@@ -111,7 +112,7 @@ static void dequant_q5_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void dequant_q6_K(const void *src, float *y, int64_t n) {
+void e0_q6_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q6_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = FP16(x[i].d);
@@ -137,7 +138,7 @@ static void dequant_q6_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void dequant_q8_K(const void *src, float *y, int64_t n) {
+void e0_q8_K_to_float(const void *src, float *y, int64_t n) {
     const e0_block_q8_K *x = src;
     for (int64_t i = 0; i < n / QK_K; i++)
         for (int j = 0; j < QK_K; j++) *y++ = x[i].d * x[i].qs[j];
@@ -173,7 +174,7 @@ void e0_quantize_q8_K_block_ref(const float *x, e0_block_q8_K *y) {
     y->d = 1 / iscale;
 }
 
-static void quantize_q8_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q8_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++) e0_quantize_q8_K_block_ref(x + i * QK_K, &y[i]);
 }
@@ -277,7 +278,7 @@ static float signed_absmax(const float *v, int n) {
     return max;
 }
 
-static void quantize_q2_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q2_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q2_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         uint8_t L[QK_K];
@@ -311,7 +312,7 @@ static void quantize_q2_K_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void quantize_q3_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q3_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q3_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         float scales[16];
@@ -390,7 +391,7 @@ static void fit_q45_K(const float *x, int nmax, uint8_t packed[12], uint16_t *d1
     }
 }
 
-static void quantize_q4_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q4_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q4_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         uint8_t L[QK_K];
@@ -400,7 +401,7 @@ static void quantize_q4_K_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void quantize_q5_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q5_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q5_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         uint8_t L[QK_K];
@@ -415,7 +416,7 @@ static void quantize_q5_K_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static void quantize_q6_K_ref(const float *x, void *dst, int64_t n) {
+void e0_q6_K_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_block_q6_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         float scales[16];
@@ -450,7 +451,7 @@ static void quantize_q6_K_ref(const float *x, void *dst, int64_t n) {
 /* ======================================================================= dot products */
 /* Each: weight row w (n/256 blocks) . Q8_K activation row a. */
 
-static void vec_dot_q2_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q2_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q2_K *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
@@ -476,7 +477,7 @@ static void vec_dot_q2_K_ref(int64_t n, float *s, const void *vw, const void *va
     *s = sumf;
 }
 
-static void vec_dot_q3_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q3_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q3_K *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
@@ -537,7 +538,7 @@ static float q45_K_block_dot(const uint8_t *packed_scales, uint16_t d16, uint16_
     return d * isum - dmin * summs;
 }
 
-static void vec_dot_q4_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q4_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q4_K *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
@@ -545,7 +546,7 @@ static void vec_dot_q4_K_ref(int64_t n, float *s, const void *vw, const void *va
     *s = sumf;
 }
 
-static void vec_dot_q5_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q5_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q5_K *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
@@ -553,7 +554,7 @@ static void vec_dot_q5_K_ref(int64_t n, float *s, const void *vw, const void *va
     *s = sumf;
 }
 
-static void vec_dot_q6_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q6_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q6_K *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
@@ -582,7 +583,7 @@ static void vec_dot_q6_K_ref(int64_t n, float *s, const void *vw, const void *va
     *s = sumf;
 }
 
-static void vec_dot_q8_K_ref(int64_t n, float *s, const void *vw, const void *va) {
+void e0_vec_dot_q8_K_ref(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q8_K *x = vw, *y = va;
     float sumf = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -591,52 +592,4 @@ static void vec_dot_q8_K_ref(int64_t n, float *s, const void *vw, const void *va
         sumf += x[i].d * y[i].d * isum;
     }
     *s = sumf;
-}
-
-/* ======================================================================= table rows */
-
-void e0_quant_register_k(e0_type_traits *t) {
-    /* the AVX-512 kernels also use VNNI, which the table's AVX-512 level does not require */
-    __builtin_cpu_init();
-    const int vnni = __builtin_cpu_supports("avx512vnni");
-    t[E0_TYPE_Q2_K].to_float = dequant_q2_K;
-    t[E0_TYPE_Q2_K].from_float_ref = quantize_q2_K_ref;
-    t[E0_TYPE_Q2_K].vec_dot_ref = vec_dot_q2_K_ref;
-    t[E0_TYPE_Q2_K].vec_dot_avx2 = e0_vec_dot_q2_K_avx2;
-
-    t[E0_TYPE_Q3_K].to_float = dequant_q3_K;
-    t[E0_TYPE_Q3_K].from_float_ref = quantize_q3_K_ref;
-    t[E0_TYPE_Q3_K].vec_dot_ref = vec_dot_q3_K_ref;
-    t[E0_TYPE_Q3_K].vec_dot_avx2 = e0_vec_dot_q3_K_avx2;
-
-    t[E0_TYPE_Q4_K].to_float = dequant_q4_K;
-    t[E0_TYPE_Q4_K].from_float_ref = quantize_q4_K_ref;
-    t[E0_TYPE_Q4_K].vec_dot_ref = vec_dot_q4_K_ref;
-    t[E0_TYPE_Q4_K].vec_dot_avx2 = e0_vec_dot_q4_K_avx2;
-    t[E0_TYPE_Q4_K].vec_dot_avx512 = vnni ? e0_vec_dot_q4_K_avx512 : NULL;
-    t[E0_TYPE_Q4_K].vec_dot_4_avx2 = e0_vec_dot_4_q4_K_avx2;
-    t[E0_TYPE_Q4_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q4_K_avx512 : NULL;
-
-    t[E0_TYPE_Q5_K].to_float = dequant_q5_K;
-    t[E0_TYPE_Q5_K].from_float_ref = quantize_q5_K_ref;
-    t[E0_TYPE_Q5_K].vec_dot_ref = vec_dot_q5_K_ref;
-    t[E0_TYPE_Q5_K].vec_dot_avx2 = e0_vec_dot_q5_K_avx2;
-    t[E0_TYPE_Q5_K].vec_dot_avx512 = vnni ? e0_vec_dot_q5_K_avx512 : NULL;
-    t[E0_TYPE_Q5_K].vec_dot_4_avx2 = e0_vec_dot_4_q5_K_avx2;
-    t[E0_TYPE_Q5_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q5_K_avx512 : NULL;
-
-    t[E0_TYPE_Q6_K].to_float = dequant_q6_K;
-    t[E0_TYPE_Q6_K].from_float_ref = quantize_q6_K_ref;
-    t[E0_TYPE_Q6_K].vec_dot_ref = vec_dot_q6_K_ref;
-    t[E0_TYPE_Q6_K].vec_dot_avx2 = e0_vec_dot_q6_K_avx2;
-    t[E0_TYPE_Q6_K].vec_dot_avx512 = vnni ? e0_vec_dot_q6_K_avx512 : NULL;
-    t[E0_TYPE_Q6_K].vec_dot_4_avx2 = e0_vec_dot_4_q6_K_avx2;
-    t[E0_TYPE_Q6_K].vec_dot_4_avx512 = vnni ? e0_vec_dot_4_q6_K_avx512 : NULL;
-
-    t[E0_TYPE_Q8_K].to_float = dequant_q8_K;
-    t[E0_TYPE_Q8_K].from_float_ref = quantize_q8_K_ref;
-    t[E0_TYPE_Q8_K].from_float = quantize_q8_K_ref;
-    t[E0_TYPE_Q8_K].vec_dot_ref = vec_dot_q8_K_ref;
-    /* the AVX2 quantizer is byte-identical; use it only where the CPU has AVX2 */
-    if (e0_simd_level() >= E0_SIMD_AVX2) t[E0_TYPE_Q8_K].from_float = e0_quantize_q8_K_avx2;
 }

@@ -10,15 +10,11 @@
 #include "quant/quant.h"
 #include "synth/synth_impl.h"
 
-/* The weight types synth writes (all the engine supports). */
-static const uint32_t writable_types[] = {E0_TYPE_F32,  E0_TYPE_F16,  E0_TYPE_BF16, E0_TYPE_Q4_0, E0_TYPE_Q4_1,
-                                          E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q8_0, E0_TYPE_Q2_K, E0_TYPE_Q3_K,
-                                          E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
-
+/* The weight types synth writes (all the engine supports) are those with a synth_type row. */
 int synth_type_from_name(const char *name) {
-    for (size_t i = 0; i < sizeof writable_types / sizeof writable_types[0]; i++) {
-        const e0_type_traits *t = e0_type_traits_of(writable_types[i]);
-        if (t && !strcasecmp(name, t->name)) return (int)writable_types[i];
+    for (uint32_t id = 0; id < E0_TYPE_COUNT; id++) {
+        const e0_type_traits *t = e0_type_traits_of(id);
+        if (t && synth_type_of(id) && !strcasecmp(name, t->name)) return (int)id;
     }
     return -1;
 }
@@ -26,37 +22,15 @@ int synth_type_from_name(const char *name) {
 uint32_t synth_fallback_type(uint32_t want, int64_t row_len) {
     const e0_type_traits *t = e0_type_traits_of(want);
     if (t && row_len % t->block_size == 0) return want;
-    uint32_t alt;
-    switch (want) {
-    case E0_TYPE_Q2_K:
-    case E0_TYPE_Q3_K: alt = E0_TYPE_Q4_0; break; /* llama.cpp: IQ4_NL, which we do not support */
-    case E0_TYPE_Q4_K: alt = E0_TYPE_Q5_0; break;
-    case E0_TYPE_Q5_K: alt = E0_TYPE_Q5_1; break;
-    case E0_TYPE_Q6_K: alt = E0_TYPE_Q8_0; break;
-    default: alt = E0_TYPE_F16; break;
-    }
+    const synth_type *st = synth_type_of(want);
+    uint32_t alt = st ? st->fallback : E0_TYPE_F16;
     if (row_len % e0_type_traits_of(alt)->block_size == 0) return alt;
     return E0_TYPE_F16;
 }
 
 uint32_t synth_file_type(uint32_t type) {
-    /* llama_ftype values; the K-quants map to their "_S" (uniform) variant. */
-    switch (type) {
-    case E0_TYPE_F32: return 0;
-    case E0_TYPE_F16: return 1;
-    case E0_TYPE_Q4_0: return 2;
-    case E0_TYPE_Q4_1: return 3;
-    case E0_TYPE_Q8_0: return 7;
-    case E0_TYPE_Q5_0: return 8;
-    case E0_TYPE_Q5_1: return 9;
-    case E0_TYPE_Q2_K: return 10;
-    case E0_TYPE_Q3_K: return 11; /* Q3_K_S */
-    case E0_TYPE_Q4_K: return 14; /* Q4_K_S */
-    case E0_TYPE_Q5_K: return 16; /* Q5_K_S */
-    case E0_TYPE_Q6_K: return 18;
-    case E0_TYPE_BF16: return 32;
-    default: return 0;
-    }
+    const synth_type *st = synth_type_of(type);
+    return st ? st->file_type : 0;
 }
 
 void synth_hparams(const synth_params *p, e0_hparams *hp) {

@@ -1,4 +1,5 @@
-/* synth_blocks.c — quantized synth weights drawn directly as blocks (the default path of
+/* synth_blocks.c — what synth knows per tensor type (synth_types: file type, fallback, block
+ * generator), and quantized synth weights drawn directly as blocks (the default path of
  * `synth`): random codes, random sub-block scales and mins, and an fp16 block scale chosen so
  * that the dequantized weights have mean ~0 and the requested standard deviation. This costs a
  * few PRNG words per block (0.2-0.4 ns per weight for K-quants, ~1 ns for the 32-element
@@ -21,8 +22,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "quant/quant_basic.h"
-#include "quant/quant_k.h"
+#include "quant/quant.h"
 #include "synth/synth_impl.h"
 
 #define WORDS_PER_BLOCK 32 /* counter stride per block; every type uses fewer words */
@@ -69,71 +69,35 @@ static uint16_t fp16_nonzero(float v) {
     return (h & 0x7fff) ? h : (uint16_t)((h & 0x8000) | 1); /* never a zero scale */
 }
 
-int synth_blocks_supported(uint32_t type) {
-    switch (type) {
-    case E0_TYPE_Q4_0: case E0_TYPE_Q4_1: case E0_TYPE_Q5_0: case E0_TYPE_Q5_1: case E0_TYPE_Q8_0:
-    case E0_TYPE_Q2_K: case E0_TYPE_Q3_K: case E0_TYPE_Q4_K: case E0_TYPE_Q5_K: case E0_TYPE_Q6_K: return 1;
-    default: return 0;
-    }
-}
-
-/* The block scale (before jitter) that gives weights of standard deviation `std`. */
-static float base_scale(uint32_t type, double std) {
-    double f2 = mean_jitter_sq(), per_d2; /* E[w^2] / E[d^2] */
-    switch (type) {
-    case E0_TYPE_Q4_0: per_d2 = code_sq_signed(16); break;
-    case E0_TYPE_Q5_0: per_d2 = code_sq_signed(32); break;
-    case E0_TYPE_Q8_0: per_d2 = code_sq_signed(256); break;
-    case E0_TYPE_Q4_1: per_d2 = code_sq_centered(16); break;
-    case E0_TYPE_Q5_1: per_d2 = code_sq_centered(32); break;
-    case E0_TYPE_Q2_K: /* sc^2 * var(q) + (zero point * j)^2 */
-        per_d2 = mean_sq(Q2K_SC_LO, Q2K_SC_LO + (1 << Q2K_SC_BITS) - 1) * code_sq_centered(4) + 1.5 * 1.5 * 0.5;
-        break;
-    case E0_TYPE_Q3_K: per_d2 = mean_sq(Q3K_S_LO, Q3K_S_LO + (1 << Q3K_S_BITS) - 1) * code_sq_signed(8); break;
-    case E0_TYPE_Q4_K:
-        per_d2 = mean_sq(Q4K_SC_LO, Q4K_SC_LO + (1 << Q4K_SC_BITS) - 1) * code_sq_centered(16) + 7.5 * 7.5 * 0.5;
-        break;
-    case E0_TYPE_Q5_K:
-        per_d2 = mean_sq(Q4K_SC_LO, Q4K_SC_LO + (1 << Q4K_SC_BITS) - 1) * code_sq_centered(32) + 15.5 * 15.5 * 0.5;
-        break;
-    case E0_TYPE_Q6_K: per_d2 = mean_sq(Q6K_S_LO, Q6K_S_LO + (1 << Q6K_S_BITS) - 1) * code_sq_signed(64); break;
-    default: return 0;
-    }
-    return (float)(std / sqrt(f2 * per_d2));
-}
-
 /* ---- legacy 32-element blocks: codes, then the control word (byte 0: f, bit 8: sign of d) ---- */
-static void gen_legacy(uint32_t type, uint64_t key, uint64_t b, float base, uint8_t *dst) {
+
+/* code_bytes of codes go to dst + code_off. Symmetric types (m_off 0) get a random sign on d;
+ * affine ones (Q4_1, Q5_1) a positive d and the min m = -zp * d at dst + m_off. */
+static void gen_legacy(uint64_t key, uint64_t b, float base, uint8_t *dst, int code_off, int code_bytes, int m_off,
+                       float zp) {
     uint64_t w[5];
-    int code_words = type == E0_TYPE_Q8_0 ? 4 : type == E0_TYPE_Q4_0 || type == E0_TYPE_Q4_1 ? 2 : 3;
+    const int code_words = (code_bytes + 7) / 8;
     block_words(key, b, code_words + 1, w);
     const uint64_t ctl = w[code_words];
     uint16_t d = fp16_nonzero(base * jitter((uint8_t)ctl));
-    const uint8_t *codes = (const uint8_t *)w;
-    switch (type) {
-    case E0_TYPE_Q4_0:
-        e0_wr16(dst, (uint16_t)(d | ((ctl >> 8 & 1) << 15)));
-        memcpy(dst + Q4_0_QS, codes, 16);
-        break;
-    case E0_TYPE_Q5_0:
-        e0_wr16(dst, (uint16_t)(d | ((ctl >> 8 & 1) << 15)));
-        memcpy(dst + Q5_0_QH, codes, 4 + 16); /* qh and qs are adjacent */
-        break;
-    case E0_TYPE_Q8_0:
-        e0_wr16(dst, (uint16_t)(d | ((ctl >> 8 & 1) << 15)));
-        memcpy(dst + Q8_0_QS, codes, 32);
-        break;
-    case E0_TYPE_Q4_1:
+    if (m_off) {
         e0_wr16(dst, d);
-        e0_wr16(dst + Q4_1_M, e0_fp32_to_fp16(-7.5f * e0_fp16_to_fp32(d)));
-        memcpy(dst + Q4_1_QS, codes, 16);
-        break;
-    case E0_TYPE_Q5_1:
-        e0_wr16(dst, d);
-        e0_wr16(dst + Q5_1_M, e0_fp32_to_fp16(-15.5f * e0_fp16_to_fp32(d)));
-        memcpy(dst + Q5_1_QH, codes, 4 + 16);
-        break;
+        e0_wr16(dst + m_off, e0_fp32_to_fp16(-zp * e0_fp16_to_fp32(d)));
+    } else {
+        e0_wr16(dst, (uint16_t)(d | ((ctl >> 8 & 1) << 15)));
     }
+    memcpy(dst + code_off, w, (size_t)code_bytes);
+}
+
+static void gen_q4_0(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_legacy(key, b, base, dst, Q4_0_QS, 16, 0, 0); }
+static void gen_q8_0(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_legacy(key, b, base, dst, Q8_0_QS, 32, 0, 0); }
+static void gen_q4_1(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    gen_legacy(key, b, base, dst, Q4_1_QS, 16, Q4_1_M, 7.5f);
+}
+/* Q5: qh and qs are adjacent, so the 4 + 16 code bytes are one copy */
+static void gen_q5_0(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_legacy(key, b, base, dst, Q5_0_QH, 20, 0, 0); }
+static void gen_q5_1(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    gen_legacy(key, b, base, dst, Q5_1_QH, 20, Q5_1_M, 15.5f);
 }
 
 /* ---- K-quants: 256 elements; codes, 8 or 16 control bytes (one per sub-block), d's byte ---- */
@@ -236,22 +200,61 @@ static void gen_q6_K(uint64_t key, uint64_t b, float base, uint8_t *dst) {
     memcpy(dst, &y, sizeof y);
 }
 
+/* ---- the per-type rows ---- */
+
+/* llama_ftype values; the K-quants map to their "_S" (uniform) variant. Fallbacks are llama.cpp's
+ * (IQ4_NL, which we do not support, replaced by Q4_0); F16 for the rest. */
+static const synth_type types[E0_TYPE_COUNT] = {
+    [E0_TYPE_F32] = {.file_type = 0, .fallback = E0_TYPE_F16},
+    [E0_TYPE_F16] = {.file_type = 1, .fallback = E0_TYPE_F16},
+    [E0_TYPE_BF16] = {.file_type = 32, .fallback = E0_TYPE_F16},
+    [E0_TYPE_Q4_0] = {.file_type = 2, .fallback = E0_TYPE_F16, .gen = gen_q4_0, .codes = 16},
+    [E0_TYPE_Q4_1] = {.file_type = 3, .fallback = E0_TYPE_F16, .gen = gen_q4_1, .codes = 16, .centered = 1},
+    [E0_TYPE_Q5_0] = {.file_type = 8, .fallback = E0_TYPE_F16, .gen = gen_q5_0, .codes = 32},
+    [E0_TYPE_Q5_1] = {.file_type = 9, .fallback = E0_TYPE_F16, .gen = gen_q5_1, .codes = 32, .centered = 1},
+    [E0_TYPE_Q8_0] = {.file_type = 7, .fallback = E0_TYPE_F16, .gen = gen_q8_0, .codes = 256},
+    [E0_TYPE_Q2_K] = {.file_type = 10, .fallback = E0_TYPE_Q4_0, .gen = gen_q2_K, .codes = 4, .centered = 1,
+                      .sc_lo = Q2K_SC_LO, .sc_bits = Q2K_SC_BITS},
+    [E0_TYPE_Q3_K] = {.file_type = 11, .fallback = E0_TYPE_Q4_0, .gen = gen_q3_K, .codes = 8,
+                      .sc_lo = Q3K_S_LO, .sc_bits = Q3K_S_BITS},
+    [E0_TYPE_Q4_K] = {.file_type = 14, .fallback = E0_TYPE_Q5_0, .gen = gen_q4_K, .codes = 16, .centered = 1,
+                      .sc_lo = Q4K_SC_LO, .sc_bits = Q4K_SC_BITS},
+    [E0_TYPE_Q5_K] = {.file_type = 16, .fallback = E0_TYPE_Q5_1, .gen = gen_q5_K, .codes = 32, .centered = 1,
+                      .sc_lo = Q4K_SC_LO, .sc_bits = Q4K_SC_BITS},
+    [E0_TYPE_Q6_K] = {.file_type = 18, .fallback = E0_TYPE_Q8_0, .gen = gen_q6_K, .codes = 64,
+                      .sc_lo = Q6K_S_LO, .sc_bits = Q6K_S_BITS},
+};
+
+const synth_type *synth_type_of(uint32_t type) {
+    if (type >= E0_TYPE_COUNT || !types[type].fallback) return NULL; /* every row has one, never F32 (0) */
+    return &types[type];
+}
+
+int synth_blocks_supported(uint32_t type) {
+    const synth_type *st = synth_type_of(type);
+    return st && st->gen;
+}
+
+/* The block scale (before jitter) that gives weights of standard deviation `std`:
+ * E[w^2] / E[d^2] = E[f^2] * E[(q - z)^2], times E[sc^2] for the types with sub-block scales,
+ * plus (zero point * j)^2 for those with jittered mins (the K affine types). */
+static float base_scale(const synth_type *st, double std) {
+    double f2 = mean_jitter_sq();
+    double per_d2 = st->centered ? code_sq_centered(st->codes) : code_sq_signed(st->codes);
+    if (st->sc_bits) {
+        const double sc2 = mean_sq(st->sc_lo, st->sc_lo + (1 << st->sc_bits) - 1), zp = (st->codes - 1) / 2.0;
+        per_d2 = st->centered ? sc2 * per_d2 + zp * zp * 0.5 : sc2 * per_d2;
+    }
+    return (float)(std / sqrt(f2 * per_d2));
+}
+
 int synth_fill_blocks(uint32_t type, uint64_t key, uint64_t first_block, uint64_t n_blocks, double std, void *dst) {
     const e0_type_traits *tr = e0_type_traits_of(type);
     if (!tr || !synth_blocks_supported(type) || !(std > 0) || !isfinite(std)) return -1;
-    const float base = base_scale(type, std);
+    const synth_type *st = synth_type_of(type);
+    const float base = base_scale(st, std);
     uint8_t *out = dst;
     const size_t bs = tr->type_size;
-    for (uint64_t i = 0; i < n_blocks; i++, out += bs) {
-        const uint64_t b = first_block + i;
-        switch (type) {
-        case E0_TYPE_Q2_K: gen_q2_K(key, b, base, out); break;
-        case E0_TYPE_Q3_K: gen_q3_K(key, b, base, out); break;
-        case E0_TYPE_Q4_K: gen_q4_K(key, b, base, out); break;
-        case E0_TYPE_Q5_K: gen_q5_K(key, b, base, out); break;
-        case E0_TYPE_Q6_K: gen_q6_K(key, b, base, out); break;
-        default: gen_legacy(type, key, b, base, out); break;
-        }
-    }
+    for (uint64_t i = 0; i < n_blocks; i++, out += bs) st->gen(key, first_block + i, base, out);
     return 0;
 }

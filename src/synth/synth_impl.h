@@ -18,6 +18,21 @@ static inline uint64_t synth_splitmix64(uint64_t z) {
  * table's tensor presence and shapes (engine/arch.h) apply to synth models too. */
 void synth_hparams(const synth_params *p, e0_hparams *hp);
 
+/* What synth knows about one tensor type it can write (synth_blocks.c). */
+typedef struct synth_type {
+    uint32_t file_type; /* llama.cpp's general.file_type of an all-this-type model */
+    uint32_t fallback;  /* type for rows that are not whole blocks (synth_fallback_type) */
+    /* Direct block generation (gen NULL: none, the type is written from floats): block b of the
+     * tensor with PRNG key `key`, block scale `base` before jitter. */
+    void (*gen)(uint64_t key, uint64_t b, float base, uint8_t *dst);
+    int codes;          /* number of code values (2^bits) */
+    int centered;       /* codes centered by (codes - 1) / 2 (affine types), else by codes / 2 */
+    int sc_lo, sc_bits; /* sub-block scale magnitudes sc_lo .. sc_lo + 2^sc_bits - 1; sc_bits 0: none */
+} synth_type;
+
+/* The row of `type`, or NULL if synth does not write it (Q8_1, Q8_K, unknown ids). */
+const synth_type *synth_type_of(uint32_t type);
+
 /* Whether synth_fill_blocks can draw blocks of `type` (the quantized weight types). */
 int synth_blocks_supported(uint32_t type);
 

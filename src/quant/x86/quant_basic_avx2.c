@@ -1,23 +1,12 @@
 /* quant_basic_avx2.c — AVX2+FMA+F16C kernels for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
  * and the Q8_0/Q8_1 activation quantizers. Compiled with -mavx2 -mfma -mf16c; only called when
- * the CPU has them (e0_quant_init).
+ * the CPU has them (the type table picks them by e0_simd_level()).
  *
  * Quantized dots do what ggml does: an exact integer dot per 32-element block with maddubs
  * (unsigned 8-bit x signed 8-bit pairs -> int16, never saturating here because activations lie
  * in [-127, 127]), widened to int32, converted to float and multiplied by the block scales. */
-#include <immintrin.h>
-
 #include "quant/quant_basic.h"
-#include "quant/quant_impl.h"
-
-static inline float hsum_ps(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-static inline float h2f(const uint8_t *p) { return _cvtsh_ss(e0_rd16(p)); }
+#include "quant/x86/simd.h"
 
 /* Sum of u[i] * s[i] over each group of four bytes, as 8 floats (u unsigned, s signed). */
 static inline __m256 dot_us8(__m256i u, __m256i s) {
@@ -31,14 +20,6 @@ static inline __m256 dot_ss8(__m256i x, __m256i y) {
     return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31).
- * A broadcast load and a per-lane shift keep this off the shuffle port (the bottleneck here). */
-static inline __m256i nibbles32(const uint8_t *qs) {
-    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
-
 /* 32 bits -> 32 bytes, byte j = 0xff when bit j is set. */
 static inline __m256i bits32_to_bytes(const uint8_t *qh) {
     const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
@@ -47,8 +28,6 @@ static inline __m256i bits32_to_bytes(const uint8_t *qh) {
     bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi8(-1));
 }
-
-static inline __m256i load32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* ---------------- float weights ---------------- */
 
@@ -148,16 +127,6 @@ static inline __m256 q8_0_dot(const uint8_t *x, const uint8_t *y) {
     return dot_ss8(load32(x + Q8_0_QS), load32(y + Q8_0_QS));
 }
 
-/* fp16 at p (lane 0), converted straight from a 16-byte load — inside the block, since every
- * block is >= 18 bytes and p is at most 2 bytes in — which avoids the shuffle-port uops of a
- * scalar fp16 load and conversion. scale() = product of two blocks' scales, broadcast. */
-static inline __m128 h2f_blk(const uint8_t *p) {
-    return _mm256_castps256_ps128(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
-}
-static inline __m256 scale(const uint8_t *x, const uint8_t *y) {
-    return _mm256_broadcastss_ps(_mm_mul_ss(h2f_blk(x), h2f_blk(y)));
-}
-
 /* The loop shared by all block types, in llama.cpp's order: one accumulator, blocks in order,
  * one FMA per block, the same horizontal sum, then the m_x * s_y terms (Q4_1, Q5_1) summed
  * separately in float. The integer lane sums are exact, so the result is bit-identical to
@@ -169,7 +138,7 @@ static inline __m256 scale(const uint8_t *x, const uint8_t *y) {
     for (int64_t i = 0; i < n / E0_QK; i++, x += (WSIZE), y += (ASIZE)) {         \
         e0_prefetch_bytes(x + 32 * (WSIZE), (WSIZE)); /* decode streams rows: read ahead */\
         if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);               \
-        acc = _mm256_fmadd_ps(scale(x, y), DOT(x, y), acc);                       \
+        acc = _mm256_fmadd_ps(block_scales(x, y), DOT(x, y), acc);                \
     }                                                                             \
     *s = hsum_ps(acc) + summs
 

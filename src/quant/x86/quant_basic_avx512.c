@@ -8,12 +8,8 @@
  * VNNI_DOT_LOOP). Q8_0 has no kernel here: VNNI measured no faster than AVX2 for it, and a
  * 512-bit two-blocks-per-vector version (~8% faster from DRAM) cannot keep llama.cpp's order,
  * which moved golden logits by ~1% through activation rounding flips. */
-#include <immintrin.h>
-
 #include "quant/quant_basic.h"
-#include "quant/quant_impl.h"
-
-static inline __m256i load32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+#include "quant/x86/simd.h"
 
 /* ---------------- float weights ---------------- */
 
@@ -98,31 +94,6 @@ void e0_vec_dot_bf16_avx512(int64_t n, float *s, const void *w, const void *a) {
 
 /* ---------------- legacy quants ---------------- */
 
-/* fp16 at the start of a block, converted straight from a 16-byte load (inside the block: every
- * block is >= 18 bytes, and the field offsets used are <= 2), which keeps the conversion off the
- * shuffle port. Lane 0 holds the value. */
-static inline __m128 h2f_blk(const uint8_t *p) {
-    return _mm256_castps256_ps128(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
-}
-
-static inline __m256 scale_1(const uint8_t *x, const uint8_t *y) {
-    return _mm256_broadcastss_ps(_mm_mul_ss(h2f_blk(x), h2f_blk(y)));
-}
-
-static inline float hsum256(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31). */
-static inline __m256i nibbles32(const uint8_t *qs) {
-    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    v = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
-
 /* sum (q - 8) * y over each 4 bytes = sum q * y - sum 8 * y, both exact in int32. */
 static inline __m256i q4_0_dot256(const uint8_t *x, const uint8_t *y) {
     __m256i qy = load32(y + Q8_0_QS), z = _mm256_setzero_si256();
@@ -159,10 +130,10 @@ static inline __m256i q5_1_dot256(const uint8_t *x, const uint8_t *y) {
     float summs = 0;                                                                           \
     for (int64_t i = 0; i < n / E0_QK; i++, x += (WSIZE), y += (ASIZE)) {                      \
         e0_prefetch_bytes(x + 32 * (WSIZE), (WSIZE)); /* decode streams rows: read ahead */    \
-        if (has_min) summs += _cvtsh_ss(e0_rd16(x + (min_off))) * _cvtsh_ss(e0_rd16(y + Q8_1_S)); \
-        acc = _mm256_fmadd_ps(scale_1(x, y), _mm256_cvtepi32_ps(DOT(x, y)), acc);              \
+        if (has_min) summs += h2f(x + (min_off)) * h2f(y + Q8_1_S);                           \
+        acc = _mm256_fmadd_ps(block_scales(x, y), _mm256_cvtepi32_ps(DOT(x, y)), acc);         \
     }                                                                                          \
-    *s = hsum256(acc) + summs
+    *s = hsum_ps(acc) + summs
 
 void e0_vec_dot_q4_0_avx512(int64_t n, float *s, const void *w, const void *a) {
     VNNI_DOT_LOOP(q4_0_dot256, Q4_0_SIZE, Q8_0_SIZE, 0, 0);

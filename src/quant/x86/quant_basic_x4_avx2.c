@@ -4,23 +4,10 @@
  * Per weight block, its bytes, their absolute values and its fp16 scale are loaded once for the
  * 4 tokens. Per token the operations are those of e0_vec_dot_q8_0_avx2 (quant_basic_avx2.c) in
  * the same order, so each result is bit-identical to it (tests/test_gemm.c). */
-#include <immintrin.h>
-
 #include "quant/quant_basic.h"
+#include "quant/x86/simd.h"
 
 #define NT E0_DOT_TOKENS
-
-static inline float hsum_ps(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-/* fp16 at p in lane 0, from a 16-byte load inside the block (as h2f_blk there). */
-static inline __m128 h2f_blk(const uint8_t *p) {
-    return _mm256_castps256_ps128(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
-}
 
 void e0_vec_dot_4_q8_0_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride) {
     const uint8_t *x = w;

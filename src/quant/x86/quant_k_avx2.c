@@ -6,27 +6,7 @@
  * sub-block scales with madd (-> int32); the integer sum of the block is exact and gets one float
  * scale. Constant offsets (q3_K's -4, q6_K's -32) and the mins of q2_K/q4_K/q5_K are applied
  * through the activation's bsums (sums of 16 activations), which costs one madd per block. */
-#include <immintrin.h>
-
-#include "quant/quant_impl.h"
 #include "quant/x86/quant_k_simd.h"
-
-static inline float hsum_ps(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
-
-/* vpshufb control that copies int16 word w (0..7) of each 128-bit lane to all of that lane. */
-static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w) | ((2 * w + 1) << 8))); }
-/* Word lo in the low lane, word hi in the high lane. */
-static inline __m256i word_pair_ctrl(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)((2 * hi) | ((2 * hi + 1) << 8))),
-                            _mm_set1_epi16((short)((2 * lo) | ((2 * lo + 1) << 8))));
-}
 
 /* For the types with 16 scales of 16 values: codes u (32 bytes = sub-blocks 2k and 2k+1) times
  * activations q8, scaled by words 2g / 2g+1 of sc8 (which holds scales 8c..8c+7 in both lanes,
@@ -133,12 +113,6 @@ static inline void q45_K_block(const uint8_t *scales_packed, const e0_block_q8_K
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), *acc);
 }
 
-static inline float finish_q45(__m256 acc, __m128 acc_m) {
-    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-    return hsum_ps(acc) + _mm_cvtss_f32(acc_m);
-}
-
 void e0_vec_dot_q4_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q4_K *x = vw;
     const e0_block_q8_K *y = va;
@@ -148,7 +122,7 @@ void e0_vec_dot_q4_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_K_block(x[i].scales, &y[i], y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), x[i].qs, NULL, &acc, &acc_m);
     }
-    *s = finish_q45(acc, acc_m);
+    *s = q45_finish_avx2(acc, acc_m);
 }
 
 void e0_vec_dot_q5_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
@@ -160,7 +134,7 @@ void e0_vec_dot_q5_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_K_block(x[i].scales, &y[i], y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), x[i].qs, x[i].qh, &acc, &acc_m);
     }
-    *s = finish_q45(acc, acc_m);
+    *s = q45_finish_avx2(acc, acc_m);
 }
 
 void e0_vec_dot_q6_K_avx2(int64_t n, float *s, const void *vw, const void *va) {

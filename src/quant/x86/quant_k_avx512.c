@@ -5,19 +5,12 @@
  * VNNI vpdpwssd (int16 pairs -> int32). q6_K uses 512-bit vectors (64 codes per instruction,
  * scale vectors from one vpermw each); q4_K / q5_K stay at 256 bits. Only kept where it measured
  * faster than AVX2 (tools/qspeed_k.c); q2_K / q3_K use the AVX2 kernels. */
-#include <immintrin.h>
-
-#include "quant/quant_impl.h"
 #include "quant/x86/quant_k_simd.h"
-
-static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
 /* q4_K / q5_K: 512-bit vectors measured slower here (the per-block scale/min work dominates and
  * the cross-lane shuffles they need compete for one port), so this is the AVX2 kernel with
  * madd + add fused into VNNI vpdpwssd on 256-bit vectors. Chunk j of 64 values: low nibbles
  * use scale 2j, high nibbles scale 2j+1; qh bit 2j / 2j+1 is the 5th bit of each (q5_K). */
-static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w) | ((2 * w + 1) << 8))); }
-
 static inline void q45_block(const uint8_t *scales_packed, const e0_block_q8_K *y, const uint8_t *qs, const uint8_t *qh,
                              float d, float dmin, __m256 *acc, __m128 *acc_m) {
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
@@ -48,14 +41,6 @@ static inline void q45_block(const uint8_t *scales_packed, const e0_block_q8_K *
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sum_lo, sum_hi)), *acc);
 }
 
-static inline float finish_q45(__m256 acc, __m128 acc_m) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    r = _mm_add_ps(r, acc_m);
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
 void e0_vec_dot_q4_K_avx512(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q4_K *x = vw;
     const e0_block_q8_K *y = va;
@@ -65,7 +50,7 @@ void e0_vec_dot_q4_K_avx512(int64_t n, float *s, const void *vw, const void *va)
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_block(x[i].scales, &y[i], x[i].qs, NULL, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
     }
-    *s = finish_q45(acc, acc_m);
+    *s = q45_finish_avx512(acc, acc_m);
 }
 
 void e0_vec_dot_q5_K_avx512(int64_t n, float *s, const void *vw, const void *va) {
@@ -77,7 +62,7 @@ void e0_vec_dot_q5_K_avx512(int64_t n, float *s, const void *vw, const void *va)
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         q45_block(x[i].scales, &y[i], x[i].qs, x[i].qh, y[i].d * fp16(x[i].d), -y[i].d * fp16(x[i].dmin), &acc, &acc_m);
     }
-    *s = finish_q45(acc, acc_m);
+    *s = q45_finish_avx512(acc, acc_m);
 }
 
 /* q6_K: per 128 values, ql[0..63] as one vector gives the low nibbles of values 0..63 and (>> 4)

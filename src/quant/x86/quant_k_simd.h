@@ -1,11 +1,11 @@
-/* quant_k_simd.h — internal: small SSE/AVX helpers shared by quant_k_avx2.c and
- * quant_k_avx512.c (include only from files compiled with at least -mavx2). */
+/* quant_k_simd.h — the SSE/AVX helpers of the K-quant kernels, shared by quant_k_avx2.c,
+ * quant_k_avx512.c and their 4-token versions (include only from files compiled with at least
+ * -mavx2 -mfma -mf16c). */
 #ifndef E0_QUANT_K_SIMD_H
 #define E0_QUANT_K_SIMD_H
 
-#include <immintrin.h>
-
 #include "quant/quant_k.h"
+#include "quant/x86/simd.h"
 
 /* q4_K / q5_K: the 12 packed scale bytes (see k_scale_min) to 8 scales (bytes 0..7) and 8 mins
  * (bytes 8..15), all in vector registers. Reads 16 bytes at p: in both block layouts the scales
@@ -21,6 +21,21 @@ static inline __m128i k_unpack_scales_mins_simd(const uint8_t *p) {
     /* high 2 bits of scales / mins 4-7: top bits of b0-3 / b4-7, moved to bits 4-5 */
     const __m128i s2 = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
     return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(s2, 2), _mm_set1_epi8(0x30)));
+}
+
+/* The final reductions of the q4_K / q5_K dots (acc: scaled block sums, acc_m: min terms). Each
+ * 4-token kernel must use the one of its one-token kernel so that results stay bit-identical. */
+static inline float q45_finish_avx2(__m256 acc, __m128 acc_m) { /* quant_k_avx2.c's order */
+    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
+    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
+    return hsum_ps(acc) + _mm_cvtss_f32(acc_m);
+}
+static inline float q45_finish_avx512(__m256 acc, __m128 acc_m) { /* quant_k_avx512.c's order */
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, acc_m);
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
 }
 
 #endif

@@ -5,33 +5,9 @@
  * Per token, the operations are those of quant_k_avx2.c in the same order — the same integer
  * block sums and the same float accumulation — so every result is bit-identical to calling
  * e0_vec_dot_*_avx2 per token (tests/test_gemm.c checks it with memcmp). */
-#include <immintrin.h>
-
 #include "quant/x86/quant_k_simd.h"
 
 #define NT E0_DOT_TOKENS
-
-static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
-
-/* The reductions of quant_k_avx2.c, same order. */
-static inline float hsum_ps(__m256 v) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
-static inline float finish_q45(__m256 acc, __m128 acc_m) {
-    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-    return hsum_ps(acc) + _mm_cvtss_f32(acc_m);
-}
-
-static inline __m256i word_ctrl(int w) { return _mm256_set1_epi16((short)((2 * w) | ((2 * w + 1) << 8))); }
-static inline __m256i word_pair_ctrl(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)((2 * hi) | ((2 * hi + 1) << 8))),
-                            _mm_set1_epi16((short)((2 * lo) | ((2 * lo + 1) << 8))));
-}
 
 /* q4_K / q5_K: one super-block for NT tokens; y[k] is token k's Q8_K block (scheme of
  * q45_K_block in quant_k_avx2.c). */
@@ -100,7 +76,7 @@ static inline __attribute__((always_inline)) void q45_rows_x4(int64_t n, float *
         if (x4) q45_block_x4(x4[i].scales, y, x4[i].qs, NULL, d, dmin, acc, acc_m);
         else q45_block_x4(x5[i].scales, y, x5[i].qs, x5[i].qh, d, dmin, acc, acc_m);
     }
-    for (int k = 0; k < NT; k++) s[(size_t)k * s_stride] = finish_q45(acc[k], acc_m[k]);
+    for (int k = 0; k < NT; k++) s[(size_t)k * s_stride] = q45_finish_avx2(acc[k], acc_m[k]);
 }
 
 void e0_vec_dot_4_q4_K_avx2(int64_t n, float *s, size_t s_stride, const void *vw, const void *va, size_t a_stride) {

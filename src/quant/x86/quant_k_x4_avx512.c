@@ -5,13 +5,9 @@
  * Per token, the operations are those of quant_k_avx512.c in the same order — the same integer
  * block sums and the same float accumulation — so every result is bit-identical to calling
  * e0_vec_dot_*_avx512 per token (tests/test_gemm.c checks it with memcmp). */
-#include <immintrin.h>
-
 #include "quant/x86/quant_k_simd.h"
 
 #define NT E0_DOT_TOKENS
-
-static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
 /* q4_K / q5_K: one super-block for NT tokens; y[k] is token k's Q8_K block. Unlike the one-token
  * kernel this uses 512-bit vectors: chunk j of 64 values is one vector whose low half holds the
@@ -64,15 +60,6 @@ static inline __attribute__((always_inline)) void q45_block_x4(const q45_consts 
     }
 }
 
-/* The reduction of e0_vec_dot_q4_K_avx512 (finish_q45 there), same order. */
-static inline float finish_q45(__m256 acc, __m128 acc_m) {
-    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    r = _mm_add_ps(r, acc_m);
-    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    return _mm_cvtss_f32(r);
-}
-
 /* Shared by q4_K and q5_K: exactly one of x4 / x5 is non-NULL (a constant at each call site, so
  * the compiler drops the other branch). */
 static inline __attribute__((always_inline)) void q45_rows_x4(int64_t n, float *s, size_t s_stride,
@@ -100,7 +87,7 @@ static inline __attribute__((always_inline)) void q45_rows_x4(int64_t n, float *
         if (x4) q45_block_x4(&c, x4[i].scales, y, x4[i].qs, NULL, d, dmin, acc, acc_m);
         else q45_block_x4(&c, x5[i].scales, y, x5[i].qs, x5[i].qh, d, dmin, acc, acc_m);
     }
-    for (int k = 0; k < NT; k++) s[(size_t)k * s_stride] = finish_q45(acc[k], acc_m[k]);
+    for (int k = 0; k < NT; k++) s[(size_t)k * s_stride] = q45_finish_avx512(acc[k], acc_m[k]);
 }
 
 void e0_vec_dot_4_q4_K_avx512(int64_t n, float *s, size_t s_stride, const void *vw, const void *va, size_t a_stride) {
