@@ -56,13 +56,13 @@ deps:
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX2) -MMD -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX2) -MMD -MP -c $< -o $@
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX512) -MMD -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_AVX512) -MMD -MP -c $< -o $@
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -MMD -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) -MMD -MP -c $< -o $@
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -c $< -o $@
@@ -98,7 +98,7 @@ $(BUILD)/tests/%: tests/%.c tests/t.h $(LIB)
 
 $(BUILD)/tools/%: tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -MMD -MT $@ -MF $(BUILD)/obj/tools/$*.d -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -MMD -MP -MT $@ -MF $(BUILD)/obj/tools/$*.d -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)
 $(TOOL_BIN): | $(BUILD)/obj/tools
 
 $(BUILD)/obj/tools:

@@ -3,7 +3,7 @@
 #
 # For every golden model in SHARED/golden (default ../shared) and every token case in its JSON,
 # runs `logits` with both binaries — resident, and with experts streamed through a few slots per layer
-# (4 slots, cached and direct reads) for MoE models — and compares the output files byte for byte; then the
+# (4 slots: cached reads, direct reads, predicted routing) for MoE models — and compares the output files byte for byte; then the
 # greedy ids of each `greedy` case. Prints one line per comparison and "N identical, N differ".
 # Used to check a refactor (issue 9): a change that moves code must not move a bit.
 set -u
@@ -18,7 +18,7 @@ for json in "$SHARED"/golden/*.golden.json; do
     model=${json%.golden.json}.gguf; name=$(basename "$model" .gguf)
     opts="-"
     if grep -q '"architecture":"[a-z0-9]*moe"' "$json" || case "$name" in *moe*) true;; *) false;; esac; then
-        opts="- experts=stream,expert_slots=4 experts=stream,expert_slots=4,expert_read=direct"
+        opts="- experts=stream,expert_slots=4 experts=stream,expert_slots=4,expert_read=direct experts=stream,expert_slots=4,routing=predicted"
     fi
     i=0
     grep -o '"tokens": *\[[^]]*\]' "$json" | sed 's/.*\[//; s/\]//; s/ //g' | while read -r toks; do

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/experts.h"
 #include "engine/kernels.h"
+#include "quant/quant.h"
 
 #define E0_N_XQ_TYPES 4 /* distinct vec_dot_types one input may be needed in at once */
 
@@ -115,14 +116,27 @@ struct e0_ctx {
     size_t scratch_bytes;
 };
 
-/* ---- forward.c helpers used by experts_predict.c ---- */
-
 /* The clock, only when timing is on (0 otherwise, so differences are 0). */
 static inline double e0_clock_if(const e0_ctx *c) { return c->stats.timing ? e0_now() : 0; }
+
+/* ---- matmul_input.c ---- */
+
+/* The activation type a weight's dot products take (Q8_0, Q8_K, F32, ...). */
+static inline uint32_t e0_weight_vec_dot_type(const e0_weight *w) {
+    return (uint32_t)e0_type_traits_of(w->type)->vec_dot_type;
+}
 /* The next matrix products read x [n_tok][n] (forgets earlier conversions). */
 void e0_matmul_input(e0_ctx *c, const float *x, int n_tok, int64_t n);
-/* y [n_tok][w->ne[1]] = W x for the current input (one weight). */
+/* The job y [n_tok][w->ne[1]] = W x for the current input (converted on first use per type). */
+e0_matmul e0_matmul_job(e0_ctx *c, const e0_weight *w, float *y);
+/* The current input's rows converted to `type` (F32: the input itself), converted on first use;
+ * *stride = bytes per row. */
+const uint8_t *e0_matmul_input_as(e0_ctx *c, uint32_t type, size_t *stride);
+/* Runs that one job. */
 void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
+
+/* ---- route.c ---- */
+
 /* Top-k of p[0..X) into ids (descending; ties: lower id). */
 void e0_top_k(const float *p, int64_t X, int64_t K, int *ids);
 /* w[s] = p[ids[s]] for s < K, renormalized to sum 1 when the model asks (moe_norm_topk). */

@@ -22,55 +22,6 @@
 #include "engine/ctx_impl.h"
 #include "quant/quant.h"
 
-/* ---- matrix products on converted activations ---- */
-
-void e0_matmul_input(e0_ctx *c, const float *x, int n_tok, int64_t n) {
-    e0_xq_cache *a = &c->xq;
-    a->x = x;
-    a->n_tok = n_tok;
-    a->n = n;
-    memset(a->valid, 0, sizeof a->valid);
-}
-
-/* Rows of the current input converted to `type` (F32 is the input itself). */
-static const uint8_t *xq_get(e0_ctx *c, uint32_t type, size_t *stride) {
-    e0_xq_cache *a = &c->xq;
-    if (type == E0_TYPE_F32) {
-        *stride = (size_t)a->n * sizeof(float);
-        return (const uint8_t *)a->x;
-    }
-    int slot = -1;
-    for (int i = 0; i < E0_N_XQ_TYPES; i++)
-        if (a->valid[i] && a->type[i] == type) {
-            *stride = a->stride[i];
-            return a->buf[i];
-        }
-    for (int i = 0; i < E0_N_XQ_TYPES && slot < 0; i++)
-        if (!a->valid[i]) slot = i;
-    if (slot < 0) slot = 0;
-    a->type[slot] = type;
-    a->stride[slot] = e0_row_size(type, a->n);
-    e0_quantize_rows(c->threads.cur, type, a->x, a->n_tok, a->n, a->buf[slot], a->stride[slot]);
-    a->valid[slot] = true;
-    *stride = a->stride[slot];
-    return a->buf[slot];
-}
-
-static uint32_t vec_dot_type(const e0_weight *w) { return (uint32_t)e0_type_traits_of(w->type)->vec_dot_type; }
-
-/* A job computing y [n_tok][ne[1]] = W x for the rows of the current input. */
-static e0_matmul job_for(e0_ctx *c, const e0_weight *w, float *y) {
-    size_t stride;
-    const uint8_t *xq = xq_get(c, vec_dot_type(w), &stride);
-    return (e0_matmul){.w = w->data, .type = w->type, .n_in = w->ne[0], .n_out = w->ne[1], .row_bytes = w->row_bytes,
-                       .xq = xq, .xq_stride = stride, .n_tok = c->xq.n_tok, .y = y, .y_stride = w->ne[1]};
-}
-
-void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y) {
-    e0_matmul j = job_for(c, w, y);
-    e0_matmul_run(c->threads.cur, &j, 1);
-}
-
 /* ---- attention ---- */
 
 /* q [n][q_dim], k, v [n][kv_dim] of the chunk: add the biases (qwen2), normalize each head
@@ -159,36 +110,11 @@ static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, co
                        float *out) {
     const int64_t ff = gate->ne[1];
     e0_matmul_input(c, c->act.xn, n_tok, c->hp->n_embd);
-    e0_matmul gu[2] = {job_for(c, gate, c->act.hb), job_for(c, up, c->act.hb2)};
+    e0_matmul gu[2] = {e0_matmul_job(c, gate, c->act.hb), e0_matmul_job(c, up, c->act.hb2)};
     e0_matmul_run(c->threads.cur, gu, 2);
     e0_swiglu(c->act.hb, c->act.hb2, (int64_t)n_tok * ff);
     e0_matmul_input(c, c->act.hb, n_tok, ff);
     e0_matmul_weight(c, down, out);
-}
-
-void e0_top_k(const float *p, int64_t X, int64_t K, int *ids) {
-    for (int64_t s = 0; s < K; s++) {
-        int best = -1;
-        for (int64_t x = 0; x < X; x++) {
-            bool taken = false;
-            for (int64_t r = 0; r < s; r++) taken |= ids[r] == x;
-            if (!taken && (best < 0 || p[x] > p[best])) best = (int)x;
-        }
-        ids[s] = best;
-    }
-}
-
-void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, float *w) {
-    const int64_t K = hp->n_expert_used;
-    float sum = 0;
-    for (int64_t s = 0; s < K; s++) {
-        w[s] = p[ids[s]];
-        sum += p[ids[s]];
-    }
-    if (hp->moe_norm_topk) {
-        if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
-        for (int64_t s = 0; s < K; s++) w[s] /= sum;
-    }
 }
 
 /* Route each token: router logits [n][X] -> probabilities (softmax, in place) -> the top K
@@ -255,10 +181,10 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
 
     /* Gather converted inputs per pair: xn rows -> gx [n*K] rows for gate, ux [n*K] rows for up
      * (the same rows when both take the same vec_dot_type; else the second half of pair_xq). */
-    uint32_t tg = vec_dot_type(&L->gate_exps), tu = vec_dot_type(&L->up_exps);
+    uint32_t tg = e0_weight_vec_dot_type(&L->gate_exps), tu = e0_weight_vec_dot_type(&L->up_exps);
     size_t sg, su;
-    const uint8_t *xg = xq_get(c, tg, &sg);
-    const uint8_t *xu = tu == tg ? xg : xq_get(c, tu, &su);
+    const uint8_t *xg = e0_matmul_input_as(c, tg, &sg);
+    const uint8_t *xu = tu == tg ? xg : e0_matmul_input_as(c, tu, &su);
     if (tu == tg) su = sg;
     size_t half = (size_t)n_tok * (size_t)K * c->max_xq_row;
     uint8_t *gx = c->moe.pair_xq, *ux = tu == tg ? gx : c->moe.pair_xq + half;
@@ -272,7 +198,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     for (int64_t x = 0; x < X; x++)
         if (start[x + 1] > start[x]) c->moe.used[n_used++] = (int)x;
     const e0_weight *g = &L->gate_exps, *u = &L->up_exps, *d = &L->down_exps;
-    const uint32_t td = vec_dot_type(d);
+    const uint32_t td = e0_weight_vec_dot_type(d);
     const size_t sd = e0_row_size(td, F);
     const int batch = c->moe.xc ? (int)c->moe.slots : n_used;
     for (int b0 = 0; b0 < n_used; b0 += batch) {
@@ -385,7 +311,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
         /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type) */
         e0_matmul_input(c, xn, n_tok, E);
-        e0_matmul qkv[3] = {job_for(c, &L->wq, c->act.q), job_for(c, &L->wk, c->act.k), job_for(c, &L->wv, c->act.v)};
+        e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
         e0_matmul_run(c->threads.cur, qkv, 3);
         /* q, k (+bias, q/k norm) -> RoPE; k, v -> KV cache rows pos0 .. pos0+n-1 of layer il */
         rope_and_cache(c, L, (int)il, n_tok, pos0);
