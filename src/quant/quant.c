@@ -50,10 +50,17 @@ size_t e0_row_size(uint32_t type, int64_t n) {
     return (size_t)(n / t->block_size) * t->type_size;
 }
 
+/* clang before 16 rejects "f16c" in __builtin_cpu_supports; every AVX2 CPU has F16C. */
+#if defined(__clang__) && __clang_major__ < 16
+#define E0_CPU_HAS_F16C() __builtin_cpu_supports("avx2")
+#else
+#define E0_CPU_HAS_F16C() __builtin_cpu_supports("f16c")
+#endif
+
 void e0_quant_init(int max_level) {
     int level = E0_SIMD_SCALAR;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && E0_CPU_HAS_F16C())
         level = E0_SIMD_AVX2;
     if (level == E0_SIMD_AVX2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
