@@ -167,3 +167,5 @@ fuzz-ci: fuzz-build fuzz-corpus
 	@E0_SHARED=$(FUZZ_SHARED) sh fuzz/run.sh $(FUZZ_DIR) 30 $(FUZZ_NAMES)
 
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
+# The regression test includes the fuzz targets' code (tests/test_fuzz_regress.c).
+$(BUILD)/tests/test_fuzz_regress: $(wildcard fuzz/*.c fuzz/*.h)
