@@ -127,8 +127,11 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -pthread -Isrc
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(FUZZ_DIR)/obj/gen/unicode_data.o)
 FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
-.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus fuzz-cc
 fuzz-build: $(FUZZ_BIN) $(FUZZ_DIR)/fuzz_seeds
+fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 1; }
+$(FUZZ_LIB_OBJ): | fuzz-cc
 
 $(FUZZ_DIR)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
