@@ -143,3 +143,66 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---- Fuzzing (fuzz/, see fuzz/run.sh): libFuzzer targets built with clang into $(BUILD)/fuzz. ----
+# The engine is compiled a second time with -fsanitize=fuzzer-no-link,address,undefined into
+# $(BUILD)/fuzz/obj; seed corpora are built from ../shared into $(BUILD)/fuzz/corpus/NAME.
+#   make fuzz [FUZZ_SECONDS=600]   each target for FUZZ_SECONDS; fails on any crash/leak/timeout
+#   make fuzz-ci                   each target for 30 s
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_SHARED ?= ../shared
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_NAMES := gguf tokenizer jinja messages
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -pthread -Isrc -I$(BUILD)/gen \
+              -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
+              -Wno-string-concatenation  # clang-only lint; the engine splits "\xNN" "text" on purpose
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(FUZZ_DIR)/obj/gen/unicode_data.o)
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus fuzz-cc
+fuzz-build: $(FUZZ_BIN) $(FUZZ_DIR)/fuzz_seeds
+fuzz-cc:
+	@sh tools/deps.sh clang
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 1; }
+$(FUZZ_LIB_OBJ): | fuzz-cc
+
+$(FUZZ_DIR)/obj/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(CFLAGS_AVX2) -MMD -c $< -o $@
+$(FUZZ_DIR)/obj/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined $(CFLAGS_AVX512) -MMD -c $< -o $@
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -c $< -o $@
+$(FUZZ_DIR)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+$(FUZZ_DIR)/obj/src/text/jinja/jinja_unicode.o: $(BUILD)/gen/jinja_case_data.inc
+
+$(FUZZ_DIR)/libedge0-fuzz.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libedge0-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_DIR)/libedge0-fuzz.a $(LDLIBS)
+
+# The seed builder (an ordinary program, sanitized, on the same objects).
+$(FUZZ_DIR)/fuzz_seeds: fuzz/seeds.c fuzz/fuzz_common.h $(FUZZ_DIR)/libedge0-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=address,undefined -o $@ $< $(FUZZ_DIR)/libedge0-fuzz.a $(LDLIBS)
+
+# Seeds are rebuilt on every run (inputs libFuzzer added to the corpus stay).
+fuzz-corpus: $(FUZZ_DIR)/fuzz_seeds
+	@mkdir -p $(FUZZ_DIR)/corpus
+	E0_SHARED=$(FUZZ_SHARED) $(FUZZ_DIR)/fuzz_seeds $(FUZZ_SHARED) $(FUZZ_DIR)/corpus
+
+fuzz: fuzz-build fuzz-corpus
+	@E0_SHARED=$(FUZZ_SHARED) sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+fuzz-ci: fuzz-build fuzz-corpus
+	@E0_SHARED=$(FUZZ_SHARED) sh fuzz/run.sh $(FUZZ_DIR) 30 $(FUZZ_NAMES)
+
+-include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
+# The regression test includes the fuzz targets' code (tests/test_fuzz_regress.c).
+$(BUILD)/tests/test_fuzz_regress: $(wildcard fuzz/*.c fuzz/*.h)

@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* clang before 16 rejects "f16c" in __builtin_cpu_supports; every AVX2 CPU has F16C. */
+#if defined(__clang__) && __clang_major__ < 16
+#define E0_CPU_HAS_F16C() __builtin_cpu_supports("avx2")
+#else
+#define E0_CPU_HAS_F16C() __builtin_cpu_supports("f16c")
+#endif
+
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static unsigned hw_features, features;
 
@@ -15,7 +22,7 @@ static void probe(void) {
     __builtin_cpu_init(); /* __builtin_cpu_supports takes string literals only: one call per flag */
     if (__builtin_cpu_supports("avx2")) f |= E0_CPU_AVX2;
     if (__builtin_cpu_supports("fma")) f |= E0_CPU_FMA;
-    if (__builtin_cpu_supports("f16c")) f |= E0_CPU_F16C;
+    if (E0_CPU_HAS_F16C()) f |= E0_CPU_F16C;
     if (__builtin_cpu_supports("avx512f")) f |= E0_CPU_AVX512F;
     if (__builtin_cpu_supports("avx512bw")) f |= E0_CPU_AVX512BW;
     if (__builtin_cpu_supports("avx512vl")) f |= E0_CPU_AVX512VL;

@@ -21,7 +21,8 @@
  * truncated sequence can swallow the first byte of the next "▁"; here a symbol is a complete
  * sequence or a single byte. So detokenize(tokenize(x)) == x for any byte string, except that a
  * byte whose GPT-2 character the vocabulary defines as a user-defined token (deepseek-coder does
- * this for the never-valid bytes C0 C1 F5-FF) comes back as that token's text.
+ * this for the never-valid bytes C0 C1 F5-FF) comes back as that token's text, and that SPM
+ * gives back a "▁" (U+2581) of the text as a space (its escape for spaces; llama.cpp does the same).
  *
  * Metadata is untrusted: array length mismatches, special ids >= n_vocab, an empty vocabulary
  * and unknown models are errors. BPE merges that are malformed or that reference text that is not

@@ -174,7 +174,7 @@ static inline __m256i q8_act_block(const float *x, uint8_t *qs, float *d_out) {
     const float amax = _mm_cvtss_f32(m4);
     *d_out = amax / 127.f;
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
-    const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    enum { rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* a constant expression (clang needs one) */
     __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), rne));
     __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), rne));
     __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), rne));

@@ -1,0 +1,236 @@
+/* seeds.c — builds the seed corpora of the fuzz targets from ../shared (never committed; `make
+ * fuzz` runs it into $(BUILD)/fuzz/corpus):
+ *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages}/NNNN
+ *   gguf       tiny synth models of every architecture (whole), and the first 4 KiB and 64 KiB of
+ *              every GGUF in SHARED/golden and SHARED/tokenizer (header, metadata, tensor infos)
+ *   tokenizer  the cases of SHARED/tokenizer/ *.inp for every vocabulary selector (text and
+ *              prompt modes) and the expected ids of the .out files (detokenize mode)
+ *   jinja      every template with each of its cases' variables as the JSON context
+ *   messages   every case's messages (JSON mode) and its texts (text mode), per template
+ * The input formats are those described at the top of each fuzz_NAME.c. Without SHARED only
+ * the synth models and a few built-in inputs are written. */
+#include <errno.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+
+static const char *out_dir;
+static int n_written;
+
+static void put(const char *target, const void *a, size_t alen, const void *b, size_t blen) {
+    static int seq;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/seed-%05d", out_dir, target, seq++);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(a, 1, alen, f) != alen || (blen && fwrite(b, 1, blen, f) != blen) || fclose(f) != 0) {
+        fprintf(stderr, "fuzz_seeds: cannot write %s\n", path);
+        exit(1);
+    }
+    n_written++;
+}
+
+static void put2(const char *target, uint8_t b0, uint8_t b1, int nhead, const void *d, size_t n) {
+    uint8_t h[2] = {b0, b1};
+    put(target, h, (size_t)nhead, d, n);
+}
+
+/* ---- gguf ---- */
+static void gguf_prefixes(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 5, ".gguf") != 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        static char buf[64 << 10];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        put("gguf", buf, n < 4096 ? n : 4096, NULL, 0);
+        if (n > 4096) put("gguf", buf, n, NULL, 0);
+    }
+    closedir(d);
+}
+
+static void gguf_seeds(const char *shared) {
+    static const struct { enum e0_arch a; int moe, tied; } m[] = {
+        {E0_ARCH_LLAMA, 0, 0}, {E0_ARCH_LLAMA, 1, 0}, {E0_ARCH_LLAMA, 0, 1}, {E0_ARCH_QWEN2, 0, 0},
+        {E0_ARCH_QWEN3, 0, 0}, {E0_ARCH_QWEN2MOE, 1, 0}, {E0_ARCH_QWEN3MOE, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tmp-synth.gguf", out_dir);
+        e0_err e = {{0}};
+        size_t len;
+        char *data = NULL;
+        if (fuzz_synth_tiny(m[i].a, m[i].moe, m[i].tied, path, &e) == 0) data = fuzz_read_file(path, 16u << 20, &len);
+        unlink(path);
+        if (!data) {
+            fprintf(stderr, "fuzz_seeds: synth: %s\n", e.msg);
+            exit(1);
+        }
+        put("gguf", data, len, NULL, 0);
+        free(data);
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/golden", shared);
+    gguf_prefixes(dir);
+    snprintf(dir, sizeof dir, "%s/tokenizer", shared);
+    gguf_prefixes(dir);
+}
+
+/* ---- tokenizer ---- */
+typedef struct cases {
+    char *buf;
+    const char *p[512];
+    size_t len[512], n;
+} cases;
+
+/* X.inp: "case SEP case SEP ... case SEP", SEP = "\n__ggml_vocab_test__\n". */
+static int read_inp(const char *path, cases *c) {
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    size_t len;
+    c->n = 0;
+    if (!(c->buf = fuzz_read_file(path, 16u << 20, &len))) return -1;
+    for (const char *p = c->buf, *end = c->buf + len; p < end && c->n < 512;) {
+        const char *s = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
+        if (!s) break;
+        c->p[c->n] = p;
+        c->len[c->n++] = (size_t)(s - p);
+        p = s + sizeof sep - 1;
+    }
+    return 0;
+}
+
+/* X.out line -> 3-byte ids as fuzz_tokenizer's detokenize mode reads them (value = id + 4). */
+static void out_seeds(const char *path, int vocab) {
+    size_t len;
+    char *buf = fuzz_read_file(path, 16u << 20, &len);
+    if (!buf) return;
+    uint8_t *ids = malloc(len * 3 + 3);
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        size_t k = 0;
+        for (char *p = line, *end;; p = end) {
+            long id = strtol(p, &end, 10);
+            if (end == p) break;
+            uint32_t v = (uint32_t)id + 4;
+            ids[k++] = (uint8_t)v, ids[k++] = (uint8_t)(v >> 8), ids[k++] = (uint8_t)(v >> 16);
+        }
+        put2("tokenizer", (uint8_t)(vocab | 0x80), 0, 1, ids, k);
+        put2("tokenizer", (uint8_t)(vocab | 0x90), 0, 1, ids, k); /* special pieces */
+    }
+    free(ids);
+    free(buf);
+}
+
+static void tokenizer_seeds(const char *shared) {
+    static const char text[] = "Hello world! <|im_start|>user\n123 4567 \xe2\x96\x81 caf\xc3\xa9 \xff";
+    for (int i = 0; i < FUZZ_N_VOCABS; i++) {
+        const fuzz_vocab *v = fuzz_vocab_at(i);
+        put2("tokenizer", (uint8_t)i, 0, 1, text, sizeof text - 1);
+        put2("tokenizer", (uint8_t)(i | 0x30), 0, 1, text, sizeof text - 1); /* special tokens */
+        put2("tokenizer", (uint8_t)(i | 0x40), 0, 1, text, sizeof text - 1); /* prompt */
+        char path[4096];
+        cases c;
+        const char *file = v->file ? v->file : "tokenizer/ggml-vocab-gpt-2.gguf";
+        snprintf(path, sizeof path, "%s/%s.inp", shared, file);
+        if (read_inp(path, &c) == 0) {
+            for (size_t k = 0; k < c.n; k++) put2("tokenizer", (uint8_t)(i | (k % 4 == 3 ? 0x40 : 0)), 0, 1, c.p[k], c.len[k]);
+            free(c.buf);
+        }
+        if (v->file && !v->pre) {
+            snprintf(path, sizeof path, "%s/%s.out", shared, file);
+            out_seeds(path, i);
+            snprintf(path, sizeof path, "%s/%.*s.extended.inp", shared, (int)(strlen(file) - 5), file);
+            if (read_inp(path, &c) == 0) {
+                /* the extended cases are the same text for every vocabulary: spread them */
+                for (size_t k = (size_t)i; k < c.n; k += 5) put2("tokenizer", (uint8_t)(k % FUZZ_N_VOCABS), 0, 1, c.p[k], c.len[k]);
+                free(c.buf);
+            }
+        }
+    }
+}
+
+/* ---- jinja and messages ---- */
+static void template_seeds(const char *shared) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/templates", shared);
+    size_t n;
+    char **names = fuzz_list_templates(dir, &n);
+    for (size_t i = 0; i < n; i++) {
+        char path[8192];
+        size_t tlen;
+        snprintf(path, sizeof path, "%s/%s.jinja", dir, names[i]);
+        char *tmpl = fuzz_read_file(path, 4u << 20, &tlen);
+        snprintf(path, sizeof path, "%s/%s.cases.json", dir, names[i]);
+        json_t *file = json_load_file(path, 0, NULL);
+        json_t *cs = json_object_get(file, "cases");
+        for (size_t k = 0; tmpl && k < json_array_size(cs); k++) {
+            json_t *c = json_array_get(cs, k), *msgs = json_object_get(c, "messages");
+            json_t *vars = json_pack("{s:O,s:O,s:O,s:O}", "messages", msgs, "add_generation_prompt",
+                                     json_object_get(c, "add_generation_prompt"), "bos_token",
+                                     json_object_get(c, "bos_token"), "eos_token", json_object_get(c, "eos_token"));
+            char *js = vars ? json_dumps(vars, JSON_COMPACT) : NULL;
+            char *jm = json_dumps(msgs, JSON_COMPACT);
+            if (js) {
+                char *buf = malloc(tlen + 1 + strlen(js));
+                memcpy(buf, tmpl, tlen);
+                buf[tlen] = 0;
+                memcpy(buf + tlen + 1, js, strlen(js));
+                put("jinja", buf, tlen + 1 + strlen(js), NULL, 0);
+                free(buf);
+            }
+            int gen = json_is_true(json_object_get(c, "add_generation_prompt"));
+            if (jm) put2("messages", (uint8_t)i, (uint8_t)gen, 2, jm, strlen(jm));
+            /* text mode: the last message's content as user text, the first as system */
+            size_t nm = json_array_size(msgs);
+            const char *first = json_string_value(json_object_get(json_array_get(msgs, 0), "content"));
+            const char *last = json_string_value(json_object_get(json_array_get(msgs, nm ? nm - 1 : 0), "content"));
+            if (k == 0 && last && first) {
+                char *t = malloc(strlen(first) + strlen(last) + 2);
+                sprintf(t, "%s\n%s", first, last);
+                put2("messages", (uint8_t)i, (uint8_t)(gen | 2 | (nm > 1 ? 4 : 0)), 2, t, strlen(t));
+                free(t);
+            }
+            free(js);
+            free(jm);
+            json_decref(vars);
+        }
+        json_decref(file);
+        free(tmpl);
+    }
+    fuzz_free_list(names, n);
+    static const char t[] = "{% for m in messages %}{{ m.role|upper }}: {{ m['content'] | trim }}\n{% endfor %}";
+    static const char j[] = "{\"messages\": [{\"role\": \"user\", \"content\": \" hi \"}], \"x\": [1, 2.5, null, true]}";
+    put("jinja", t, sizeof t, j, sizeof j - 1); /* sizeof t: the NUL separator included */
+    static const char m[] = "[{\"role\": \"user\", \"content\": \"hello\"}]";
+    put2("messages", 0, 1, 2, m, sizeof m - 1);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s SHARED OUTDIR\n", argv[0]);
+        return 2;
+    }
+    out_dir = argv[2];
+    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages"};
+    for (int i = 0; i < 5; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s%s", out_dir, targets[i]);
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            perror(p);
+            return 1;
+        }
+    }
+    gguf_seeds(argv[1]);
+    tokenizer_seeds(argv[1]);
+    template_seeds(argv[1]);
+    printf("fuzz_seeds: %d seed inputs in %s\n", n_written, out_dir);
+    return 0;
+}
