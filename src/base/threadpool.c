@@ -9,8 +9,10 @@
  * Waiting: a worker spins on `gen` for up to SPIN_NS (only while fewer than usable-CPUs-minus-one
  * workers spin), then sleeps on the futex `gen`; the caller spins on `done` for up to SPIN_NS,
  * then sleeps on the futex `done`. Sleeping gives the CPU to whichever thread holds the work
- * (on a shared or oversubscribed machine that may be the thread we wait for). The sleeper
- * counts and the futex values close the lost-wake-up races (seq_cst on both sides). */
+ * (on a shared or oversubscribed machine that may be the thread we wait for). A worker counts
+ * itself in `sleepers` before it sleeps; the next job's caller takes the count and wakes that
+ * many once (a woken worker may wait for a CPU: later jobs neither wake it again nor wait for
+ * it). The counts and the futex values close the lost-wake-up races (seq_cst on both sides). */
 #include "base/threadpool.h"
 
 #include <limits.h>
@@ -20,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,8 +40,8 @@
 
 /* How long a waiting thread spins before it sleeps: longer than the gap between the small jobs
  * of a decode step, short enough that an idle pool costs nothing measurable. */
-#define SPIN_NS 100000
-#define SPINS_PER_CLOCK_CHECK 64
+#define SPIN_NS 50000
+#define SPINS_PER_CLOCK_CHECK 16
 
 struct e0_pool {
     int n;             /* threads, the caller included; also the tasks per job (nth) */
@@ -51,7 +54,7 @@ struct e0_pool {
     _Alignas(64) _Atomic uint32_t done; /* tasks finished; futex word of the caller */
     _Atomic uint32_t caller_sleeping;
     _Alignas(64) _Atomic uint32_t gen;  /* bumped per job and at stop; futex word of the workers */
-    _Atomic int sleepers;
+    _Atomic int sleepers; /* workers gone to sleep since the last wake-up */
     _Atomic int spinners;
     _Atomic int stop;
 };
@@ -108,16 +111,17 @@ static void *worker(void *varg) {
         if (atomic_fetch_add(&p->spinners, 1) < p->max_spinners) spin(&p->gen, g, true);
         atomic_fetch_sub(&p->spinners, 1);
         if (atomic_load(&p->gen) == g) {
-            atomic_fetch_add(&p->sleepers, 1);
+            atomic_fetch_add(&p->sleepers, 1); /* seq_cst; the caller that wakes us resets it */
             while (atomic_load(&p->gen) == g) futex_wait(&p->gen, g);
-            atomic_fetch_sub(&p->sleepers, 1);
         }
     }
 }
 
 e0_pool *e0_pool_new(int n_threads) {
-    e0_pool *p = calloc(1, sizeof *p);
+    /* the struct's hot words have cache lines of their own: 64-byte aligned memory */
+    e0_pool *p = aligned_alloc(64, (sizeof *p + 63) / 64 * 64);
     if (!p) return NULL;
+    memset(p, 0, sizeof *p);
     p->n = e0_threads_cap(n_threads);
     int usable = e0_usable_cpus();
     p->max_spinners = (usable < p->n ? usable : p->n) - 1;
@@ -150,8 +154,10 @@ void e0_pool_run(e0_pool *p, e0_task_fn fn, void *arg) {
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->next, 0, memory_order_release);
     atomic_fetch_add(&p->gen, 1); /* seq_cst: pairs with the workers' sleepers increment */
-    int s = atomic_load(&p->sleepers);
-    if (s > 0) futex_wake(&p->gen, s < p->n - 1 ? s : p->n - 1);
+    /* Wake the sleepers once: a woken worker may wait a while for a CPU, and the next jobs
+     * must not pay for waking it again (nor wait for it: the caller takes its tasks). */
+    int s = atomic_exchange(&p->sleepers, 0);
+    if (s > 0) futex_wake(&p->gen, s);
     run_tasks(p);
     if (spin(&p->done, n, false) == n) return;
     atomic_store(&p->caller_sleeping, 1); /* seq_cst: pairs with the last task's check */
