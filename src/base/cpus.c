@@ -18,7 +18,7 @@
 
 #include "base/util.h"
 
-#define TEXT_MAX (1 << 20)
+#define TEXT_MAX (1 << 23) /* mountinfo of a host with many containers can be large */
 #define PATH_LEN 4096
 
 /* The whole of a small (possibly /proc, size-less) file, NUL-terminated; NULL when unreadable. */
