@@ -27,7 +27,11 @@ static void help(void) {
          "                    medium = library-report-prompt-head.txt (~600, the default),\n"
          "                    short = short-story-prompt.txt\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
-         "  --breakdown       add the split of decode time per step part");
+         "  --breakdown       add the split of decode time per step part\n"
+         "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
+         "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
+         "                    a warning unless E0_FORCE_THREADS=1 is set)\n"
+         "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cpus.h"
 #include "cli.h"
 
 int cli_error(const char *fmt, ...) {
@@ -96,7 +97,10 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
         e0_options_init(&o->opt);
         o->options_init = true;
     }
-    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = o->threads, .n_threads_prefill = prefill_threads, .n_batch = o->n_batch};
+    /* never more threads than usable CPUs unless forced (one warning line); the defaults too */
+    int threads = o->threads > 0 ? e0_threads_cap_warn(o->threads, "-t") : e0_default_threads();
+    if (prefill_threads > 0) prefill_threads = e0_threads_cap_warn(prefill_threads, "--prefill-threads");
+    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = threads, .n_threads_prefill = prefill_threads, .n_batch = o->n_batch};
     if (!p.n_ctx && min_ctx > 4096) {
         /* the default context (min(model, 4096)) grows to what the command needs, up to the model's */
         e0_model *probe = e0_model_load(o->model, NULL, false, &e);
