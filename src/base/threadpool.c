@@ -166,6 +166,8 @@ void e0_pool_run(e0_pool *p, e0_task_fn fn, void *arg) {
     atomic_store(&p->caller_sleeping, 0);
 }
 
+int e0_pool_size(const e0_pool *p) { return p->n; }
+
 void e0_pool_free(e0_pool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);

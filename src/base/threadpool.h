@@ -20,6 +20,7 @@ typedef struct e0_pool e0_pool;
 e0_pool *e0_pool_new(int n_threads);
 /* One dispatching thread at a time per pool. */
 void e0_pool_run(e0_pool *p, e0_task_fn fn, void *arg);
+int e0_pool_size(const e0_pool *p);
 void e0_pool_free(e0_pool *p);
 
 /* Split [0, n) into nth nearly equal parts; part ith is [*lo, *hi). */
