@@ -29,6 +29,10 @@ const char *cli_value(int argc, char **argv, int *i);
  * into a newly malloc'd array; -1 with an error naming `what` (the flag, or "stdin") on junk. */
 int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e);
 
+/* All of stdin (NUL-terminated, malloc'd, *len bytes), at most max bytes; NULL + message naming
+ * cmd on a read error, too much input or no memory. */
+char *cli_read_stdin(const char *cmd, size_t max, size_t *len);
+
 /* stdout: write errors are checked in one place. cli_stdout_init() (first thing in main) makes a
  * reader that goes away (`| head`) fail writes with EPIPE instead of killing the process.
  * cli_stdout_ok() flushes stdout and says whether everything written so far reached it (a command

@@ -215,6 +215,45 @@ void cli_gen_finish(cli_gen_flags *g, int n_ctx) {
     if (g->sp.repeat_last_n < 0) g->sp.repeat_last_n = n_ctx;
 }
 
+char *cli_read_stdin(const char *cmd, size_t max, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        cli_error("out of memory");
+        return NULL;
+    }
+    for (;;) {
+        if (n + 1 >= cap) { /* room for the NUL */
+            if (cap >= max) {
+                free(buf);
+                cli_error("%s: input larger than %u MiB", cmd, (unsigned)(max >> 20));
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                cli_error("out of memory");
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - n - 1, stdin);
+        n += k;
+        if (k == 0) {
+            if (ferror(stdin)) {
+                free(buf);
+                cli_error("%s: error reading stdin", cmd);
+                return NULL;
+            }
+            break;
+        }
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
 int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e) {
     size_t count = 0, cap = 0;
     int *v = NULL;
