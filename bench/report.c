@@ -1,7 +1,8 @@
 /* report.c — `edge0-bench report render R.json` (the Markdown) and `edge0-bench report compare
  * R.json --baseline B.json`: refuses (exit 1) when the protocol, the device, the model or a
  * configuration's effective settings differ; otherwise prints each metric's change, both ranges
- * and whether the change lies beyond the run-to-run spread (the ranges do not overlap). */
+ * in readable units and whether the change lies beyond the noise (the ranges do not overlap and
+ * the change exceeds --threshold percent); exit 2 when something is worse beyond the noise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,33 @@
 
 static const char REPORT_USAGE[] =
     "usage: edge0-bench report render R.json\n"
-    "       edge0-bench report compare R.json --baseline B.json\n"
+    "       edge0-bench report compare R.json --baseline B.json [--threshold PCT]\n"
     "\n"
     "render   prints the report as Markdown (the same text as report.md).\n"
     "compare  refuses (exit 1, says why) when the protocol, the device, the model or the\n"
     "         effective configuration differ; otherwise prints, per configuration and metric,\n"
-    "         the baseline and new median with their min-max ranges, the change, and whether it\n"
-    "         lies beyond the run-to-run spread (ranges that do not overlap).\n";
+    "         the baseline and new median with their min-max ranges (in readable units), the\n"
+    "         change, and whether it lies beyond the noise: the ranges do not overlap AND the\n"
+    "         medians differ by more than --threshold percent (default 2). Only a change beyond\n"
+    "         the noise is called better or worse. A report compared with itself (the same\n"
+    "         content) is \"no change\".\n"
+    "         Exit status: 0 when nothing is worse beyond the noise, 2 when something is,\n"
+    "         1 when the reports cannot be compared (or on an error).\n";
+
+/* A value in its unit, readable: bytes as KiB/MiB/GiB, seconds as s/ms/µs. */
+static void value_unit(double v, const char *unit, char *buf, size_t cap) {
+    if (!strcmp(unit, "bytes") && v >= 0 && v < 1e19) {
+        static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+        int u = 0;
+        while (v >= 1024 && u < 4) v /= 1024, u++;
+        snprintf(buf, cap, u == 0 ? "%.0f %s" : v >= 100 ? "%.0f %s" : "%.2f %s", v, units[u]);
+    } else if (!strcmp(unit, "s") && fabs(v) < 1.0 && v != 0) {
+        if (fabs(v) < 1e-3) snprintf(buf, cap, "%.1f us", v * 1e6);
+        else snprintf(buf, cap, "%.2f ms", v * 1e3);
+    } else {
+        snprintf(buf, cap, fabs(v) >= 100 ? "%.0f %s" : fabs(v) >= 10 ? "%.1f %s" : "%.3g %s", v, unit);
+    }
+}
 
 /* Short compact text of a JSON value (for messages), truncated. */
 static void value_text(const json_t *v, char *buf, size_t cap) {
@@ -125,7 +146,7 @@ static void print_engine_line(const char *label, const json_t *r) {
     printf("%s engine commit %s%s\n", label, v, json_is_true(json_object_get(e, "git_dirty")) ? " (dirty)" : "");
 }
 
-static int compare(const char *path, const char *base_path) {
+static int compare(const char *path, const char *base_path, double threshold_pct) {
     e0_err e;
     json_t *r = report_load(path, &e);
     if (!r) return bench_error("%s", e.msg);
@@ -135,6 +156,12 @@ static int compare(const char *path, const char *base_path) {
         return bench_error("%s", e.msg);
     }
     char why[800];
+    if (json_equal(r, base)) { /* the same report (or a copy): nothing to weigh */
+        printf("comparing %s against baseline %s: the same report, no change\n", path, base_path);
+        json_decref(r);
+        json_decref(base);
+        return 0;
+    }
     if (comparable(r, base, why, sizeof why)) {
         json_decref(r);
         json_decref(base);
@@ -143,6 +170,9 @@ static int compare(const char *path, const char *base_path) {
     printf("comparing %s against baseline %s (same protocol, device, model and configurations)\n", path, base_path);
     print_engine_line("baseline:", base);
     print_engine_line("this:    ", r);
+    printf("noise: a change counts when the min-max ranges do not overlap and the medians differ by more than %g%%\n",
+           threshold_pct);
+    int n_worse = 0;
     size_t i;
     const json_t *name;
     json_array_foreach(json_object_get(json_object_get(r, "protocol"), "configs"), i, name) {
@@ -162,17 +192,30 @@ static int compare(const char *path, const char *base_path) {
             double bmed = json_number_value(json_object_get(b, "median"));
             double bmin = json_number_value(json_object_get(b, "min")), bmax = json_number_value(json_object_get(b, "max"));
             enum e0_verdict v = e0_range_verdict(amin, amax, bmin, bmax);
-            const char *better = "";
-            if (v != E0_WITHIN_SPREAD)
-                better = (v == E0_LOWER) == (METRICS[k].lower_is_better != 0) ? " (better)" : " (worse)";
-            printf("  %-28s %.6g [%.6g to %.6g] -> %.6g [%.6g to %.6g] %s, %+.1f%%: %s%s\n", METRICS[k].key, amed,
-                   amin, amax, bmed, bmin, bmax, METRICS[k].unit, amed != 0 ? 100.0 * (bmed - amed) / amed : NAN,
-                   e0_verdict_name(v), better);
+            double change = amed != 0 ? 100.0 * (bmed - amed) / amed : NAN;
+            if (v != E0_WITHIN_SPREAD && !(fabs(change) > threshold_pct)) v = E0_WITHIN_SPREAD; /* below the threshold */
+            const char *verdict = "within the noise";
+            if (v != E0_WITHIN_SPREAD) {
+                bool better = (v == E0_LOWER) == (METRICS[k].lower_is_better != 0);
+                verdict = better ? "better, beyond the noise" : "WORSE, beyond the noise";
+                n_worse += !better;
+            }
+            if (amed == bmed && amin == bmin && amax == bmax) verdict = "no change";
+            char t[6][48];
+            value_unit(amed, METRICS[k].unit, t[0], sizeof t[0]);
+            value_unit(amin, METRICS[k].unit, t[1], sizeof t[1]);
+            value_unit(amax, METRICS[k].unit, t[2], sizeof t[2]);
+            value_unit(bmed, METRICS[k].unit, t[3], sizeof t[3]);
+            value_unit(bmin, METRICS[k].unit, t[4], sizeof t[4]);
+            value_unit(bmax, METRICS[k].unit, t[5], sizeof t[5]);
+            printf("  %-28s %s [%s to %s] -> %s [%s to %s], %+.1f%%: %s\n", METRICS[k].key, t[0], t[1], t[2], t[3],
+                   t[4], t[5], change, verdict);
         }
     }
+    if (n_worse) printf("\n%d metric(s) worse beyond the noise (exit status 2)\n", n_worse);
     json_decref(r);
     json_decref(base);
-    return 0;
+    return n_worse ? 2 : 0;
 }
 
 static int render(const char *path) {
@@ -203,10 +246,15 @@ int bench_report(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "compare")) {
         const char *path = NULL, *base = NULL;
+        double threshold = 2.0;
         for (int i = 2; i < argc; i++) {
             if (!strcmp(argv[i], "--baseline")) {
                 if (i + 1 >= argc) return bench_error("--baseline needs a value");
                 base = argv[++i];
+            } else if (!strcmp(argv[i], "--threshold")) {
+                e0_err e;
+                if (i + 1 >= argc) return bench_error("--threshold needs a value");
+                if (e0_parse_f64(argv[++i], 0, 1000, &threshold, "--threshold", &e)) return bench_error("%s", e.msg);
             } else if (argv[i][0] == '-') {
                 return bench_error("report compare: unknown option '%s'", argv[i]);
             } else if (!path) {
@@ -216,7 +264,7 @@ int bench_report(int argc, char **argv) {
             }
         }
         if (!path || !base) return bench_error("usage: edge0-bench report compare R.json --baseline B.json");
-        return compare(path, base);
+        return compare(path, base, threshold);
     }
     return bench_error("report: unknown action '%s' (render or compare)", argv[1]);
 }

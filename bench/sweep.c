@@ -35,6 +35,10 @@ static const char SWEEP_USAGE[] =
     "  --warmup N, --ntok N  override the protocol's 10 warm-up / 100 (short: 512) timed steps\n"
     "  --timeout S         stop a process after S seconds and record it as failed [3600]\n"
     "\n"
+    "A configuration whose context (ctx16384) exceeds the model's is refused before anything runs\n"
+    "(exit 1; left out with a warning under --configs all). A configuration whose effective\n"
+    "configuration turns out the same as an earlier one's (e.g. actual and direct when the\n"
+    "experts are resident) is measured once, not repeated, and marked \"same_as\" in the report.\n"
     "A process is refused (not started, recorded) when the machine runs on battery; high load,\n"
     "other busy processes, the governor, a low clock, heat and low free memory are recorded as\n"
     "warnings. Exit status 0 when at least one process succeeded, 1 otherwise.\n";
@@ -42,17 +46,19 @@ static const char SWEEP_USAGE[] =
 static const struct {
     const char *name;
     const char *args[3];
+    int64_t n_ctx; /* the context it asks for (0 = the default); refused up front when the model's is smaller */
 } CONFIGS[] = {
-    {"predicted", {NULL}},
-    {"actual", {"--model-option", "routing=actual", NULL}},
-    {"ctx16384", {"--context", "16384", NULL}},
-    {"direct", {"--model-option", "expert_read=direct", NULL}},
+    {"predicted", {NULL}, 0},
+    {"actual", {"--model-option", "routing=actual", NULL}, 0},
+    {"ctx16384", {"--context", "16384", NULL}, 16384},
+    {"direct", {"--model-option", "expert_read=direct", NULL}, 0},
 };
 #define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
 
 typedef struct sweep_opts {
     const char *cli, *model, *out, *prompt, *fixtures;
     int configs[N_CONFIGS], n_configs;
+    int configs_all; /* --configs all: a configuration the model cannot run is left out, not an error */
     int64_t runs, warmup, ntok;
     double cooldown, timeout;
     int raw;
@@ -69,6 +75,7 @@ static int parse_configs(const char *s, sweep_opts *o) {
         if (!strcmp(tok, "all")) {
             for (size_t c = 0; c < N_CONFIGS; c++) o->configs[c] = (int)c;
             o->n_configs = (int)N_CONFIGS;
+            o->configs_all = 1;
             return 0;
         }
         size_t c = 0;
@@ -271,7 +278,7 @@ static json_t *measure_one(const sweep_opts *o, int cfg, int k, const char *prom
 }
 
 /* Per configuration: effective config (from the rows; must agree), metrics. */
-static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings) {
+static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings, const char *same_as) {
     json_t *args = json_array();
     for (int i = 0; CONFIGS[cfg].args[i]; i++) json_array_append_new(args, json_string(CONFIGS[cfg].args[i]));
     json_t *effective = NULL;
@@ -297,13 +304,59 @@ static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings) 
                  CONFIGS[cfg].name);
         json_array_append_new(warnings, json_string(buf));
     }
+    if (same_as) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "configuration %s: its effective configuration is the same as %s's; measured once, not repeated",
+                 CONFIGS[cfg].name, same_as);
+        json_array_append_new(warnings, json_string(buf));
+    }
     json_t *metrics = json_object();
     for (size_t m = 0; m < N_METRICS; m++)
         json_object_set_new(metrics, METRICS[m].key, metric_summary_json(processes, &METRICS[m]));
-    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:i, s:i, s:o, s:o}", "name", CONFIGS[cfg].name, "args", args,
+    return json_pack("{s:s, s:o, s:o, s:b, s:i, s:i, s:i, s:o, s:o, s:o}", "name", CONFIGS[cfg].name, "args", args,
                      "effective_config", effective ? effective : e0_unavailable("no successful process"),
                      "effective_config_consistent", consistent, "ok", n_ok, "failed", n_failed, "refused",
-                     n_refused, "processes", processes, "metrics", metrics);
+                     n_refused, "processes", processes, "metrics", metrics, "same_as",
+                     same_as ? json_string(same_as) : json_null());
+}
+
+/* The model's training context, from `CLI info --model F` ("context length: N"); 0 if unknown. */
+static int64_t model_context(const sweep_opts *o) {
+    char *argv[] = {(char *)o->cli, "info", "--model", (char *)o->model, NULL};
+    proc_result r;
+    proc_run(argv, 120, &r);
+    const char *p = r.out ? strstr(r.out, "context length:") : NULL;
+    int64_t n = p ? strtoll(p + strlen("context length:"), NULL, 10) : 0;
+    proc_result_free(&r);
+    return n > 0 ? n : 0;
+}
+
+/* Leave out (under --configs all) or refuse (named explicitly) configurations whose context the
+ * model does not have. 0, or 1 with the one-line error printed. */
+static int check_contexts(sweep_opts *o, json_t *warnings) {
+    int64_t need = 0;
+    for (int c = 0; c < o->n_configs; c++)
+        if (CONFIGS[o->configs[c]].n_ctx > need) need = CONFIGS[o->configs[c]].n_ctx;
+    if (!need) return 0;
+    int64_t have = model_context(o);
+    if (!have) return 0; /* unknown: let the processes say */
+    int kept = 0;
+    for (int c = 0; c < o->n_configs; c++) {
+        int cfg = o->configs[c];
+        if (CONFIGS[cfg].n_ctx <= have) {
+            o->configs[kept++] = cfg;
+            continue;
+        }
+        char buf[256];
+        snprintf(buf, sizeof buf, "configuration %s left out: it needs a %lld-token context and the model has %lld",
+                 CONFIGS[cfg].name, (long long)CONFIGS[cfg].n_ctx, (long long)have);
+        if (!o->configs_all) return bench_error("--configs %s: the model's context is %lld tokens, less than %lld; nothing was run",
+                                                CONFIGS[cfg].name, (long long)have, (long long)CONFIGS[cfg].n_ctx);
+        bench_progress("%s", buf);
+        json_array_append_new(warnings, json_string(buf));
+    }
+    o->n_configs = kept;
+    return 0;
 }
 
 static int write_reports(const sweep_opts *o, json_t *report) {
@@ -359,6 +412,11 @@ int bench_sweep(int argc, char **argv) {
         snprintf(raw, sizeof raw, "%s/raw", o.out);
         if (make_dir(raw)) goto out;
     }
+    json_t *warnings = json_array();
+    if (check_contexts(&o, warnings)) {
+        json_decref(warnings);
+        goto out;
+    }
     proc_install_signal_handlers();
     bench_progress("hashing the model and binary (cached by path, size and mtime)");
     json_t *options = json_array(), *configs = json_array();
@@ -370,7 +428,7 @@ int bench_sweep(int argc, char **argv) {
                                  "cooldown_seconds", o.cooldown, "configs", configs, "options", options);
     json_t *identity = json_pack("{s:s, s:o, s:s, s:o}", "cli", o.cli, "cli_sha256", sha_json(o.cli, 0), "model_path",
                                  o.model, "model_sha256", sha_json(o.model, 1));
-    json_t *warnings = json_array(), *configurations = json_array();
+    json_t *configurations = json_array();
     report = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "format", REPORT_FORMAT, "created_utc",
                        utc_now_json(), "harness", e0_build_json(), "protocol", protocol, "device", e0_device_json(),
                        "identity", identity, "configurations", configurations, "warnings", warnings);
@@ -381,11 +439,23 @@ int bench_sweep(int argc, char **argv) {
     int total = o.n_configs * (int)o.runs, done = 0, n_ok = 0;
     for (int c = 0; c < o.n_configs && !proc_interrupted(); c++) {
         json_t *processes = json_array();
-        for (int k = 1; k <= o.runs && !proc_interrupted(); k++) {
+        const char *same_as = NULL;
+        for (int k = 1; k <= o.runs && !proc_interrupted() && !same_as; k++) {
             json_t *rec = measure_one(&o, o.configs[c], k, prompt_path, model_size);
             if (!rec) break;
             if (!strcmp(json_string_value(json_object_get(rec, "status")), "ok")) {
                 n_ok++;
+                /* the same effective configuration as an earlier configuration: measured already */
+                const json_t *cfg = json_object_get(json_object_get(rec, "row"), "config");
+                size_t j;
+                json_t *prev;
+                json_array_foreach(configurations, j, prev) {
+                    if (cfg && !same_as && json_equal(cfg, json_object_get(prev, "effective_config")))
+                        same_as = json_string_value(json_object_get(prev, "name"));
+                }
+                if (same_as)
+                    bench_progress("%s: the same effective configuration as %s; not measured again", CONFIGS[o.configs[c]].name,
+                                   same_as);
                 json_t *row = json_object_get(rec, "row");
                 /* The first successful row names the engine and the model for the whole report. */
                 if (!json_object_get(identity, "engine") && json_object_get(row, "engine"))
@@ -394,12 +464,13 @@ int bench_sweep(int argc, char **argv) {
                     json_object_set(identity, "model", json_object_get(row, "model"));
             }
             json_array_append_new(processes, rec);
-            if (++done < total && o.cooldown > 0 && !proc_interrupted()) {
+            bool more = (k < o.runs && !same_as) || c + 1 < o.n_configs;
+            if (++done < total && more && o.cooldown > 0 && !proc_interrupted()) {
                 bench_progress("cooling down %g s", o.cooldown);
                 proc_sleep(o.cooldown);
             }
         }
-        json_array_append_new(configurations, configuration_json(o.configs[c], processes, warnings));
+        json_array_append_new(configurations, configuration_json(o.configs[c], processes, warnings, same_as));
     }
     if (proc_interrupted()) json_array_append_new(warnings, json_string("the sweep was interrupted; the report is partial"));
     if (!json_object_get(identity, "engine"))

@@ -236,6 +236,101 @@ static void test_predict_from_layer(void) {
     CHECKF(rc == 0, "predict_from_layer=%d: rc %d, %s", n_layer - 1, rc, err);
 }
 
+/* llama.cpp's flags: --version, -f/--file, -sys/--system-prompt, --chat-template-file, the
+ * penalties, --mlock/--no-mmap, -v, documented --n-predict, --print-ids with a text prompt, -cnv. */
+static void test_llama_flags(void) {
+    char out[8192], err[8192], a[8192], b[8192];
+    CHECKF(sh(out, sizeof out, err, sizeof err, "%s --version", bin) == 0 && !strncmp(out, "edge0-infer ", 12) &&
+               strstr(out, "commit"), "%s%s", out, err);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s run --help", bin) == 0 && strstr(out, "--n-predict") && strstr(out, "--presence-penalty") &&
+          strstr(out, "--repeat-last-n") && strstr(out, "-sys") && strstr(out, "--mlock") && strstr(out, "-cnv"));
+    /* -f reads the prompt from a file: the same ids as -p */
+    CHECK(sh(a, sizeof a, err, sizeof err, "%s run -m %s -p 'Once upon a time' -n 6 --temp 0 --print-ids", bin, dense) == 0);
+    CHECKF(strlen(a) > 2, "--print-ids with a text prompt: %s", err);
+    CHECK(sh(b, sizeof b, NULL, 0, "printf 'Once upon a time' > %s/p.txt && %s run -m %s -f %s/p.txt -n 6 --temp 0 --print-ids", dir,
+             bin, dense, dir) == 0 && !strcmp(a, b));
+    /* the text's ids as --tokens give the same continuation */
+    char ids[4096];
+    CHECK(sh(ids, sizeof ids, NULL, 0, "printf 'Once upon a time' | %s tokenize -m %s", bin, dense) == 0);
+    ids[strcspn(ids, "\n")] = 0;
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s --tokens '%s' -n 6 --temp 0 --print-ids", bin, dense, ids) == 0);
+    CHECKF(!strcmp(a, b), "text %s vs ids %s", a, b);
+    /* penalties change a greedy continuation (40 tokens: it repeats itself); a window of 0 turns them off */
+    CHECK(sh(a, sizeof a, NULL, 0, "%s run -m %s -p 'Once upon a time' -n 40 --temp 0 --print-ids", bin, dense) == 0);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s -p 'Once upon a time' -n 40 --temp 0 --print-ids --frequency-penalty 5", bin, dense) == 0);
+    CHECKF(strcmp(a, b) != 0, "--frequency-penalty 5 changed nothing: %s", b);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s -p 'Once upon a time' -n 40 --temp 0 --print-ids --presence-penalty 5", bin, dense) == 0);
+    CHECKF(strcmp(a, b) != 0, "--presence-penalty 5 changed nothing: %s", b);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s -p 'Once upon a time' -n 40 --temp 0 --print-ids --presence-penalty 5 --repeat-last-n 0",
+             bin, dense) == 0 && !strcmp(a, b));
+    /* -sys and --system-prompt are --system; --chat-template-file replaces the model's template */
+    CHECK(sh(a, sizeof a, NULL, 0, "%s run -m %s -p hi --system 'be brief' -n 4 --temp 0 --print-ids", bin, chat_model) == 0);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s -p hi -sys 'be brief' -n 4 --temp 0 --print-ids", bin, chat_model) == 0 && !strcmp(a, b));
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s -p hi --system-prompt 'be brief' -n 4 --temp 0 --print-ids", bin, chat_model) == 0 &&
+          !strcmp(a, b));
+    CHECK(sh(b, sizeof b, err, sizeof err, "%s run -m %s -p hi --system 'be brief' -n 4 --temp 0 --print-ids --chat-template-file "
+             "%.900s/templates/Qwen-Qwen2.5-7B-Instruct.jinja", bin, chat_model, t_shared()) == 0);
+    CHECKF(!strcmp(a, b), "the model's own template from a file gave %s, not %s (%s)", b, a, err);
+    CHECK(sh(NULL, 0, err, sizeof err, "printf '{{ messages[0].content }}!' > %s/t.jinja && %s run -m %s -p hi -n 1 --temp 0 -v "
+             "--chat-template-file %s/t.jinja", dir, bin, dense, dir) == 0);
+    CHECKF(strstr(err, "prompt: ") && strstr(err, "chat template applied") && strstr(err, "config: {"), "%s", err);
+    /* --mlock, --no-mmap: accepted; --no-mmap says in one line that it changes nothing */
+    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 2 --temp 0 --mlock --no-mmap", bin, dense) == 0);
+    CHECKF(count_lines(err, "note: --no-mmap") == 1, "%s", err);
+    /* -cnv / -i: a conversation (chat) */
+    CHECK(sh(out, sizeof out, err, sizeof err, "printf 'hi\\n' | %s run -m %s -cnv -n 3 --temp 0", bin, chat_model) == 0);
+    CHECKF(strstr(err, "starting a conversation") && strlen(out) > 0, "%s", err);
+    CHECK(sh(out, sizeof out, err, sizeof err, "printf 'hi\\n' | %s run -m %s -i -p 'be brief' -n 3 --temp 0", bin, chat_model) == 0);
+}
+
+/* info: name, tokenizer, BOS/EOS, chat template, and residency at the budget (as run decides). */
+static void test_info_more(void) {
+    char out[8192];
+    CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s", bin, moe) == 0);
+    CHECKF(strstr(out, "name:            golden-qwen3moe") && strstr(out, "tokenizer:       llama") &&
+               strstr(out, "pre-tokenizer:") && strstr(out, "BOS:             1 \"<s>\"") && strstr(out, "EOS:             2") &&
+               strstr(out, "chat template:   none") && strstr(out, "experts here:    resident"), "%s", out);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s --model-option memory_budget=6MiB", bin, moe) == 0);
+    const char *x = strstr(out, "experts here:    streamed from disk, ");
+    CHECKF(x && atoi(x + strlen("experts here:    streamed from disk, ")) >= 1, "%s", out);
+    /* the same slots run reports */
+    char err[8192];
+    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 --temp 0 --model-option memory_budget=6MiB", bin, moe) == 0);
+    const char *y = strstr(err, "experts streamed (");
+    CHECKF(x && y && atoi(x + strlen("experts here:    streamed from disk, ")) == atoi(y + strlen("experts streamed (")), "%s / %s", out, err);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s", bin, chat_model) == 0 && strstr(out, "chat template:   yes"));
+}
+
+/* bench: --prompt-text is text, --prompt-fixture (and --prompt, as before) names a fixture. */
+static void test_bench_prompts(void) {
+    char out[16384], err[4096];
+    CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s --raw --prompt-text 'Once upon a time' --warmup 0 --ntok 2", bin, dense) == 0);
+    CHECKF(strstr(out, "\"prompt_file\":\"(--prompt-text)\""), "%s %s", out, err);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s bench -m %s --prompt-fixture short --warmup 0 --ntok 2", bin, dense) == 0 &&
+          strstr(out, "short-story-prompt.txt"));
+    CHECK(sh(out, sizeof out, NULL, 0, "%s bench -m %s --prompt short --warmup 0 --ntok 2", bin, dense) == 0 &&
+          strstr(out, "short-story-prompt.txt"));
+    int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --prompt 'hello there'", bin, dense);
+    CHECKF(rc == 1 && strstr(err, "--prompt-text"), "%s", err);
+}
+
+/* apply-template: messages from stdin (-), template variables from --chat-template-kwargs. */
+static void test_template_stdin_kwargs(void) {
+    char a[8192], b[8192], err[4096];
+    CHECK(sh(NULL, 0, NULL, 0, "printf '{%%%% if enable_thinking is false %%%%}no-think {%%%% endif %%%%}{{ messages[0].content }}' > %s/k.jinja"
+             " && echo '[{\"role\":\"user\",\"content\":\"hi\"}]' > %s/m.json", dir, dir) == 0);
+    CHECK(sh(a, sizeof a, err, sizeof err, "%s apply-template --chat-template-file %s/k.jinja --messages-file %s/m.json", bin, dir, dir) == 0);
+    CHECKF(!strcmp(a, "hi"), "'%s' %s", a, err);
+    CHECK(sh(b, sizeof b, err, sizeof err, "%s apply-template --chat-template-file %s/k.jinja --messages-file - < %s/m.json", bin, dir, dir) == 0);
+    CHECKF(!strcmp(a, b), "stdin: '%s' %s", b, err);
+    CHECK(sh(b, sizeof b, err, sizeof err, "%s apply-template --chat-template-file %s/k.jinja --messages-file - "
+             "--chat-template-kwargs '{\"enable_thinking\":false}' < %s/m.json", bin, dir, dir) == 0);
+    CHECKF(!strcmp(b, "no-think hi"), "kwargs: '%s' %s", b, err);
+    int rc = sh(NULL, 0, err, sizeof err, "%s apply-template --chat-template-file %s/k.jinja --messages-file %s/m.json "
+                "--chat-template-kwargs '[1]'", bin, dir, dir);
+    CHECKF(rc == 1 && count_lines(err, "edge0-infer:") == 1 && strstr(err, "JSON object"), "%s", err);
+}
+
 int main(void) {
     /* absolute paths: some commands run in dir */
     char build[PATH_MAX], shared[PATH_MAX];
@@ -270,5 +365,9 @@ int main(void) {
     RUN(test_chat_message_too_long);
     RUN(test_size_messages);
     RUN(test_predict_from_layer);
+    RUN(test_llama_flags);
+    RUN(test_info_more);
+    RUN(test_bench_prompts);
+    RUN(test_template_stdin_kwargs);
     return T_DONE();
 }

@@ -62,9 +62,11 @@ static void write_report(const char *name, const variant *v) {
     }
     double s[3] = {v->decode[0], v->decode[1], v->decode[2]};
     double med = s[0] + s[1] + s[2] - mn - mx;
-    json_t *metrics = json_pack("{s:{s:i, s:f, s:f, s:f, s:s}, s:s}", "decode_tokens_per_second", "n", 3, "median",
-                                med, "min", mn, "max", mx, "unit", "tokens/s", "prefill_seconds",
-                                "unavailable: not in this fixture");
+    json_t *metrics = json_pack("{s:{s:i, s:f, s:f, s:f, s:s}, s:s, s:{s:i, s:f, s:f, s:f, s:s}}",
+                                "decode_tokens_per_second", "n", 3, "median", med, "min", mn, "max", mx, "unit",
+                                "tokens/s", "prefill_seconds", "unavailable: not in this fixture",
+                                "memory.peak_rss_bytes", "n", 3, "median", 36677600.0, "min", 36677600.0, "max",
+                                36677600.0, "unit", "bytes");
     json_t *cfg = json_pack("{s:s, s:[], s:{s:s, s:i}, s:b, s:i, s:i, s:i, s:o, s:o}", "name", "predicted", "args",
                             "effective_config", "routing", v->routing, "threads", 4, "effective_config_consistent",
                             1, "ok", 3, "failed", 0, "refused", 0, "processes", procs, "metrics", metrics);
@@ -118,15 +120,56 @@ static void test_compare_accepts_matching(void) {
     write_report("same.json", &same);
     char *out, *err;
     CHECKF(compare("same.json", &out, &err) == 0, "%s", err);
-    CHECKF(strstr(out, "decode_tokens_per_second") && strstr(out, "within the run-to-run spread"), "%s", out);
-    CHECK(strstr(out, "[20 to 21]") != NULL); /* the baseline's range */
+    CHECKF(strstr(out, "decode_tokens_per_second") && strstr(out, "within the noise"), "%s", out);
+    CHECKF(strstr(out, "[20.0 tokens/s to 21.0 tokens/s]") != NULL, "%s", out); /* the baseline's range */
+    /* sizes in units, not 3.66776e+07 bytes */
+    CHECKF(strstr(out, "34.98 MiB [34.98 MiB to 34.98 MiB]") && !strstr(out, "e+07"), "%s", out);
     free(out), free(err);
     variant faster = BASE;
     faster.decode[0] = 23.0, faster.decode[1] = 23.5, faster.decode[2] = 24.0;
     write_report("faster.json", &faster);
     CHECK(compare("faster.json", &out, &err) == 0);
-    CHECKF(strstr(out, "higher, beyond the run-to-run spread (better)") != NULL, "%s", out);
+    CHECKF(strstr(out, "better, beyond the noise") != NULL, "%s", out);
     CHECK(strstr(out, "+14.6%") != NULL); /* 23.5 vs 20.5 */
+    free(out), free(err);
+}
+
+/* Worse beyond the noise: exit 2 (documented); a tiny change with tight, non-overlapping ranges
+ * is within the noise (not "worse"); a report compared with itself is "no change", also when
+ * one of its configurations has no successful process. */
+static void test_compare_noise_and_exit(void) {
+    write_report("base.json", &BASE);
+    variant slower = BASE;
+    slower.decode[0] = 17.0, slower.decode[1] = 17.5, slower.decode[2] = 18.0;
+    write_report("slower.json", &slower);
+    char *out, *err;
+    int rc = compare("slower.json", &out, &err);
+    CHECKF(rc == 2 && strstr(out, "WORSE, beyond the noise"), "rc %d: %s%s", rc, out, err);
+    free(out), free(err);
+    /* +0.1%: 20.0/20.0/20.0 vs 20.02/20.02/20.02 (the ranges do not overlap) */
+    variant tight = BASE, tight2 = BASE;
+    tight.decode[0] = tight.decode[1] = tight.decode[2] = 20.0;
+    tight2.decode[0] = tight2.decode[1] = tight2.decode[2] = 19.98;
+    write_report("base.json", &tight);
+    write_report("tight.json", &tight2);
+    rc = compare("tight.json", &out, &err);
+    CHECKF(rc == 0 && strstr(out, "-0.1%: within the noise") && !strstr(out, "WORSE"), "rc %d: %s%s", rc, out, err);
+    free(out), free(err);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' report compare '%s/tight.json' --baseline '%s/tight.json' --threshold 0", bench_bin(), dir, dir);
+    rc = run(cmd, &out, &err);
+    CHECKF(rc == 0 && strstr(out, "no change"), "rc %d: %s%s", rc, out, err);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "'%s' report compare '%s/tight.json' --baseline '%s/base.json' --threshold 0", bench_bin(), dir, dir);
+    rc = run(cmd, &out, &err);
+    CHECKF(rc == 2 && strstr(out, "WORSE"), "--threshold 0: rc %d: %s%s", rc, out, err);
+    free(out), free(err);
+    /* itself, with a configuration that never succeeded (no effective configuration) */
+    snprintf(cmd, sizeof cmd,
+             "sed 's/\"effective_config\": {/\"effective_config\": \"unavailable: no successful process\", \"x\": {/' '%s/tight.json' > '%s/failed.json'"
+             " && '%s' report compare '%s/failed.json' --baseline '%s/failed.json'", dir, dir, bench_bin(), dir, dir);
+    rc = run(cmd, &out, &err);
+    CHECKF(rc == 0 && strstr(out, "no change"), "rc %d: %s%s", rc, out, err);
     free(out), free(err);
 }
 
@@ -225,6 +268,7 @@ int main(void) {
     RUN(test_render);
     RUN(test_compare_accepts_matching);
     RUN(test_compare_refuses);
+    RUN(test_compare_noise_and_exit);
     RUN(test_ab);
     RUN(test_help_and_errors);
     char cmd[400];

@@ -103,11 +103,54 @@ static void test_repeat_penalty(void) {
     e0_sampler_free(sm);
 }
 
+/* llama.cpp's frequency and presence penalties: logit - count * frequency - presence, over the
+ * window only. Greedy picks show which token the penalty moved below which. */
+static void test_frequency_presence(void) {
+    float l[NV];
+    for (int i = 0; i < NV; i++) l[i] = 0;
+    l[10] = 3.0f; /* seen 3 times below */
+    l[20] = 2.0f; /* seen once */
+    l[30] = 1.0f; /* never seen */
+    /* frequency 0.5: 10 -> 3 - 1.5 = 1.5, 20 -> 1.5 (a tie, the lower id wins), 30 -> 1.0 */
+    e0_sampler_params p = {.temp = 0, .repeat_penalty = 1, .frequency_penalty = 0.5f, .repeat_last_n = 8};
+    e0_sampler *sm = e0_sampler_new(&p, NV);
+    for (int k = 0; k < 3; k++) e0_sampler_accept(sm, 10);
+    e0_sampler_accept(sm, 20);
+    CHECK(e0_sample(sm, l) == 10);
+    e0_sampler_accept(sm, 10); /* 4 times: 3 - 2 = 1.0 < 1.5 */
+    CHECK(e0_sample(sm, l) == 20);
+    e0_sampler_free(sm);
+    /* presence 1.5, once per token however often: 10 -> 1.5, 20 -> 0.5, 30 -> 1.0 */
+    p = (e0_sampler_params){.temp = 0, .repeat_penalty = 1, .presence_penalty = 1.5f, .repeat_last_n = 8};
+    sm = e0_sampler_new(&p, NV);
+    for (int k = 0; k < 3; k++) e0_sampler_accept(sm, 10);
+    e0_sampler_accept(sm, 20);
+    CHECK(e0_sample(sm, l) == 10);
+    e0_sampler_accept(sm, 30); /* 30 -> -0.5: now 10 (1.5) still first, and with 10 out of the window... */
+    for (int k = 0; k < 8; k++) e0_sampler_accept(sm, 500 + k);
+    CHECK(e0_sample(sm, l) == 10); /* nothing penalized any more */
+    e0_sampler_free(sm);
+    /* presence 2.5 pushes 10 (0.5) below 30 (1.0) and 20 (-0.5) */
+    p.presence_penalty = 2.5f;
+    sm = e0_sampler_new(&p, NV);
+    e0_sampler_accept(sm, 10);
+    e0_sampler_accept(sm, 20);
+    CHECK(e0_sample(sm, l) == 30);
+    e0_sampler_free(sm);
+    /* window 0: no penalty at all */
+    p.repeat_last_n = 0;
+    sm = e0_sampler_new(&p, NV);
+    e0_sampler_accept(sm, 10);
+    CHECK(e0_sample(sm, l) == 10);
+    e0_sampler_free(sm);
+}
+
 int main(void) {
     RUN(test_greedy);
     RUN(test_top_k_membership);
     RUN(test_cutoffs);
     RUN(test_seed);
     RUN(test_repeat_penalty);
+    RUN(test_frequency_presence);
     return T_DONE();
 }

@@ -119,6 +119,49 @@ static void test_sweep_end_to_end(void) {
     char *cmp = slurp("cmp.err");
     CHECKF(cmp && strstr(cmp, "protocol differs: ntok"), "%s", cmp ? cmp : "");
     free(cmp);
+
+    /* --configs all on a model that fits in memory: actual and direct have predicted's effective
+     * configuration (experts resident): measured once each and marked, not three configurations.
+     * ctx16384 on a 2048-context model: left out up front (all), refused with one line (alone). */
+    snprintf(cmd, sizeof cmd, "'%s/bin/edge0-infer' info -m '%s' | grep -q 'context length:  2048$'", t_build(), model);
+    if (sh(cmd) != 0) {
+        t_skip("the sweep model's context is not 2048 (E0_SWEEP_MODEL)");
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "'%s/bin/edge0-bench' sweep --cli '%s/bin/edge0-infer' --model '%s' --configs all --prompt short "
+             "--warmup 0 --ntok 4 --runs 2 --cooldown 0 --out '%s/all' 2> '%s/all.err'", t_build(), t_build(), model, dir, dir);
+    rc = sh(cmd);
+    log = slurp("all.err");
+    CHECKF(rc == 0, "sweep --configs all: exit %d\n%s", rc, log ? log : "");
+    CHECKF(log && !strstr(log, "ctx16384 1/") && strstr(log, "ctx16384 left out"), "%s", log ? log : "");
+    free(log);
+    snprintf(path, sizeof path, "%s/all/report.json", dir);
+    r = json_load_file(path, 0, &je);
+    CHECKF(r != NULL, "report.json: %s", je.text);
+    if (!r) return;
+    json_t *cfgs = json_object_get(r, "configurations");
+    CHECKF(json_array_size(cfgs) == 3, "%zu configurations", json_array_size(cfgs));
+    json_array_foreach(cfgs, i, p) {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        const char *same = json_string_value(json_object_get(p, "same_as"));
+        size_t n = json_array_size(json_object_get(p, "processes"));
+        if (name && !strcmp(name, "predicted")) CHECKF(!same && n == 2, "predicted: %zu processes", n);
+        else CHECKF(same && !strcmp(same, "predicted") && n == 1, "%s: same_as %s, %zu processes", name, same ? same : "null", n);
+    }
+    char *w = json_dumps(json_object_get(r, "warnings"), 0);
+    CHECKF(w && strstr(w, "configuration actual: its effective configuration is the same as predicted's"), "%s", w ? w : "");
+    free(w);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd,
+             "'%s/bin/edge0-bench' sweep --cli '%s/bin/edge0-infer' --model '%s' --configs ctx16384 --prompt short "
+             "--warmup 0 --ntok 4 --runs 2 --cooldown 0 --out '%s/ctx' 2> '%s/ctx.err'", t_build(), t_build(), model, dir, dir);
+    rc = sh(cmd);
+    log = slurp("ctx.err");
+    CHECKF(rc == 1 && log && strstr(log, "context is 2048 tokens, less than 16384") && !strstr(log, "running") &&
+               !strchr(strchr(log, '\n') ? strchr(log, '\n') + 1 : "", '\n'),
+           "exit %d: %s", rc, log ? log : "");
+    free(log);
 }
 
 int main(void) {

@@ -5,6 +5,7 @@
 
 #include "engine/engine.h"
 #include "engine/load.h"
+#include "engine/sample.h"
 #include "base/util.h"
 
 /* Each returns the process exit status. argv[0] is the command name. */
@@ -28,6 +29,10 @@ const char *cli_value(int argc, char **argv, int *i);
  * into a newly malloc'd array; -1 with an error naming `what` (the flag, or "stdin") on junk. */
 int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e);
 
+/* All of stdin (NUL-terminated, malloc'd, *len bytes), at most max bytes; NULL + message naming
+ * cmd on a read error, too much input or no memory. */
+char *cli_read_stdin(const char *cmd, size_t max, size_t *len);
+
 /* stdout: write errors are checked in one place. cli_stdout_init() (first thing in main) makes a
  * reader that goes away (`| head`) fail writes with EPIPE instead of killing the process.
  * cli_stdout_ok() flushes stdout and says whether everything written so far reached it (a command
@@ -45,6 +50,7 @@ typedef struct cli_model_opts {
     int n_ctx;   /* 0 = default */
     int n_batch; /* 0 = default */
     bool options_init;
+    bool mlock;         /* --mlock: lock what is loaded in RAM after loading */
     e0_options opt;     /* --model-option key=value ... */
     e0_session session; /* filled by cli_load */
 } cli_model_opts;
@@ -58,5 +64,32 @@ int cli_load(cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);
 int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **m, e0_ctx **c);
 /* Free what cli_load made. */
 void cli_unload(cli_model_opts *o);
+/* Help lines for the flags cli_model_flag takes besides -m/-t/-c/-b (--mlock, --no-mmap). */
+extern const char cli_model_flags_help[];
+
+/* Flags shared by `run` and `chat` (llama.cpp's names and meanings): sampling, when to stop, the
+ * system prompt, a chat template file, verbosity. Use: cli_gen_init(&g); per argument
+ * cli_gen_flag(&g, argc, argv, &i) (1: consumed with its value, 0: not one of these, -1: bad
+ * value, message printed); after the model is loaded cli_gen_finish(&g, n_ctx); then
+ * e0_sampler_new(&g.sp, ...) and gen_opts from n_predict / ignore_eos / stop / n_stop. */
+#define CLI_MAX_STOP 16
+typedef struct cli_gen_flags {
+    e0_sampler_params sp; /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n
+                             --presence-penalty --frequency-penalty -s/--seed */
+    bool seed_given;
+    int64_t n_predict; /* -n/--n-predict; -1 (default): until end of generation or a full context */
+    bool ignore_eos;   /* --ignore-eos */
+    const char *stop[CLI_MAX_STOP]; /* --stop TEXT, repeatable */
+    int n_stop;
+    const char *system;             /* -sys/--system-prompt/--system TEXT */
+    const char *chat_template_file; /* --chat-template-file F: instead of the model's template */
+    bool verbose;                   /* -v/--verbose */
+} cli_gen_flags;
+void cli_gen_init(cli_gen_flags *g);
+int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i);
+/* The seed from the clock when -s was not given; --repeat-last-n -1 becomes the context size. */
+void cli_gen_finish(cli_gen_flags *g, int n_ctx);
+/* Help lines for the flags cli_gen_flag takes (one flag per line, ending in a newline). */
+extern const char cli_gen_help[];
 
 #endif

@@ -17,15 +17,19 @@
 #include "measure/sysinfo.h"
 
 static void help(void) {
-    puts("usage: edge0-infer bench --model F [--user-file F | --prompt long|medium|short] [--warmup 10]\n"
+    puts("usage: edge0-infer bench --model F [--user-file F | --prompt-text TEXT | --prompt-fixture long|medium|short]\n"
+         "         [--warmup 10]"
          "         [--ntok 100] [--runs 1] [--breakdown] [--threads N] [--prefill-threads N] [--context N]\n"
          "         [--mode single|sustained] [--duration S] [--raw] [--model-option k=v ...]\n"
          "Prefills the prompt (with the model's chat template unless --raw), then decodes greedily:\n"
          "--warmup untimed steps, then --ntok timed steps (512 for --prompt short). Prints one JSON\n"
          "row per run on stdout (see docs/bench.md) and a summary on stderr.\n"
-         "  --prompt NAME     long = tests/fixtures/bench/library-report-prompt.txt (~3,000 tokens),\n"
+         "  --prompt-fixture NAME  (also --prompt NAME, as before) a prompt from tests/fixtures/bench:\n"
+         "                    long = library-report-prompt.txt (~3,000 tokens),\n"
          "                    medium = library-report-prompt-head.txt (~600, the default),\n"
          "                    short = short-story-prompt.txt\n"
+         "  --prompt-text TEXT  the user's message itself (what run -p takes)\n"
+         "  --user-file F     the user's message from a file\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
          "  --breakdown       add the split of decode time per step part\n"
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
@@ -79,7 +83,7 @@ static json_t *tensor_types_json(const gguf_file *f) {
 
 typedef struct {
     cli_model_opts o;
-    const char *user_file, *prompt_name, *mode;
+    const char *user_file, *prompt_name, *prompt_text, *mode;
     int64_t warmup, ntok, runs, prefill_threads;
     double duration;
     bool breakdown, raw, ntok_given;
@@ -93,7 +97,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         if (r) continue;
         const char *f = argv[i], *v;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return help(), -1;
-        static const char *const with_value[] = {"--user-file", "--prompt", "--mode", "--warmup",
+        static const char *const with_value[] = {"--user-file", "--prompt", "--prompt-fixture", "--prompt-text", "--mode", "--warmup",
                                                  "--ntok", "--runs", "--prefill-threads", "--duration"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
@@ -102,7 +106,8 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!known) return cli_error("bench: unknown option '%s' (see --help)", f);
         else if (!(v = cli_value(argc, argv, &i))) return 1;
         else if (!strcmp(f, "--user-file")) a->user_file = v;
-        else if (!strcmp(f, "--prompt")) a->prompt_name = v;
+        else if (!strcmp(f, "--prompt") || !strcmp(f, "--prompt-fixture")) a->prompt_name = v;
+        else if (!strcmp(f, "--prompt-text")) a->prompt_text = v;
         else if (!strcmp(f, "--mode")) a->mode = v;
         else if (!strcmp(f, "--warmup") && e0_parse_i64(v, 0, 1 << 20, &a->warmup, f, &e) < 0) return cli_error("%s", e.msg);
         else if (!strcmp(f, "--ntok") && e0_parse_i64(v, 1, 1 << 22, &a->ntok, f, &e) < 0) return cli_error("%s", e.msg);
@@ -112,9 +117,12 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--duration") && e0_parse_f64(v, 0.1, 86400, &a->duration, f, &e) < 0) return cli_error("%s", e.msg);
         if (!strcmp(f, "--ntok")) a->ntok_given = true;
     }
-    if (a->user_file && a->prompt_name) return cli_error("bench: give --user-file or --prompt, not both");
+    if (!!a->user_file + !!a->prompt_name + !!a->prompt_text > 1)
+        return cli_error("bench: give one of --user-file, --prompt-text or --prompt-fixture");
+    if (a->prompt_text && !*a->prompt_text) return cli_error("bench: --prompt-text is empty");
     if (a->prompt_name && !fixture_for(a->prompt_name))
-        return cli_error("bench: --prompt must be long, medium or short (got '%s')", a->prompt_name);
+        return cli_error("bench: --prompt-fixture (--prompt) must be long, medium or short (got '%s'; a text prompt is "
+                         "--prompt-text)", a->prompt_name);
     if (strcmp(a->mode, "single") && strcmp(a->mode, "sustained"))
         return cli_error("bench: --mode must be single or sustained (got '%s')", a->mode);
     if (!a->ntok_given && a->prompt_name && !strcmp(a->prompt_name, "short")) a->ntok = 512;
@@ -251,10 +259,13 @@ int cmd_bench(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     e0_err e;
     char prompt_path[PATH_MAX + 64];
-    char *text = a.user_file ? e0_read_file(a.user_file, 16 << 20, NULL, &e)
-                             : read_fixture(fixture_for(a.prompt_name ? a.prompt_name : "medium"), prompt_path,
-                                            sizeof prompt_path, &e);
+    char *text = a.user_file     ? e0_read_file(a.user_file, 16 << 20, NULL, &e)
+                 : a.prompt_text ? strdup(a.prompt_text)
+                                 : read_fixture(fixture_for(a.prompt_name ? a.prompt_name : "medium"), prompt_path,
+                                                sizeof prompt_path, &e);
     if (a.user_file) snprintf(prompt_path, sizeof prompt_path, "%s", a.user_file);
+    if (a.prompt_text) snprintf(prompt_path, sizeof prompt_path, "(--prompt-text)");
+    if (a.prompt_text && !text) e0_fail(&e, "out of memory");
     if (!text) return cli_error("bench: %s", e.msg);
     json_t *system_at_start = e0_system_json();
 

@@ -1,10 +1,16 @@
-/* cmd_info.c — `info`: architecture (and what its row in engine/arch.h says its layers have),
- * hyperparameters, tensor types, parameter count, file size. */
+/* cmd_info.c — `info`: name, architecture (and what its row in engine/arch.h says its layers
+ * have), hyperparameters, tokenizer (type, pre-tokenizer, BOS/EOS, chat template), tensor types,
+ * parameter count, file size, and whether experts would be resident or streamed at the current
+ * memory budget (the residency rule itself: e0_plan in engine/load.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "engine/options.h"
+#include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "text/tokenizer.h"
 
 static const char *gating_name(enum e0_gating g) {
     switch (g) {
@@ -13,18 +19,56 @@ static const char *gating_name(enum e0_gating g) {
     return "?";
 }
 
+/* A string metadata value for printing ("(none)" when absent or not a string). */
+static void print_str(const char *label, const gguf_file *f, const char *key) {
+    const gguf_string *v;
+    e0_err e;
+    if (gguf_get_str(f, key, &v, &e) == 1) printf("%s%.*s\n", label, (int)(v->len > 200 ? 200 : v->len), v->s);
+    else printf("%s(none)\n", label);
+}
+
+/* "2 \"<s>\"" or "none". */
+static void print_token(const char *label, const e0_tokenizer *t, int32_t id) {
+    size_t n = 0;
+    const char *s = id >= 0 ? e0_tok_text(t, id, &n) : NULL;
+    if (id < 0) printf("%snone\n", label);
+    else printf("%s%d \"%.*s\"\n", label, id, (int)(n > 60 ? 60 : n), s ? s : "");
+}
+
+/* Experts resident or streamed (and with how many slots) under the options and budget now. */
+static void print_residency(cli_model_opts *o, const e0_hparams *hp) {
+    if (!hp->n_expert) return;
+    e0_session s;
+    e0_err e;
+    e0_ctx_params cp = {.n_ctx = o->n_ctx};
+    char budget[32];
+    if (e0_plan(o->model, &o->opt, &cp, &s, &e) < 0) {
+        printf("experts here:    cannot load with these options: %s\n", e.msg);
+        return;
+    }
+    e0_size_text(s.budget, budget);
+    if (s.streamed)
+        printf("experts here:    streamed from disk, %lld slots per layer (of %lld), budget %s (%s)\n",
+               (long long)s.opt.expert_slots, (long long)hp->n_expert, budget, s.budget_source);
+    else printf("experts here:    resident (all in memory), budget %s (%s)\n", budget, s.budget_source);
+}
+
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
+    cli_model_opts o = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: edge0-infer info --model F\nPrints the architecture, hyperparameters, tensor count per type,\n"
-                 "parameter count and file size; validates every tensor's presence and shape.");
+            puts("usage: edge0-infer info --model F [-c N] [--model-option k=v ...]\nPrints the model's name, architecture, "
+                 "hyperparameters, tokenizer (type, pre-tokenizer,\nBOS/EOS, chat template), tensor count per type, "
+                 "parameter count and file size;\nvalidates every tensor's presence and shape. For a model with experts, "
+                 "says whether\nthey would be resident or streamed (with how many slots) at the memory budget that\n"
+                 "-c and --model-option (memory_budget=, experts=, expert_slots=) give, as run would decide.");
             return 0;
         }
-        if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "-m")) {
-            if (!(path = cli_value(argc, argv, &i))) return 1;
-        } else return cli_error("info: unknown option '%s' (see --help)", argv[i]);
+        int r = cli_model_flag(&o, argc, argv, &i);
+        if (r < 0) return 1;
+        if (!r) return cli_error("info: unknown option '%s' (see --help)", argv[i]);
     }
+    const char *path = o.model;
     if (!path) return cli_error("info: --model is required");
     e0_err e;
     e0_model *m = e0_model_load(path, NULL, false, &e);
@@ -35,6 +79,7 @@ int cmd_info(int argc, char **argv) {
     printf("file size:       %llu bytes (%.2f GiB)\n", (unsigned long long)f->file_size, (double)f->file_size / (1 << 30));
     printf("gguf version:    %u (%llu tensors, %llu metadata keys)\n", f->version, (unsigned long long)f->n_tensors,
            (unsigned long long)f->n_kv);
+    print_str("name:            ", f, "general.name");
     printf("architecture:    %s\n", hp->arch_name);
     if (hp->qkv_bias || hp->qk_norm)
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
@@ -67,6 +112,18 @@ int cmd_info(int argc, char **argv) {
         if (count) printf(" %s:%llu", e0_type_name(t, buf), (unsigned long long)count);
     }
     printf("\n");
+    print_str("tokenizer:       ", f, "tokenizer.ggml.model");
+    print_str("pre-tokenizer:   ", f, "tokenizer.ggml.pre");
+    e0_tokenizer *t = e0_tokenizer_from_gguf(f, &e);
+    if (t) {
+        print_token("BOS:             ", t, e0_tok_bos(t));
+        print_token("EOS:             ", t, e0_tok_eos(t));
+    } else printf("BOS/EOS:         unknown (%s)\n", e.msg);
+    e0_tokenizer_free(t);
+    const gguf_string *ct;
+    if (gguf_get_str(f, "tokenizer.chat_template", &ct, &e) == 1) printf("chat template:   yes (%llu bytes)\n", (unsigned long long)ct->len);
+    else printf("chat template:   none (chat needs --chat-template-file; run uses the text as is)\n");
+    print_residency(&o, hp);
     e0_model_free(m);
     return 0;
 }

@@ -47,45 +47,6 @@ static gguf_file *open_model(const char *path, e0_tokenizer **t) {
     return f;
 }
 
-static char *read_stdin(const char *cmd, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        cli_error("out of memory");
-        return NULL;
-    }
-    for (;;) {
-        if (n + 1 >= cap) { /* room for the NUL */
-            if (cap >= MAX_STDIN) {
-                free(buf);
-                cli_error("%s: input larger than %u MiB", cmd, MAX_STDIN >> 20);
-                return NULL;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                cli_error("out of memory");
-                return NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t k = fread(buf + n, 1, cap - n - 1, stdin);
-        n += k;
-        if (k == 0) {
-            if (ferror(stdin)) {
-                free(buf);
-                cli_error("%s: error reading stdin", cmd);
-                return NULL;
-            }
-            break;
-        }
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 static void print_escaped(const char *s, size_t n) {
     putchar('"');
     for (size_t i = 0; i < n; i++) {
@@ -130,7 +91,7 @@ int cmd_tokenize(int argc, char **argv) {
     gguf_file *f = open_model(model, &t);
     if (!f) return 1;
     size_t len;
-    char *text = read_stdin("tokenize", &len);
+    char *text = cli_read_stdin("tokenize", MAX_STDIN, &len);
     int rc = 1;
     e0_tokens ids = {0};
     e0_err e;
@@ -188,7 +149,7 @@ int cmd_detokenize(int argc, char **argv) {
     int *ids = NULL, n = 0;
     char *input = NULL;
     size_t input_len;
-    if (!list && !(list = input = read_stdin("detokenize", &input_len))) return 1;
+    if (!list && !(list = input = cli_read_stdin("detokenize", MAX_STDIN, &input_len))) return 1;
     if (input && memchr(input, 0, input_len)) {
         free(input);
         return cli_error("detokenize: stdin: a NUL byte among the token ids");

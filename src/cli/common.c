@@ -1,6 +1,7 @@
 /* common.c — helpers every command uses: the error exit, flag values, token-id lists; the flags
- * shared by the commands that load a model (-m/--model, -t, -c), and loading; the one check of
- * stdout's write errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
+ * shared by the commands that load a model (-m/--model, -t, -c, --mlock), and loading; the
+ * sampling and stopping flags of run and chat (cli_gen_flag); the one check of stdout's write
+ * errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
  * back. */
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/cpus.h"
@@ -44,6 +47,14 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     if (!strcmp(a, "--model-option")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         if (e0_options_parse(&o->opt, v, &e) < 0) return cli_error("%s", e.msg), -1;
+        return 1;
+    }
+    if (!strcmp(a, "--mlock")) {
+        o->mlock = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-mmap")) {
+        fprintf(stderr, "note: --no-mmap changes nothing: the engine always reads the model file, it never maps it\n");
         return 1;
     }
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -114,7 +125,137 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
     }
     *m = o->session.m;
     *c = o->session.c;
+    if (o->mlock) {
+        /* what is loaded now: the dense weights, resident experts or the expert cache, the KV cache */
+        if (o->session.streamed)
+            fprintf(stderr, "note: --mlock: experts stream from disk; locking the resident weights and the expert cache\n");
+        if (mlockall(MCL_CURRENT) != 0)
+            fprintf(stderr, "warning: --mlock: %s (see ulimit -l); going on unlocked\n", strerror(errno));
+    }
     return 0;
+}
+
+const char cli_model_flags_help[] =
+    "  --mlock              lock the loaded weights in RAM (with streamed experts: the resident part)\n"
+    "  --no-mmap            accepted for llama.cpp users; the engine always reads, never maps\n";
+
+void cli_gen_init(cli_gen_flags *g) {
+    memset(g, 0, sizeof *g);
+    g->sp = e0_sampler_defaults();
+    g->n_predict = -1;
+}
+
+const char cli_gen_help[] =
+    "  -n, --n-predict N    tokens to generate (default -1: until end of generation or the context is full)\n"
+    "  --temp T             temperature (default 0.8; 0 = greedy)\n"
+    "  --top-k K            (default 40; 0 = off)\n"
+    "  --top-p P            (default 0.95; 1 = off)\n"
+    "  --min-p P            (default 0.05; 0 = off)\n"
+    "  --repeat-penalty R   divide a recent token's logit by R (default 1.0 = off)\n"
+    "  --repeat-last-n N    how many recent tokens the penalties look at (default 64; 0 = off, -1 = context)\n"
+    "  --presence-penalty P subtract P from a recent token's logit (default 0 = off)\n"
+    "  --frequency-penalty F subtract F per occurrence among the recent tokens (default 0 = off)\n"
+    "  -s, --seed S         random seed (default: from the clock)\n"
+    "  --stop TEXT          stop when TEXT is generated (repeatable, at most 16)\n"
+    "  --ignore-eos         do not stop at end-of-generation tokens\n"
+    "  -sys, --system-prompt TEXT  a system message (also --system)\n"
+    "  --chat-template-file F      a Jinja chat template instead of the model's\n"
+    "  -v, --verbose        more detail on stderr\n";
+
+int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
+    const char *f = argv[*i], *v;
+    e0_err e;
+    int64_t n;
+    double d;
+    if (!strcmp(f, "--ignore-eos")) return g->ignore_eos = true, 1;
+    if (!strcmp(f, "-v") || !strcmp(f, "--verbose")) return g->verbose = true, 1;
+    static const char *const with_value[] = {"-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
+                                             "--repeat-penalty", "--repeat-last-n", "--presence-penalty",
+                                             "--frequency-penalty", "-s", "--seed", "--stop", "-sys",
+                                             "--system-prompt", "--system", "--chat-template-file"};
+    bool known = false;
+    for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
+    if (!known) return 0;
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (!strcmp(f, "-sys") || !strcmp(f, "--system-prompt") || !strcmp(f, "--system")) g->system = v;
+    else if (!strcmp(f, "--chat-template-file")) g->chat_template_file = v;
+    else if (!strcmp(f, "--stop")) {
+        if (g->n_stop == CLI_MAX_STOP) return cli_error("at most %d --stop strings", CLI_MAX_STOP), -1;
+        if (!*v) return cli_error("--stop needs a non-empty string"), -1;
+        g->stop[g->n_stop++] = v;
+    } else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) {
+        if (e0_parse_i64(v, -1, 1 << 24, &g->n_predict, f, &e) < 0) return cli_error("%s", e.msg), -1;
+    } else if (!strcmp(f, "--top-k")) {
+        if (e0_parse_i64(v, 0, 1 << 24, &n, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        g->sp.top_k = (int)n;
+    } else if (!strcmp(f, "--repeat-last-n")) {
+        if (e0_parse_i64(v, -1, 1 << 24, &n, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        g->sp.repeat_last_n = (int)n;
+    } else if (!strcmp(f, "-s") || !strcmp(f, "--seed")) {
+        if (e0_parse_i64(v, 0, INT64_MAX, &n, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        g->sp.seed = (uint64_t)n;
+        g->seed_given = true;
+    } else if (!strcmp(f, "--presence-penalty") || !strcmp(f, "--frequency-penalty")) {
+        /* llama.cpp allows negative values (encouraging repeats) */
+        if (e0_parse_f64(v, -100, 100, &d, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        if (f[2] == 'p') g->sp.presence_penalty = (float)d;
+        else g->sp.frequency_penalty = (float)d;
+    } else {
+        double hi = !strcmp(f, "--temp") || !strcmp(f, "--repeat-penalty") ? 100 : 1;
+        if (e0_parse_f64(v, 0, hi, &d, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        if (!strcmp(f, "--temp")) g->sp.temp = (float)d;
+        else if (!strcmp(f, "--top-p")) g->sp.top_p = (float)d;
+        else if (!strcmp(f, "--min-p")) g->sp.min_p = (float)d;
+        else {
+            if (d <= 0) return cli_error("--repeat-penalty must be > 0"), -1;
+            g->sp.repeat_penalty = (float)d;
+        }
+    }
+    return 1;
+}
+
+void cli_gen_finish(cli_gen_flags *g, int n_ctx) {
+    if (!g->seed_given) g->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    if (g->sp.repeat_last_n < 0) g->sp.repeat_last_n = n_ctx;
+}
+
+char *cli_read_stdin(const char *cmd, size_t max, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        cli_error("out of memory");
+        return NULL;
+    }
+    for (;;) {
+        if (n + 1 >= cap) { /* room for the NUL */
+            if (cap >= max) {
+                free(buf);
+                cli_error("%s: input larger than %u MiB", cmd, (unsigned)(max >> 20));
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                cli_error("out of memory");
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - n - 1, stdin);
+        n += k;
+        if (k == 0) {
+            if (ferror(stdin)) {
+                free(buf);
+                cli_error("%s: error reading stdin", cmd);
+                return NULL;
+            }
+            break;
+        }
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
 }
 
 int cli_parse_ids(const char *what, const char *s, int **ids, int *n, e0_err *e) {

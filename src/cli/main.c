@@ -1,8 +1,9 @@
-/* main.c — edge0-infer entry point: dispatch to a command; stdout is checked once at the end. */
+/* main.c — edge0-infer entry point: dispatch to a command (or --version); stdout is checked once at the end. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "measure/sysinfo.h"
 #include "quant/quant.h"
 
 static const struct {
@@ -24,12 +25,23 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: edge0-infer <command> [options]   (edge0-infer <command> --help)\n\ncommands:\n");
+    fprintf(f, "usage: edge0-infer <command> [options]   (edge0-infer <command> --help; edge0-infer --version)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
 }
 
+/* "edge0-infer 0.1.0 (commit 4e4a8c5..., dirty)": the version and the build's git state. */
+static int version(void) {
+    json_t *b = e0_build_json();
+    const char *commit = json_string_value(json_object_get(b, "git_commit"));
+    printf("edge0-infer %s (commit %s%s)\n", E0_ENGINE_VERSION, commit ? commit : "unknown",
+           json_is_true(json_object_get(b, "git_dirty")) ? ", dirty" : "");
+    json_decref(b);
+    return 0;
+}
+
 static int dispatch(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) return version();
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return argc < 2 ? 1 : 0;

@@ -56,8 +56,7 @@ static uint64_t cgroup_room(void) {
     return room;
 }
 
-int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
-            e0_session *s, e0_err *e) {
+int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
     e0_options *o = &s->opt;
@@ -144,6 +143,13 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
     if (o->prefetch == E0_AUTO) o->prefetch = E0_OFF;
     if (o->experts == E0_EXPERTS_AUTO) o->experts = s->streamed ? E0_EXPERTS_STREAM : E0_EXPERTS_RESIDENT;
+    return 0;
+}
+
+int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+            e0_session *s, e0_err *e) {
+    if (e0_plan(path, opt, cp, s, e) < 0) return -1;
+    e0_options *o = &s->opt;
 
     /* 4. load */
     e0_model_params p = mp ? *mp : (e0_model_params){0};

@@ -31,6 +31,9 @@ typedef struct e0_session {
 int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
             e0_session *s, e0_err *e);
 void e0_close(e0_session *s);
+/* Only the decision (steps 1-3 of e0_open, reading metadata only): fills s->opt (resolved),
+ * s->streamed, s->budget, s->budget_source; loads nothing (s->m, s->c, s->xc stay NULL). */
+int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e);
 /* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
 json_t *e0_session_config_json(const e0_session *s);
 /* The memory budget the residency rule used: {bytes, source}. */

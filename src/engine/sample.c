@@ -17,6 +17,7 @@ struct e0_sampler {
     int64_t n_vocab;
     candidate *cand;
     int *recent; /* ring buffer of the last repeat_last_n tokens */
+    int *sorted; /* scratch: the window sorted, to count each token's occurrences */
     int n_recent, recent_pos;
     uint64_t rng;
 };
@@ -34,7 +35,8 @@ e0_sampler *e0_sampler_new(const e0_sampler_params *p, int64_t n_vocab) {
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->recent = malloc((size_t)(s->p.repeat_last_n + 1) * sizeof *s->recent);
-    if (!s->cand || !s->recent) {
+    s->sorted = malloc((size_t)(s->p.repeat_last_n + 1) * sizeof *s->sorted);
+    if (!s->cand || !s->recent || !s->sorted) {
         e0_sampler_free(s);
         return NULL;
     }
@@ -46,6 +48,7 @@ void e0_sampler_free(e0_sampler *s) {
     if (!s) return;
     free(s->cand);
     free(s->recent);
+    free(s->sorted);
     free(s);
 }
 
@@ -114,19 +117,32 @@ static void keep_top_k(candidate *c, int64_t n, int64_t k) {
     qsort(c, (size_t)k, sizeof *c, by_logit_desc);
 }
 
+static int by_id(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* llama.cpp's penalties over the window: each distinct token once, with its count. */
+static void apply_penalties(e0_sampler *s, candidate *c, int64_t n) {
+    const e0_sampler_params *p = &s->p;
+    memcpy(s->sorted, s->recent, (size_t)s->n_recent * sizeof *s->sorted);
+    qsort(s->sorted, (size_t)s->n_recent, sizeof *s->sorted, by_id);
+    for (int r = 0; r < s->n_recent;) {
+        int id = s->sorted[r], count = 0;
+        while (r < s->n_recent && s->sorted[r] == id) r++, count++;
+        if (id < 0 || id >= n) continue;
+        float *l = &c[id].logit;
+        if (p->repeat_penalty != 1.0f) *l = *l > 0 ? *l / p->repeat_penalty : *l * p->repeat_penalty;
+        *l -= (float)count * p->frequency_penalty + p->presence_penalty;
+    }
+}
+
 int e0_sample(e0_sampler *s, const float *logits) {
     const e0_sampler_params *p = &s->p;
     candidate *c = s->cand;
     int64_t n = s->n_vocab;
     for (int64_t i = 0; i < n; i++) c[i] = (candidate){(int)i, logits[i], 0};
-    if (p->repeat_penalty != 1.0f) /* divide positive logits, multiply negative ones (once per token) */
-        for (int r = 0; r < s->n_recent; r++) {
-            int id = s->recent[r];
-            bool seen = false;
-            for (int q = 0; q < r; q++) seen |= s->recent[q] == id;
-            if (seen || id < 0 || id >= n) continue;
-            c[id].logit = c[id].logit > 0 ? c[id].logit / p->repeat_penalty : c[id].logit * p->repeat_penalty;
-        }
+    if (p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) apply_penalties(s, c, n);
     if (p->temp <= 0) {
         int64_t best = 0;
         for (int64_t i = 1; i < n; i++)

@@ -1,7 +1,9 @@
 /* sample.h — choosing the next token from logits.
  *
- * The chain is llama.cpp's default order: repetition penalty -> top-k -> top-p -> min-p ->
- * temperature -> draw. temp == 0 means greedy (argmax after the penalty). Same seed, same
+ * The chain is llama.cpp's default order: penalties -> top-k -> top-p -> min-p -> temperature
+ * -> draw. The penalties are llama.cpp's: over the last repeat_last_n tokens, a token seen c > 0
+ * times has its logit divided by repeat_penalty (multiplied when negative), then reduced by
+ * c * frequency_penalty + presence_penalty. temp == 0 means greedy (argmax after the penalty). Same seed, same
  * logits -> same tokens. The sampler allocates its buffers once; sampling allocates nothing. */
 #ifndef E0_SAMPLE_H
 #define E0_SAMPLE_H
@@ -14,11 +16,14 @@ typedef struct e0_sampler_params {
     float top_p;          /* 1 = off */
     float min_p;          /* 0 = off */
     float repeat_penalty; /* 1 = off */
-    int repeat_last_n;    /* how many recent tokens the penalty looks at */
+    float frequency_penalty; /* 0 = off: minus this per occurrence in the window */
+    float presence_penalty;  /* 0 = off: minus this once for a token in the window */
+    int repeat_last_n;    /* how many recent tokens the penalties look at (0 = penalties off) */
     uint64_t seed;
 } e0_sampler_params;
 
-/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.0 over 64. */
+/* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.0 over 64, frequency and
+ * presence penalties 0. */
 e0_sampler_params e0_sampler_defaults(void);
 
 typedef struct e0_sampler e0_sampler;
