@@ -1,7 +1,7 @@
 # edge0-infer — build, test, demo, bench.  Everything goes into $(BUILD) (default: build/):
 #   $(BUILD)/bin/     edge0-infer, edge0-bench (and llamacpp-bench from `make llamacpp`)
 #   $(BUILD)/tools/   one program per tools/*.c (micro benchmarks, simulators): tools/NAME.c ->
-#                     $(BUILD)/tools/NAME; tools/llamacpp_bench.c needs llama.cpp: `make llamacpp`
+#                     $(BUILD)/tools/NAME; tools/llamacpp_{bench,ref}.c need llama.cpp: `make llamacpp`
 #   $(BUILD)/tests/   one test binary per tests/test_*.c, run by tests/run.sh
 # `make` (= `make all`) only compiles; it never installs anything. `make test`, `make demo`,
 # `make bench`, `make sweep` and `make asan` first run `make deps` (tools/deps.sh: the missing
@@ -37,7 +37,7 @@ LIB_SRC   := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
-TOOL_SRC  := $(filter-out tools/llamacpp_bench.c,$(wildcard tools/*.c))
+TOOL_SRC  := $(filter-out tools/llamacpp_bench.c tools/llamacpp_ref.c,$(wildcard tools/*.c))
 GEN_SRC   := $(BUILD)/gen/unicode_data.c
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(BUILD)/obj/gen/unicode_data.o)

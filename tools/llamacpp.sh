@@ -1,5 +1,6 @@
 #!/bin/sh
-# llamacpp.sh — fetch a prebuilt llama.cpp and build the comparison tool build/bin/llamacpp-bench.
+# llamacpp.sh — fetch a prebuilt llama.cpp and build the comparison tools build/bin/llamacpp-bench
+# (speed, tools/side_by_side.sh) and build/bin/llamacpp-ref (references for tests/test_llamacpp.c).
 #
 # Usage: sh tools/llamacpp.sh [BUILD]      (make llamacpp)
 #
@@ -12,7 +13,10 @@
 #                        include/llama.h and ggml/include/*.h
 #   BUILD/llamacpp/lib   the libraries, copied; llamacpp-bench finds them through its rpath
 #   BUILD/bin/llamacpp-bench   built from tools/llamacpp_bench.c
+#   BUILD/bin/llamacpp-ref     built from tools/llamacpp_ref.c
 # Each step is skipped when its result is already there for the pinned version.
+# Exit status: 0 ready; 3 when the npm registry cannot be reached (or npm is missing), so that
+# tests can report themselves skipped; 1 on any other failure.
 set -eu
 
 BUILD=${1:-build}
@@ -28,10 +32,13 @@ OUT=$BUILD/bin/llamacpp-bench
 BENCH_SRC=tools/llamacpp_bench.c
 
 die() { echo "llamacpp.sh: $*" >&2; exit 1; }
+offline() { echo "llamacpp.sh: $*" >&2; exit 3; }
 
 [ -f "$BENCH_SRC" ] || die "run from the source tree ($BENCH_SRC not found)"
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || die "only Linux x86-64 is supported (prebuilt libraries), not $(uname -s)-$(uname -m)"
-for tool in npm git "$CC"; do
+command -v npm >/dev/null 2>&1 || [ -f "$NPM_DIR/.installed-$VERSION" ] ||
+    offline "'npm' not found; install it (Debian: apt-get install npm)"
+for tool in git "$CC"; do
     command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found; install it (Debian: apt-get install npm git gcc)"
 done
 
@@ -45,7 +52,7 @@ if [ ! -f "$STAMP" ]; then
     if ! npm install --prefix "$NPM_DIR" --ignore-scripts --no-audit --no-fund --save-exact --omit=optional \
         --fetch-retries=1 --fetch-timeout=60000 "$PKG" "$BIN_PKG" >"$TOP/npm-install.log" 2>&1; then
         tail -n 5 "$TOP/npm-install.log" >&2
-        die "npm install of $PKG failed (is the npm registry reachable? full log: $TOP/npm-install.log)"
+        offline "npm install of $PKG failed (is the npm registry reachable? full log: $TOP/npm-install.log)"
     fi
     touch "$STAMP"
 fi
@@ -79,21 +86,25 @@ LIBGGML=$(ls "$LIB_DIR"/libggml.*so | head -n 1)
     die "libllama, libggml or libggml-base missing in $LIB_DIR"
 ls "$LIB_DIR"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend (libggml-cpu-*.so) in $PREBUILT"
 
-# 4. The bench, rebuilt when its source, this script or the libraries are newer.
-if [ ! -x "$OUT" ] || [ -n "$(find "$BENCH_SRC" "$0" "$LIBLLAMA" -newer "$OUT" 2>/dev/null)" ]; then
-    mkdir -p "$BUILD/bin"
-    echo "llamacpp.sh: building $OUT" >&2
-    # The rpath (and the bench's default backend directory) are relative to the binary, so
-    # BUILD can be moved or copied as a whole.
-    # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
-    $CC -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
-        -I"$SRC_DIR/include" -I"$SRC_DIR/ggml/include" \
-        -DLLAMACPP_PACKAGE="\"$PKG\"" \
-        -DLLAMACPP_SOURCE_COMMIT="\"$COMMIT\"" \
-        -o "$OUT.tmp" "$BENCH_SRC" "$LIBLLAMA" "$LIBGGML" "$LIB_DIR/libggml-base.so" \
-        -Wl,-rpath,'$ORIGIN/../llamacpp/lib' -ljansson -lm ||
-        die "compiling $BENCH_SRC failed"
-    mv "$OUT.tmp" "$OUT"
-fi
-"$OUT" --help >/dev/null 2>&1 || die "$OUT does not start (missing libraries?): run it to see why"
-echo "llamacpp.sh: ready: $OUT ($PKG, llama.cpp source $COMMIT)" >&2
+# 4. The tools, each rebuilt when its source, this script or the libraries are newer.
+build_tool() { # build_tool SOURCE OUTPUT
+    if [ ! -x "$2" ] || [ -n "$(find "$1" "$0" "$LIBLLAMA" -newer "$2" 2>/dev/null)" ]; then
+        mkdir -p "$BUILD/bin"
+        echo "llamacpp.sh: building $2" >&2
+        # The rpath (and the tools' default backend directory) are relative to the binary, so
+        # BUILD can be moved or copied as a whole.
+        # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
+        $CC -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
+            -I"$SRC_DIR/include" -I"$SRC_DIR/ggml/include" \
+            -DLLAMACPP_PACKAGE="\"$PKG\"" \
+            -DLLAMACPP_SOURCE_COMMIT="\"$COMMIT\"" \
+            -o "$2.tmp" "$1" "$LIBLLAMA" "$LIBGGML" "$LIB_DIR/libggml-base.so" \
+            -Wl,-rpath,'$ORIGIN/../llamacpp/lib' -ljansson -lm ||
+            die "compiling $1 failed"
+        mv "$2.tmp" "$2"
+    fi
+    "$2" --help >/dev/null 2>&1 || die "$2 does not start (missing libraries?): run it to see why"
+}
+build_tool "$BENCH_SRC" "$OUT"
+build_tool tools/llamacpp_ref.c "$BUILD/bin/llamacpp-ref"
+echo "llamacpp.sh: ready: $OUT, $BUILD/bin/llamacpp-ref ($PKG, llama.cpp source $COMMIT)" >&2

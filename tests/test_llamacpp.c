@@ -1,0 +1,632 @@
+/* test_llamacpp.c — differential tests against the pinned llama.cpp (tools/llamacpp_ref.c).
+ *
+ * References are computed at test time by llamacpp-ref and cached in LB/llamacpp-ref/<sha256 of
+ * the model file>/<case>, so a second run recomputes nothing. LB, the build dir that holds the
+ * llama.cpp install, is $E0_LLAMACPP if set, else $E0_BUILD when it has one, else build/ (the
+ * main build dir: the asan build, BUILD=build/asan, reuses its install and its cache). The
+ * install is made by tools/llamacpp.sh (`make llamacpp`); when the npm registry cannot be reached
+ * every case is reported skipped with the reason, never passed.
+ *
+ * Cases (tolerances and near-tie rules of ../shared/golden/README.md; an F32 file gets the
+ * all-F32 ones, any other file the quantized ones; near ties from llama.cpp's own logits and
+ * router logits):
+ *   real/NAME        ../shared/real-models/NAME: logits on a few token cases, 64 greedy ids
+ *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
+ *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
+ *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
+ *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
+ *                    without special tokens */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "t.h"
+#include "base/util.h"
+#include "gguf/gguf.h"
+#include "measure/sysinfo.h"
+#include "quant/quant.h"
+#include "text/tokenizer.h"
+
+#define PATH 1024
+#define CMD 16384
+#define GREEDY_N 64
+
+static char lb[PATH];             /* build dir with llamacpp/ and bin/llamacpp-ref */
+static char ref_tool[PATH];       /* LB/bin/llamacpp-ref */
+static char cache[PATH];          /* LB/llamacpp-ref */
+static char unavailable[256];     /* non-empty: why every case is skipped */
+static int n_computed, n_cached;  /* references computed this run / found in the cache */
+
+/* snprintf for paths and commands (all far below their buffers; a cut one fails to open). */
+static int sfmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sfmt(char *buf, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    return n < 0 ? 0 : (size_t)n >= cap ? (int)(cap ? cap - 1 : 0) : n;
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static uint64_t fnv(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+#define FNV0 0xcbf29ce484222325ull
+
+static float *read_floats(const char *path, size_t *n) {
+    size_t len;
+    e0_err e;
+    char *b = e0_read_file(path, (size_t)1 << 31, &len, &e);
+    if (!b) return NULL;
+    *n = len / sizeof(float);
+    return (float *)b;
+}
+
+/* ---- the reference cache ---- */
+
+/* prefix = CACHE/<sha>/<key>; returns 1 when its .done marker exists (a cached result). */
+static int cache_prefix(const char *sha, const char *key, char *prefix, size_t cap) {
+    char dir[PATH];
+    sfmt(dir, sizeof dir, "%s/%s", cache, sha);
+    mkdir(cache, 0755);
+    mkdir(dir, 0755);
+    sfmt(prefix, cap, "%s/%s", dir, key);
+    char done[PATH + 8];
+    sfmt(done, sizeof done, "%s.done", prefix);
+    return is_file(done);
+}
+
+/* Run cmd (which writes PREFIX.* files); mark PREFIX done on success. 0 on success. */
+static int cache_fill(const char *prefix, const char *cmd) {
+    char done[PATH + 8], full[CMD + PATH];
+    sfmt(done, sizeof done, "%s.done", prefix);
+    sfmt(full, sizeof full, "%s 2>%s.err", cmd, prefix);
+    int rc = t_sh(full, NULL, 0);
+    if (rc != 0) {
+        printf("  reference command failed (%d): %s\n", rc, cmd);
+        char err[PATH + 8], tail[PATH * 2 + 32];
+        sfmt(err, sizeof err, "%s.err", prefix);
+        sfmt(tail, sizeof tail, "tail -n 3 '%s' | sed 's/^/    /'", err);
+        if (system(tail)) {
+        }
+        return -1;
+    }
+    FILE *f = fopen(done, "w");
+    if (f) fclose(f);
+    n_computed++;
+    return 0;
+}
+
+static int model_sha(const char *path, char sha[65]) {
+    e0_err e;
+    if (e0_sha256_file(path, sha, &e) != 0) {
+        printf("  sha256 %s: %s\n", path, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- model facts ---- */
+
+/* 1 if every tensor of the file is F32 (the all-F32 tolerance applies), 0 if not, -1 on error. */
+static int all_f32(const char *path) {
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    if (!f) return -1;
+    int all = 1;
+    for (uint64_t i = 0; i < f->n_tensors; i++) all &= f->tensors[i].type == E0_TYPE_F32;
+    gguf_close(f);
+    return all;
+}
+
+static char *ids_csv(const int32_t *ids, int n) {
+    char *s = malloc((size_t)n * 12 + 2);
+    size_t len = 0;
+    s[0] = 0;
+    for (int i = 0; i < n; i++) len += (size_t)sprintf(s + len, "%s%d", i ? "," : "", ids[i]);
+    return s;
+}
+
+/* Token ids of a whitespace-separated line; returns the count (at most cap). */
+static int parse_line_ids(const char *s, int32_t *ids, int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
+    return n;
+}
+
+typedef struct {
+    const char *path;
+    char sha[65];
+    int f32;       /* all-F32 tolerances and tie thresholds */
+    double R, M;   /* logits tolerances */
+    double tie_margin, tie_route;
+} model_ref;
+
+static int model_init(model_ref *m, const char *path) {
+    m->path = path;
+    if (model_sha(path, m->sha)) return -1;
+    m->f32 = all_f32(path);
+    if (m->f32 < 0) return -1;
+    m->R = m->f32 ? 1e-4 : 0.05;
+    m->M = m->f32 ? 1e-3 : 0.5;
+    m->tie_margin = m->f32 ? 1e-4 : 0.1;
+    m->tie_route = m->f32 ? 1e-4 : 0.02;
+    return 0;
+}
+
+/* ---- the checks ---- */
+
+/* The engine's logits for all positions vs llama.cpp's for every position (rows = all). */
+static void check_logits(const model_ref *m, const char *case_name, const int32_t *tok, int n) {
+    char *csv = ids_csv(tok, n), key[128], prefix[PATH], cmd[CMD];
+    char rows[CMD];
+    size_t o = 0;
+    for (int i = 0; i < n; i++) o += (size_t)sfmt(rows + o, sizeof rows - o, "%s%d", i ? "," : "", i);
+    sfmt(key, sizeof key, "logits-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    if (cache_prefix(m->sha, key, prefix, sizeof prefix)) n_cached++;
+    else {
+        sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps'",
+                 ref_tool, m->path, csv, rows, prefix, prefix);
+        if (cache_fill(prefix, cmd)) {
+            CHECKF(0, "%s: llama.cpp reference failed", case_name);
+            free(csv);
+            return;
+        }
+    }
+    char rpath[PATH + 16], gpath[PATH + 16], out[PATH];
+    sfmt(rpath, sizeof rpath, "%s.logits", prefix);
+    sfmt(gpath, sizeof gpath, "%s.gaps", prefix);
+    size_t nr = 0, ng = 0, nx = 0;
+    float *r = read_floats(rpath, &nr), *g = read_floats(gpath, &ng);
+    sfmt(out, sizeof out, "%s/test-llamacpp-%d.bin", t_build(), (int)getpid());
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' 2>/dev/null", t_build(), m->path, csv, out);
+    int rc = t_sh(cmd, NULL, 0);
+    CHECKF(rc == 0, "%s: edge0-infer logits exited %d", case_name, rc);
+    float *x = rc == 0 ? read_floats(out, &nx) : NULL;
+    unlink(out);
+    CHECKF(r && g && ng == (size_t)n && nr % (size_t)n == 0, "%s: bad reference files", case_name);
+    if (r && g && x && ng == (size_t)n && nr % (size_t)n == 0) {
+        size_t V = nr / (size_t)n;
+        CHECKF(nx == nr, "%s: engine wrote %zu floats, llama.cpp %zu", case_name, nx, nr);
+        double worst_rel = 0, worst_abs = 0;
+        int checked = 0, ties = 0;
+        for (int p = 0; p < n && nx == nr; p++) {
+            if (g[p] < m->tie_route) { /* routing near tie: not checked */
+                ties++;
+                continue;
+            }
+            const float *rr = r + (size_t)p * V, *xx = x + (size_t)p * V;
+            double mean = 0, var = 0, se = 0, maxd = 0;
+            for (size_t v = 0; v < V; v++) mean += rr[v];
+            mean /= (double)V;
+            for (size_t v = 0; v < V; v++) {
+                double d = (double)xx[v] - rr[v];
+                var += (rr[v] - mean) * (rr[v] - mean);
+                se += d * d;
+                if (!(fabs(d) <= maxd)) maxd = isnan(d) ? INFINITY : fabs(d);
+            }
+            double sd = sqrt(var / (double)V), rel = sqrt(se / (double)V) / sd, mx = maxd / sd;
+            if (!(rel <= worst_rel)) worst_rel = rel;
+            if (!(mx <= worst_abs)) worst_abs = mx;
+            CHECKF(rel <= m->R && mx <= m->M, "%s row %d: rel_rms %.3g (limit %g), max_abs/std %.3g (limit %g)", case_name, p,
+                   rel, m->R, mx, m->M);
+            checked++;
+        }
+        printf("  %s: %d rows (%d routing near ties skipped), worst rel_rms %.2e, worst max_abs/std %.2e\n", case_name,
+               checked, ties, worst_rel, worst_abs);
+    }
+    free(r);
+    free(g);
+    free(x);
+    free(csv);
+}
+
+/* GREEDY_N greedy ids from the prompt: equal to llama.cpp's up to its first near tie. */
+static void check_greedy(const model_ref *m, const char *case_name, const int32_t *tok, int n) {
+    char *csv = ids_csv(tok, n), key[128], prefix[PATH], cmd[CMD];
+    sfmt(key, sizeof key, "greedy%d-%016llx", GREEDY_N, (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    if (cache_prefix(m->sha, key, prefix, sizeof prefix)) n_cached++;
+    else {
+        sfmt(cmd, sizeof cmd, "'%s' greedy '%s' --tokens %s -n %d --stats '%s.stats' >'%s.ids'", ref_tool, m->path, csv,
+                 GREEDY_N, prefix, prefix);
+        if (cache_fill(prefix, cmd)) {
+            CHECKF(0, "%s: llama.cpp reference failed", case_name);
+            free(csv);
+            return;
+        }
+    }
+    char spath[PATH + 16], ipath[PATH + 16], line[GREEDY_N * 12 + 64], got[GREEDY_N * 12 + 64];
+    sfmt(spath, sizeof spath, "%s.stats", prefix);
+    sfmt(ipath, sizeof ipath, "%s.ids", prefix);
+    size_t ns = 0;
+    float *st = read_floats(spath, &ns);
+    FILE *f = fopen(ipath, "r");
+    int nref = 0;
+    int32_t ref[GREEDY_N], eng[GREEDY_N];
+    if (f) {
+        if (fgets(line, sizeof line, f)) nref = parse_line_ids(line, ref, GREEDY_N);
+        fclose(f);
+    }
+    CHECKF(st && ns == 2 * GREEDY_N && nref == GREEDY_N, "%s: bad reference files", case_name);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer run --model '%s' --tokens %s -n %d --temp 0 --print-ids 2>/dev/null",
+             t_build(), m->path, csv, GREEDY_N);
+    int rc = t_sh(cmd, got, sizeof got);
+    CHECKF(rc == 0, "%s: edge0-infer run exited %d", case_name, rc);
+    int neng = rc == 0 ? parse_line_ids(got, eng, GREEDY_N) : 0;
+    CHECKF(rc != 0 || neng == GREEDY_N, "%s: engine printed %d ids, expected %d", case_name, neng, GREEDY_N);
+    if (st && ns == 2 * GREEDY_N && nref == GREEDY_N && neng == GREEDY_N) {
+        int must = 0;
+        while (must < GREEDY_N && st[2 * must] >= m->tie_margin && st[2 * must + 1] >= m->tie_route) must++;
+        int same = 0;
+        while (same < GREEDY_N && eng[same] == ref[same]) same++;
+        CHECKF(same >= must, "%s: ids differ at step %d (llama.cpp %d, ours %d); the first %d must match", case_name, same,
+               ref[same], eng[same], must);
+        printf("  %s: %d of %d ids equal, %d must (first near tie)\n", case_name, same, GREEDY_N, must);
+    }
+    free(st);
+    free(csv);
+}
+
+/* ---- setup ---- */
+
+static void setup(void) {
+    const char *env = getenv("E0_LLAMACPP");
+    char probe[PATH + 32];
+    sfmt(probe, sizeof probe, "%s/llamacpp", t_build());
+    sfmt(lb, sizeof lb, "%s", env && *env ? env : is_dir(probe) ? t_build() : "build");
+    sfmt(ref_tool, sizeof ref_tool, "%s/bin/llamacpp-ref", lb);
+    sfmt(cache, sizeof cache, "%s/llamacpp-ref", lb);
+    /* tools/llamacpp.sh is what `make llamacpp BUILD=LB` runs; called directly for its exit
+     * status: 3 = the registry cannot be reached (or no npm). Cheap when already installed. */
+    char cmd[PATH * 3];
+    mkdir(lb, 0755);
+    sfmt(cmd, sizeof cmd, "sh tools/llamacpp.sh '%s' >'%s/llamacpp-setup.log' 2>&1", lb, lb);
+    int rc = t_sh(cmd, NULL, 0);
+    t_begin("llamacpp/install");
+    if (rc == 3)
+        sfmt(unavailable, sizeof unavailable, "llama.cpp could not be installed: npm registry unreachable (see %s/llamacpp-setup.log)", lb);
+    if (unavailable[0]) t_skip("%s", unavailable);
+    else CHECKF(rc == 0 && is_file(ref_tool), "tools/llamacpp.sh %s failed (%d): see %s/llamacpp-setup.log", lb, rc, lb);
+    if (rc != 0 && !unavailable[0]) sfmt(unavailable, sizeof unavailable, "llama.cpp install failed");
+    t_end();
+}
+
+/* Begin a case; 0 when it must be skipped (llama.cpp unavailable), already reported. */
+static int begin(const char *name) {
+    t_begin(name);
+    if (!unavailable[0]) return 1;
+    t_skip("%s", unavailable);
+    t_end();
+    return 0;
+}
+
+/* Pseudo-random ids in [1, n_vocab). */
+static void rand_ids(uint64_t seed, int32_t n_vocab, int32_t *ids, int n) {
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = 1 + (int32_t)((seed >> 33) % (uint64_t)(n_vocab - 1));
+    }
+}
+
+static int32_t vocab_size(const char *path) {
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    if (!f) return -1;
+    const gguf_tensor *t = gguf_find_tensor(f, "token_embd.weight");
+    int32_t n = t ? (int32_t)t->ne[1] : -1;
+    gguf_close(f);
+    return n;
+}
+
+/* logits on: BOS alone, BOS + a tokenized sentence (llama.cpp's tokenizer), BOS + random ids;
+ * greedy from the sentence and from random ids. */
+static void check_model(const char *label, const char *path, int with_text) {
+    if (!begin(label)) return;
+    model_ref m;
+    if (model_init(&m, path)) {
+        CHECKF(0, "%s: cannot read %s", label, path);
+        t_end();
+        return;
+    }
+    int32_t V = vocab_size(path), tok[64];
+    CHECKF(V > 2, "%s: no token_embd.weight", label);
+    if (V > 2) {
+        int n = 0;
+        if (with_text) { /* llama.cpp's own tokens of a sentence (with BOS) */
+            char cmd[PATH * 3], out[4096];
+            sfmt(cmd, sizeof cmd, "printf 'Once upon a time, there was a little girl named Lily. She liked' | '%s' tokenize '%s' 2>/dev/null",
+                     ref_tool, path);
+            if (t_sh(cmd, out, sizeof out) == 0) n = parse_line_ids(out, tok, 64);
+            CHECKF(n > 3, "%s: llama.cpp tokenize failed", label);
+        }
+        char cname[PATH + 32];
+        if (n > 3) {
+            sfmt(cname, sizeof cname, "%s text", label);
+            check_logits(&m, cname, tok, n);
+            sfmt(cname, sizeof cname, "%s greedy-text", label);
+            check_greedy(&m, cname, tok, n);
+        }
+        tok[0] = 1;
+        sfmt(cname, sizeof cname, "%s bos", label);
+        check_logits(&m, cname, tok, 1);
+        rand_ids(fnv(label, strlen(label), FNV0), V, tok + 1, 23);
+        sfmt(cname, sizeof cname, "%s ids24", label);
+        check_logits(&m, cname, tok, 24);
+        sfmt(cname, sizeof cname, "%s greedy-ids", label);
+        check_greedy(&m, cname, tok, 8);
+    }
+    t_end();
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names in dir ending with suffix; returns the count (names malloc'd). */
+static int list_dir(const char *dir, const char *suffix, char **names, int cap) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *de; (de = readdir(d)) && n < cap;) {
+        size_t l = strlen(de->d_name), s = strlen(suffix);
+        if (l > s && !strcmp(de->d_name + l - s, suffix)) names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    return n;
+}
+
+static void test_real_models(void) {
+    char dir[PATH], *names[64];
+    sfmt(dir, sizeof dir, "%s/real-models", t_shared());
+    int n = list_dir(dir, ".gguf", names, 64);
+    for (int i = 0; i < n; i++) {
+        char path[PATH * 2], label[256];
+        sfmt(path, sizeof path, "%s/%s", dir, names[i]);
+        sfmt(label, sizeof label, "real/%s", names[i]);
+        check_model(label, path, 1);
+        free(names[i]);
+    }
+}
+
+/* ---- synth models ---- */
+
+static const struct {
+    const char *name, *args;
+} synth_archs[] = {
+    {"llama", "--arch llama"},
+    {"llama-moe", "--arch llama --n-expert 8 --n-expert-used 2"},
+    {"qwen2", "--arch qwen2"},
+    {"qwen3", "--arch qwen3"},
+    {"qwen2moe", "--arch qwen2moe"},
+    {"qwen3moe", "--arch qwen3moe"},
+};
+static const char *const quant_types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+#define N_ARCH (int)(sizeof synth_archs / sizeof synth_archs[0])
+#define N_QT (int)(sizeof quant_types / sizeof quant_types[0])
+
+/* path of the F32 synth model of arch a (written now: synth is fast and the file must follow
+ * the current synth), and of its quantization to type q by llama.cpp (cached by the F32 sha). */
+static int synth_f32(int a, char *path, size_t cap, char sha[65]) {
+    char dir[PATH], cmd[PATH * 3];
+    sfmt(dir, sizeof dir, "%s/models", cache);
+    mkdir(cache, 0755);
+    mkdir(dir, 0755);
+    sfmt(path, cap, "%s/synth-%s-f32.gguf", dir, synth_archs[a].name);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+             synth_archs[a].args, path);
+    if (t_sh(cmd, NULL, 0) != 0) return -1;
+    return model_sha(path, sha);
+}
+
+static int synth_quant(const char *f32_path, const char *f32_sha, const char *type, char *path, size_t cap) {
+    char key[64], prefix[PATH], cmd[CMD];
+    sfmt(key, sizeof key, "quant-%s", type);
+    int hit = cache_prefix(f32_sha, key, prefix, sizeof prefix);
+    sfmt(path, cap, "%s.gguf", prefix);
+    if (hit && is_file(path)) {
+        n_cached++;
+        return 0;
+    }
+    sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s", ref_tool, f32_path, prefix, type);
+    return cache_fill(prefix, cmd);
+}
+
+/* Our to_float of every quantized tensor of path == ggml's, bit for bit. */
+static void check_dequant(const char *label, const char *path) {
+    char sha[65], prefix[PATH], cmd[CMD];
+    if (model_sha(path, sha)) {
+        CHECKF(0, "%s: sha256", label);
+        return;
+    }
+    if (cache_prefix(sha, "dequant", prefix, sizeof prefix)) n_cached++;
+    else {
+        sfmt(cmd, sizeof cmd, "mkdir -p '%s.d' && '%s' dequantize '%s' '*' --out '%s.d'", prefix, ref_tool, path, prefix);
+        if (cache_fill(prefix, cmd)) {
+            CHECKF(0, "%s: llama.cpp dequantize failed", label);
+            return;
+        }
+    }
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s: %s", label, f ? "" : e.msg);
+    int n_checked = 0;
+    for (uint64_t i = 0; f && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        const e0_type_traits *tr = e0_type_traits_of(t->type);
+        if (t->type == E0_TYPE_F32) continue;
+        CHECKF(tr && tr->to_float, "%s: %s: no to_float for type %u", label, t->name, t->type);
+        if (!tr || !tr->to_float) continue;
+        char rpath[PATH * 2];
+        sfmt(rpath, sizeof rpath, "%s.d/%s.f32", prefix, t->name);
+        size_t nr = 0;
+        float *r = read_floats(rpath, &nr);
+        void *raw = malloc(t->nbytes);
+        float *x = malloc(t->nelements * sizeof *x);
+        int ok = r && raw && x && nr == t->nelements && gguf_read(f, t->offset, raw, t->nbytes, &e) == 0;
+        CHECKF(ok, "%s: %s: could not read the tensor or its reference", label, t->name);
+        if (ok) {
+            tr->to_float(raw, x, (int64_t)t->nelements);
+            size_t bad = 0, first = 0;
+            for (size_t k = 0; k < nr; k++)
+                if (memcmp(&x[k], &r[k], sizeof *x) && bad++ == 0) first = k;
+            CHECKF(bad == 0, "%s: %s (%s): %zu of %zu floats differ from ggml's, first at %zu (ours %.9g, ggml %.9g)", label,
+                   t->name, tr->name, bad, nr, first, bad ? x[first] : 0, bad ? r[first] : 0);
+            n_checked++;
+        }
+        free(r);
+        free(raw);
+        free(x);
+    }
+    if (f) printf("  %s: %d tensors bit-exact checked\n", label, n_checked);
+    CHECKF(!f || n_checked > 0, "%s: no quantized tensor", label);
+    if (f) gguf_close(f);
+}
+
+static void test_synth(void) {
+    for (int a = 0; a < N_ARCH; a++) {
+        char f32[PATH], sha[65] = "", label[256];
+        int ok = unavailable[0] ? 0 : synth_f32(a, f32, sizeof f32, sha) == 0;
+        sfmt(label, sizeof label, "synth/%s/f32", synth_archs[a].name);
+        if (!unavailable[0] && !ok) {
+            t_begin(label);
+            CHECKF(0, "edge0-infer synth %s failed", synth_archs[a].args);
+            t_end();
+            continue;
+        }
+        check_model(label, f32, 0);
+        for (int q = 0; q < N_QT; q++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, quant_types[q]);
+            if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
+                t_begin(label);
+                CHECKF(0, "llamacpp-ref quantize to %s failed", quant_types[q]);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0);
+            /* dequantization of llama.cpp's blocks: one dense and one MoE model per type */
+            if (!strcmp(synth_archs[a].name, "llama") || !strcmp(synth_archs[a].name, "qwen3moe")) {
+                char dl[256];
+                sfmt(dl, sizeof dl, "dequant/%s/%s", quant_types[q], synth_archs[a].name);
+                if (begin(dl)) {
+                    check_dequant(dl, qpath);
+                    t_end();
+                }
+            }
+        }
+    }
+}
+
+/* ---- tokenizers ---- */
+
+static void test_tokenizers(void) {
+    char vdir[PATH], cdir[] = "tests/fixtures/tokenizer-corpus", *vocabs[16], *files[64];
+    sfmt(vdir, sizeof vdir, "%s/tokenizer", t_shared());
+    int nv = list_dir(vdir, ".gguf", vocabs, 16), nf = list_dir(cdir, ".txt", files, 64);
+    /* the corpus' hash keys its references */
+    uint64_t h = FNV0;
+    char *text[64];
+    size_t len[64];
+    for (int i = 0; i < nf; i++) {
+        char p[PATH];
+        e0_err e;
+        sfmt(p, sizeof p, "%s/%s", cdir, files[i]);
+        text[i] = e0_read_file(p, 1 << 20, &len[i], &e);
+        if (!text[i]) len[i] = 0;
+        h = fnv(files[i], strlen(files[i]) + 1, h);
+        h = fnv(text[i] ? text[i] : "", len[i], h);
+    }
+    for (int v = 0; v < nv; v++) {
+        for (int mode = 0; mode < 2; mode++) { /* 0: add BOS/EOS, no special parsing; 1: the reverse */
+            char label[256], vpath[PATH * 2], sha[65], key[96], prefix[PATH], cmd[CMD];
+            sfmt(label, sizeof label, "tokenizer/%s/%s", vocabs[v], mode ? "parse-special" : "add-special");
+            sfmt(vpath, sizeof vpath, "%s/%s", vdir, vocabs[v]);
+            if (!begin(label)) continue;
+            CHECKF(nf >= 10, "corpus %s: %d files", cdir, nf);
+            if (model_sha(vpath, sha)) {
+                CHECKF(0, "cannot read %s", vpath);
+                t_end();
+                continue;
+            }
+            sfmt(key, sizeof key, "tokenize%d-%016llx", mode, (unsigned long long)h);
+            if (cache_prefix(sha, key, prefix, sizeof prefix)) n_cached++;
+            else {
+                size_t o = (size_t)sfmt(cmd, sizeof cmd, "'%s' tokenize '%s' %s", ref_tool, vpath,
+                                            mode ? "--no-special --parse-special" : "");
+                for (int i = 0; i < nf; i++) o += (size_t)sfmt(cmd + o, sizeof cmd - o, " '%s/%s'", cdir, files[i]);
+                sfmt(cmd + o, sizeof cmd - o, " >'%s.ids'", prefix);
+                if (cache_fill(prefix, cmd)) {
+                    CHECKF(0, "llama.cpp tokenize failed");
+                    t_end();
+                    continue;
+                }
+            }
+            char ipath[PATH + 8];
+            sfmt(ipath, sizeof ipath, "%s.ids", prefix);
+            FILE *rf = fopen(ipath, "r");
+            e0_err e;
+            gguf_file *g = gguf_open(vpath, &e);
+            e0_tokenizer *tk = g ? e0_tokenizer_from_gguf(g, &e) : NULL;
+            CHECKF(tk, "%s: %s", vpath, e.msg);
+            static char line[1 << 20];
+            static int32_t ref[1 << 16];
+            int bad = 0;
+            for (int i = 0; i < nf && rf && tk; i++) {
+                int nref = fgets(line, sizeof line, rf) ? parse_line_ids(line, ref, 1 << 16) : -1;
+                e0_tokens out = {0};
+                int rc = e0_tokenize(tk, text[i] ? text[i] : "", len[i], mode == 0, mode == 1, &out, &e);
+                CHECKF(rc == 0, "%s: %s", files[i], e.msg);
+                size_t same = 0;
+                while (same < out.n && (int)same < nref && out.ids[same] == ref[same]) same++;
+                if (rc == 0 && (nref < 0 || (int)out.n != nref || (int)same != nref)) {
+                    bad++;
+                    CHECKF(0, "%s: %zu ids, llama.cpp %d; first difference at %zu (ours %d, llama.cpp %d)", files[i], out.n,
+                           nref, same, same < out.n ? out.ids[same] : -1, (int)same < nref ? ref[same] : -1);
+                }
+                e0_tokens_free(&out);
+            }
+            printf("  %s: %d of %d corpus files differ\n", label, bad, nf);
+            if (rf) fclose(rf);
+            e0_tokenizer_free(tk);
+            if (g) gguf_close(g);
+            t_end();
+        }
+        free(vocabs[v]);
+    }
+    for (int i = 0; i < nf; i++) {
+        free(text[i]);
+        free(files[i]);
+    }
+}
+
+int main(void) {
+    if (!t_need_shared("real-models", "tokenizer", NULL)) return T_DONE();
+    setup();
+    test_tokenizers();
+    test_real_models();
+    test_synth();
+    printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
+    return T_DONE();
+}

@@ -1,0 +1,518 @@
+/* llamacpp_ref.c — llama.cpp as the reference for the differential tests (tests/test_llamacpp.c).
+ *
+ * Not part of the engine and not built by `make`: `make llamacpp` (tools/llamacpp.sh) compiles it
+ * against the pinned llama.cpp (node-llama-cpp's prebuilt libraries and source headers). Each
+ * subcommand asks llama.cpp one question, as ../shared/golden/README.md's reference does: the CPU
+ * backend, one batched prefill from position 0, F32 KV cache, flash attention off.
+ *
+ *   logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G]
+ *       F: for each row p of LIST, the n_vocab float32 logits after position p. G: for each row,
+ *       one float32: the smallest, over the MoE layers, gap between the k-th and (k+1)-th
+ *       largest router logits divided by their std (k = experts used; +inf without MoE).
+ *   greedy MODEL --tokens IDS -n N [--stats F]
+ *       N greedy ids (one line). F: per step two float32, the top-1 minus top-2 logit margin over
+ *       the row's std, and the router gap (as above) of the position that produced the row.
+ *   tokenize VOCAB [--no-special] [--parse-special] [FILE...]
+ *       llama_tokenize of each FILE (or stdin), one line of ids per input. --no-special: no
+ *       BOS/EOS even if the vocabulary adds them.
+ *   quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]
+ *       llama_model_quantize: every tensor llama.cpp quantizes becomes TYPE (pure), or its
+ *       recipe for TYPE with --mix (q4_k_m ...); --type-map overrides by tensor name (first
+ *       match wins; llama.cpp's own fallbacks for rows that do not fit a block still apply).
+ *   dequantize MODEL TENSOR --out F      (TENSOR '*': every tensor, into DIR/NAME.f32)
+ *       ggml's to_float of the tensor's stored blocks, float32.
+ * IDS and LIST are comma- or space-separated. Exit status 0 on success, 1 on any error. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "gguf.h"
+#include "llama.h"
+
+static const char usage_text[] =
+    "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--threads N]\n"
+    "       llamacpp-ref greedy MODEL --tokens IDS -n N [--stats F] [--threads N]\n"
+    "       llamacpp-ref tokenize VOCAB [--no-special] [--parse-special] [FILE...]\n"
+    "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]\n"
+    "       llamacpp-ref dequantize MODEL TENSOR|'*' --out F|DIR\n"
+    "(see the header of tools/llamacpp_ref.c)\n";
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("llamacpp-ref: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level == GGML_LOG_LEVEL_ERROR || getenv("LLAMACPP_REF_VERBOSE")) fputs(text, stderr);
+}
+
+/* Decimal numbers separated by commas/spaces into *out (malloc'd); -1 on a bad list. */
+static int parse_ids(const char *s, int32_t **out, int *n) {
+    int cap = 16, count = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (!v) return -1;
+    while (*s) {
+        while (*s == ',' || *s == ' ' || *s == '\n' || *s == '\t') s++;
+        if (!*s) break;
+        char *end;
+        errno = 0;
+        long x = strtol(s, &end, 10);
+        if (errno || end == s || x < 0 || x > INT32_MAX) {
+            free(v);
+            return -1;
+        }
+        if (count == cap) {
+            int32_t *nv = realloc(v, (size_t)(cap *= 2) * sizeof *v);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[count++] = (int32_t)x;
+        s = end;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+static int write_floats(const char *path, const float *x, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail("%s: %s", path, strerror(errno));
+    size_t w = fwrite(x, sizeof *x, n, f);
+    if (fclose(f) != 0 || w != n) return fail("%s: write failed", path);
+    return 0;
+}
+
+/* ---- the model and its context ---- */
+
+/* Router gaps: the eval callback sees every "ffn_moe_logits-L" tensor ([n_expert, n_tokens]) and
+ * keeps, per token of the current batch, the smallest (k-th - (k+1)-th) / std over the layers. */
+typedef struct {
+    int k;          /* experts used per token; 0 = not a MoE model */
+    int n_tok;      /* tokens in the batch being computed */
+    float gap[4096];
+} route_state;
+
+static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
+    route_state *rs = user;
+    bool want = rs->k > 0 && strncmp(t->name, "ffn_moe_logits", 14) == 0 && t->type == GGML_TYPE_F32;
+    if (ask) return want;
+    if (!want) return true;
+    int64_t ne = t->ne[0], nt = t->ne[1];
+    if (ne <= rs->k || nt > rs->n_tok) return true;
+    float *buf = malloc((size_t)(ne * nt) * sizeof *buf);
+    if (!buf) return false;
+    ggml_backend_tensor_get(t, buf, 0, ggml_nbytes(t));
+    for (int64_t j = 0; j < nt; j++) {
+        const float *r = buf + j * ne;
+        double mean = 0, var = 0;
+        for (int64_t e = 0; e < ne; e++) mean += r[e];
+        mean /= (double)ne;
+        for (int64_t e = 0; e < ne; e++) var += (r[e] - mean) * (r[e] - mean);
+        double sd = sqrt(var / (double)ne);
+        /* the k-th and (k+1)-th largest: partial selection of the k+1 largest */
+        float top[64];
+        int kk = rs->k + 1 > 64 ? 64 : rs->k + 1, nt_ = 0;
+        for (int64_t e = 0; e < ne; e++) {
+            float x = r[e];
+            int pos = nt_ < kk ? nt_++ : kk;
+            if (pos == kk && x <= top[kk - 1]) continue;
+            if (pos == kk) pos = kk - 1;
+            while (pos > 0 && top[pos - 1] < x) {
+                top[pos] = top[pos - 1];
+                pos--;
+            }
+            top[pos] = x;
+        }
+        float g = sd > 0 ? (float)((top[kk - 2] - top[kk - 1]) / sd) : 0.0f;
+        if (g < rs->gap[j]) rs->gap[j] = g;
+    }
+    free(buf);
+    return true;
+}
+
+typedef struct {
+    struct llama_model *model;
+    struct llama_context *ctx;
+    const struct llama_vocab *vocab;
+    int32_t n_vocab;
+    route_state route;
+} ref_model;
+
+/* BUILD/llamacpp/lib for BUILD/bin/llamacpp-ref, as tools/llamacpp.sh lays them out. */
+static int load_backends(void) {
+    char exe[PATH_MAX], dir[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return fail("cannot find this program's path (/proc/self/exe)");
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(dir, sizeof dir, "%s/../llamacpp/lib", exe);
+    llama_log_set(quiet_log, NULL);
+    ggml_backend_load_all_from_path(dir);
+    if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) return fail("no CPU backend in %s", dir);
+    llama_backend_init();
+    return 0;
+}
+
+static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, int threads) {
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    m->model = llama_model_load_from_file(path, mp);
+    if (!m->model) return fail("%s: llama.cpp could not load the model (LLAMACPP_REF_VERBOSE=1 to see why)", path);
+    m->vocab = llama_model_get_vocab(m->model);
+    m->n_vocab = llama_vocab_n_tokens(m->vocab);
+    char key[256], val[64];
+    char arch[64] = "";
+    llama_model_meta_val_str(m->model, "general.architecture", arch, sizeof arch);
+    snprintf(key, sizeof key, "%s.expert_used_count", arch);
+    m->route.k = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)((n_ctx + 255) / 256 * 256);
+    cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = threads;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.no_perf = true;
+    cp.cb_eval = route_cb;
+    cp.cb_eval_user_data = &m->route;
+    m->ctx = llama_init_from_model(m->model, cp);
+    if (!m->ctx) return fail("%s: llama.cpp could not create a context", path);
+    return 0;
+}
+
+static void close_model(ref_model *m) {
+    if (m->ctx) llama_free(m->ctx);
+    if (m->model) llama_model_free(m->model);
+}
+
+/* Decode tokens[0..n) at positions pos0.., logits wanted for every position. */
+static int decode(ref_model *m, const int32_t *tokens, int n, int pos0) {
+    if (n > (int)(sizeof m->route.gap / sizeof m->route.gap[0])) return fail("at most 4096 tokens per batch");
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        if (tokens[i] >= m->n_vocab) {
+            llama_batch_free(b);
+            return fail("token %d is not below n_vocab %d", tokens[i], m->n_vocab);
+        }
+        b.token[i] = tokens[i];
+        b.pos[i] = pos0 + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    m->route.n_tok = n;
+    for (int i = 0; i < n; i++) m->route.gap[i] = INFINITY;
+    int rc = llama_decode(m->ctx, b);
+    llama_batch_free(b);
+    return rc ? fail("llama_decode failed (%d)", rc) : 0;
+}
+
+static double row_std(const float *r, int n) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += r[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (r[i] - mean) * (r[i] - mean);
+    return sqrt(var / n);
+}
+
+/* ---- subcommands ---- */
+
+static int opt_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return fail("expected a number from %d to %d, got '%s'", lo, hi, s);
+    *out = (int)v;
+    return 0;
+}
+
+static int cmd_logits(int argc, char **argv) {
+    const char *model = argv[0], *tokens_s = NULL, *rows_s = NULL, *out = NULL, *gaps = NULL;
+    int threads = 1; /* one thread: llama.cpp's spinning workers crawl on a loaded 2-core machine */
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc) return fail("%s: missing value", argv[i]);
+        if (!strcmp(argv[i], "--tokens")) tokens_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
+        else if (!strcmp(argv[i], "--route-gaps")) gaps = argv[i + 1];
+        else if (!strcmp(argv[i], "--threads")) { if (opt_int(argv[i + 1], 1, 256, &threads)) return 1; }
+        else return fail("unknown option '%s'", argv[i]);
+    }
+    if (!tokens_s || !rows_s || !out) return fail("logits needs --tokens, --rows and --out");
+    int32_t *tok, *rows;
+    int n, nr;
+    if (parse_ids(tokens_s, &tok, &n) || n == 0) return fail("--tokens: expected a list of token ids");
+    if (parse_ids(rows_s, &rows, &nr) || nr == 0) return fail("--rows: expected a list of positions");
+    for (int j = 0; j < nr; j++)
+        if (rows[j] >= n) return fail("--rows: position %d is not below %d tokens", rows[j], n);
+    ref_model m = {0};
+    int rc = open_model(&m, model, n, n, threads) || decode(&m, tok, n, 0);
+    if (!rc) {
+        float *x = malloc((size_t)nr * (size_t)m.n_vocab * sizeof *x), *g = malloc((size_t)nr * sizeof *g);
+        for (int j = 0; j < nr && x && g; j++) {
+            memcpy(x + (size_t)j * m.n_vocab, llama_get_logits_ith(m.ctx, rows[j]), (size_t)m.n_vocab * sizeof *x);
+            g[j] = m.route.gap[rows[j]];
+        }
+        rc = !x || !g ? fail("out of memory") : write_floats(out, x, (size_t)nr * m.n_vocab);
+        if (!rc && gaps) rc = write_floats(gaps, g, (size_t)nr);
+        free(x);
+        free(g);
+    }
+    close_model(&m);
+    free(tok);
+    free(rows);
+    return rc;
+}
+
+static int cmd_greedy(int argc, char **argv) {
+    const char *model = argv[0], *tokens_s = NULL, *stats = NULL;
+    int threads = 1, steps = -1;
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc) return fail("%s: missing value", argv[i]);
+        if (!strcmp(argv[i], "--tokens")) tokens_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--stats")) stats = argv[i + 1];
+        else if (!strcmp(argv[i], "-n")) { if (opt_int(argv[i + 1], 1, 100000, &steps)) return 1; }
+        else if (!strcmp(argv[i], "--threads")) { if (opt_int(argv[i + 1], 1, 256, &threads)) return 1; }
+        else return fail("unknown option '%s'", argv[i]);
+    }
+    if (!tokens_s || steps < 0) return fail("greedy needs --tokens and -n");
+    int32_t *tok;
+    int n;
+    if (parse_ids(tokens_s, &tok, &n) || n == 0) return fail("--tokens: expected a list of token ids");
+    ref_model m = {0};
+    float *st = malloc((size_t)steps * 2 * sizeof *st);
+    int32_t *ids = malloc((size_t)steps * sizeof *ids);
+    int rc = !st || !ids ? fail("out of memory") : open_model(&m, model, n + steps, n, threads) || decode(&m, tok, n, 0);
+    int last = n - 1;
+    for (int s = 0; !rc && s < steps; s++) {
+        const float *r = llama_get_logits_ith(m.ctx, last);
+        int best = 0;
+        for (int v = 1; v < m.n_vocab; v++)
+            if (r[v] > r[best]) best = v;
+        float second = -INFINITY;
+        for (int v = 0; v < m.n_vocab; v++)
+            if (v != best && r[v] > second) second = r[v];
+        double sd = row_std(r, m.n_vocab);
+        st[2 * s] = sd > 0 ? (float)((r[best] - second) / sd) : 0.0f;
+        st[2 * s + 1] = m.route.gap[last];
+        ids[s] = best;
+        if (s + 1 < steps) {
+            rc = decode(&m, &ids[s], 1, n + s);
+            last = 0;
+        }
+    }
+    if (!rc) {
+        for (int s = 0; s < steps; s++) printf("%s%d", s ? " " : "", ids[s]);
+        printf("\n");
+        if (stats) rc = write_floats(stats, st, (size_t)steps * 2);
+    }
+    close_model(&m);
+    free(st);
+    free(ids);
+    free(tok);
+    return rc;
+}
+
+static char *read_all(FILE *f, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (size_t got; s && (got = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *ns = realloc(s, cap *= 2);
+            if (!ns) free(s);
+            s = ns;
+        }
+    }
+    if (s) s[n] = 0;
+    *len = n;
+    return s;
+}
+
+static int tokenize_one(const struct llama_vocab *vocab, FILE *in, const char *name, bool add_special, bool parse_special) {
+    size_t len;
+    char *text = read_all(in, &len);
+    if (!text) return fail("%s: cannot read", name);
+    if (len > INT32_MAX / 2) return fail("%s: too long", name);
+    int cap = (int)len + 16;
+    llama_token *ids = malloc((size_t)cap * sizeof *ids);
+    int n = ids ? llama_tokenize(vocab, text, (int32_t)len, ids, cap, add_special, parse_special) : INT32_MIN;
+    if (n < 0) {
+        free(ids);
+        free(text);
+        return fail("%s: llama_tokenize failed (%d)", name, n);
+    }
+    for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+    printf("\n");
+    free(ids);
+    free(text);
+    return 0;
+}
+
+static int cmd_tokenize(int argc, char **argv) {
+    bool add_special = true, parse_special = false;
+    int first_file = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-special")) add_special = false;
+        else if (!strcmp(argv[i], "--parse-special")) parse_special = true;
+        else if (argv[i][0] == '-' && argv[i][1]) return fail("unknown option '%s'", argv[i]);
+        else {
+            first_file = i;
+            break;
+        }
+    }
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    struct llama_model *model = llama_model_load_from_file(argv[0], mp);
+    if (!model) return fail("%s: llama.cpp could not load the vocabulary", argv[0]);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    int rc = 0;
+    if (first_file == argc) rc = tokenize_one(vocab, stdin, "stdin", add_special, parse_special);
+    for (int i = first_file; i < argc && !rc; i++) {
+        FILE *f = fopen(argv[i], "rb");
+        if (!f) rc = fail("%s: %s", argv[i], strerror(errno));
+        else {
+            rc = tokenize_one(vocab, f, argv[i], add_special, parse_special);
+            fclose(f);
+        }
+    }
+    llama_model_free(model);
+    return rc;
+}
+
+/* A ggml type by its name (q4_K, Q4_K, q8_0 ...), or GGML_TYPE_COUNT. */
+static enum ggml_type type_by_name(const char *s) {
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        const char *name = ggml_type_name((enum ggml_type)t);
+        if (name && ggml_type_size((enum ggml_type)t) && !strcasecmp(name, s)) return (enum ggml_type)t;
+    }
+    return GGML_TYPE_COUNT;
+}
+
+static const struct {
+    const char *name;
+    enum llama_ftype ftype;
+} ftypes[] = {
+    {"f32", LLAMA_FTYPE_ALL_F32},        {"f16", LLAMA_FTYPE_MOSTLY_F16},     {"bf16", LLAMA_FTYPE_MOSTLY_BF16},
+    {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},   {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},   {"q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+    {"q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},   {"q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},   {"q2_k", LLAMA_FTYPE_MOSTLY_Q2_K},
+    {"q3_k", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q4_k", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},   {"q2_k_s", LLAMA_FTYPE_MOSTLY_Q2_K_S}, {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S},
+    {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+    {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+};
+
+static int cmd_quantize(int argc, char **argv) {
+    if (argc < 3) return fail("quantize needs IN OUT TYPE");
+    const char *in = argv[0], *out = argv[1], *type = argv[2], *map = NULL;
+    bool mix = false;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--mix")) mix = true;
+        else if (!strcmp(argv[i], "--type-map") && i + 1 < argc) map = argv[++i];
+        else return fail("unknown option '%s'", argv[i]);
+    }
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.nthread = 2;
+    qp.pure = !mix;
+    size_t k = 0;
+    while (k < sizeof ftypes / sizeof ftypes[0] && strcasecmp(ftypes[k].name, type)) k++;
+    if (k == sizeof ftypes / sizeof ftypes[0]) return fail("unknown TYPE '%s' (q8_0 q4_0 ... q6_k, q4_k_m ...)", type);
+    qp.ftype = ftypes[k].ftype;
+    /* --type-map: REGEX=TYPE,... into llama.cpp's tensor overrides (NULL-terminated). */
+    struct llama_model_tensor_override ov[64];
+    char *copy = map ? strdup(map) : NULL;
+    int n_ov = 0, rc = 0;
+    for (char *save = NULL, *item = copy ? strtok_r(copy, ",", &save) : NULL; item && !rc; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strrchr(item, '=');
+        if (!eq || eq == item || n_ov == 63) {
+            rc = fail("--type-map: expected REGEX=TYPE items, at most 63, got '%s'", item);
+            break;
+        }
+        *eq = 0;
+        enum ggml_type t = type_by_name(eq + 1);
+        if (t == GGML_TYPE_COUNT) rc = fail("--type-map: unknown type '%s'", eq + 1);
+        ov[n_ov].pattern = item;
+        ov[n_ov++].type = t;
+    }
+    ov[n_ov].pattern = NULL;
+    ov[n_ov].type = GGML_TYPE_COUNT;
+    if (n_ov) qp.tt_overrides = ov;
+    if (!rc && llama_model_quantize(in, out, &qp) != 0) rc = fail("llama_model_quantize %s -> %s (%s) failed", in, out, type);
+    free(copy);
+    return rc;
+}
+
+/* One tensor's floats into path. */
+static int dump_tensor(const struct ggml_tensor *t, const char *path) {
+    const struct ggml_type_traits *tr = ggml_get_type_traits(t->type);
+    if (t->type != GGML_TYPE_F32 && (!tr || !tr->to_float)) return fail("type %s has no to_float", ggml_type_name(t->type));
+    int64_t n = ggml_nelements(t);
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) return fail("out of memory");
+    if (t->type == GGML_TYPE_F32) memcpy(x, t->data, (size_t)n * sizeof *x);
+    else tr->to_float(t->data, x, n);
+    int rc = write_floats(path, x, (size_t)n);
+    free(x);
+    return rc;
+}
+
+/* TENSOR '*': every tensor, each into OUT/NAME.f32 (OUT a directory). */
+static int cmd_dequantize(int argc, char **argv) {
+    if (argc != 4 || strcmp(argv[2], "--out")) return fail("usage: dequantize MODEL TENSOR|'*' --out F|DIR");
+    struct ggml_context *gctx = NULL;
+    struct gguf_init_params gp = {.no_alloc = false, .ctx = &gctx};
+    struct gguf_context *g = gguf_init_from_file(argv[0], gp);
+    if (!g) return fail("%s: not a GGUF file ggml can read", argv[0]);
+    int rc = 0;
+    if (!strcmp(argv[1], "*")) {
+        for (int64_t i = 0; i < gguf_get_n_tensors(g) && !rc; i++) {
+            const char *name = gguf_get_tensor_name(g, i);
+            char path[PATH_MAX];
+            if ((size_t)snprintf(path, sizeof path, "%s/%s.f32", argv[3], name) >= sizeof path) rc = fail("path too long");
+            else rc = dump_tensor(ggml_get_tensor(gctx, name), path);
+        }
+    } else {
+        struct ggml_tensor *t = ggml_get_tensor(gctx, argv[1]);
+        rc = t ? dump_tensor(t, argv[3]) : fail("%s: no tensor '%s'", argv[0], argv[1]);
+    }
+    gguf_free(g);
+    ggml_free(gctx);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || !strcmp(argv[1], "--help")) {
+        fputs(usage_text, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+        return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 1;
+    }
+    const char *cmd = argv[1];
+    if (load_backends()) return 1;
+    if (!strcmp(cmd, "logits")) return cmd_logits(argc - 2, argv + 2);
+    if (!strcmp(cmd, "greedy")) return cmd_greedy(argc - 2, argv + 2);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dequantize")) return cmd_dequantize(argc - 2, argv + 2);
+    return fail("unknown subcommand '%s'", cmd);
+}
