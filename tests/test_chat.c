@@ -49,8 +49,8 @@ static int pty_start(pty_proc *p, const char *args) {
     p->status = -1;
     snprintf(p->err_path, sizeof p->err_path, "%s/stderr.txt", dir);
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "exec %s chat -m %s --chat-template-file %s -t 1 --temp 0 --verbose-prompt %s 2>'%s'", bin, model, tmpl,
-             args, p->err_path);
+    snprintf(cmd, sizeof cmd, "exec %s chat -m %s --chat-template-file %s -t 1 --temp 0 --verbose-prompt %s 2>'%s'", bin, model,
+             tmpl, args, p->err_path);
     struct winsize ws = {.ws_row = 50, .ws_col = 250}; /* wide: the echo of a line never wraps */
     p->pid = forkpty(&p->fd, NULL, NULL, &ws);
     if (p->pid < 0) return -1;
@@ -72,7 +72,8 @@ static void pty_pump(pty_proc *p, int ms) {
     }
     p->out[p->n] = 0;
     int st;
-    if (p->status < 0 && waitpid(p->pid, &st, WNOHANG) == p->pid) p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (p->status < 0 && waitpid(p->pid, &st, WNOHANG) == p->pid)
+        p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Wait until the terminal shows `s` after the mark; the mark moves past it. */
@@ -233,8 +234,8 @@ static void test_ctrl_c_mid_reply(void) {
     CHECKF(pty_wait(&P) == 0, "Ctrl-C at the empty prompt: exit status %d", P.status);
 }
 
-/* A multi-line message (lines ending in \) is one message; a Ctrl-C with text typed only
- * clears the line. */
+/* A multi-line message (lines ending in \) is one message, UTF-8 text passes through the editor;
+ * a Ctrl-C with text typed only clears the line. */
 static void test_multiline(void) {
     CHECK(pty_start(&P, "-n 4") == 0);
     CHECK(at_prompt(&P, "> "));
@@ -245,10 +246,10 @@ static void test_multiline(void) {
     CHECKF(P.status < 0, "Ctrl-C with text typed ended the program");
     pty_send(&P, "one\\\r");
     CHECKF(at_prompt(&P, "... "), "no continuation prompt: %s", P.out + P.mark);
-    pty_send(&P, "two\r");
+    pty_send(&P, "two caf\xc3\xa9\r"); /* UTF-8 reaches the model as typed */
     CHECK(err_expect(&P, "[end of prompt]"));
     const char *pr = last_prompt(&P);
-    CHECKF(strstr(pr, "user: one\ntwo\nassistant:") && !strstr(pr, "some text"), "%s", pr);
+    CHECKF(strstr(pr, "user: one\ntwo caf\xc3\xa9\nassistant:") && !strstr(pr, "some text"), "%s", pr);
     CHECK(at_prompt(&P, "\n> "));
     pty_send(&P, "\x04");
     CHECK(pty_wait(&P) == 0);
@@ -283,7 +284,9 @@ static void test_context_shift(void) {
 static void test_pipe_streams(void) {
     char cmd[8192], out[8192], err_path[1200];
     snprintf(err_path, sizeof err_path, "%s/pipe-stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "printf 'hi\\n/help\\n/reset\\nhi\\n/exit\\nnot read\\n' | %s chat -m %s --chat-template-file %s -t 1 -n 4 --temp 0 2>'%s'",
+    snprintf(cmd, sizeof cmd,
+             "printf 'hi\\n/help\\n/reset\\nhi\\n/exit\\nnot read\\n' | %s chat -m %s --chat-template-file %s -t 1 -n 4 --temp 0"
+             " 2>'%s'",
              bin, model, tmpl, err_path);
     CHECK(t_sh(cmd, out, sizeof out) == 0);
     snprintf(P.err_path, sizeof P.err_path, "%s", err_path);
@@ -321,7 +324,8 @@ int main(void) {
         printf("FAIL setup: cannot write %s\n", tmpl);
         return 1;
     }
-    fputs("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}", f);
+    fputs("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+          "{% if add_generation_prompt %}assistant:{% endif %}", f);
     fclose(f);
     RUN(test_arrow_key_editing);
     RUN(test_history_and_help);

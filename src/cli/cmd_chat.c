@@ -144,7 +144,8 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     long alone = alone_tokens(ch, msg, len, e);
     if (alone < 0) return -1;
     if (alone >= n_ctx) { /* not sent: the conversation stays as it was */
-        note("[the message is too long for the context (%ld tokens, context %d): not sent; raise -c or shorten it]", alone, n_ctx);
+        note("[the message is too long for the context (%ld tokens, context %d): not sent; raise -c or shorten it]", alone,
+             n_ctx);
         return 0;
     }
     if (json_array_append_new(ch->msgs, e0_chat_message("user", msg, len)) < 0) return e0_fail(e, "out of memory");
@@ -207,8 +208,10 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     }
     printf("\n");
     if (r.cancelled) note("[reply stopped: kept in the conversation; Ctrl-C again at the empty prompt, or Ctrl-D, exits]");
-    if (r.context_full) note("[the reply reached the end of the context (%d tokens): the oldest turns make room for the next message]", n_ctx);
-    int rc = json_array_append_new(ch->msgs, e0_chat_message("assistant", r.text, r.text_len)) < 0 ? e0_fail(e, "out of memory") : 0;
+    if (r.context_full)
+        note("[the reply reached the end of the context (%d tokens): the oldest turns make room for the next message]", n_ctx);
+    int rc = 0;
+    if (json_array_append_new(ch->msgs, e0_chat_message("assistant", r.text, r.text_len)) < 0) rc = e0_fail(e, "out of memory");
     /* The KV cache now also holds the generated tokens, but the next render may tokenize the
      * answer differently: only the prompt part is trusted as the cached prefix. */
     free(r.text);
@@ -313,7 +316,8 @@ int cmd_chat(int argc, char **argv) {
     int status = 0;
     if (!tok) status = cli_error("%s", e.msg);
     else if (!ch.tmpl)
-        status = cli_error("chat: the model has no chat template: give one with --chat-template-file F (a Jinja file), or use run --raw");
+        status = cli_error("chat: the model has no chat template: give one with --chat-template-file F (a Jinja file), "
+                           "or use run --raw");
     else if (!ch.s || !ch.msgs || !ch.cached) status = cli_error("out of memory");
     else if (system && json_array_append_new(ch.msgs, e0_chat_message("system", system, strlen(system))) < 0)
         status = cli_error("out of memory");
