@@ -23,6 +23,10 @@ CFLAGS_AVX512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -
 LDLIBS = -ljansson -lcrypto -lm -lpthread
 LDFLAGS = -Wl,--as-needed
 LDLIBS_expert_read_bench = -luring
+# libedit (line editing and history in `chat` at a terminal): edge0-infer only. The chat test
+# drives it in a pseudo-terminal (forkpty, libutil).
+LDLIBS_edge0_infer = -ledit
+LDLIBS_test_chat = -lutil
 
 # Build identity for src/measure/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
 # $(BUILD)/gen/e0_build_info.h and rewritten only when a value changes (the .d files then rebuild
@@ -86,7 +90,7 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/bin/edge0-infer: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) $(LDLIBS_edge0_infer)
 
 $(BUILD)/bin/edge0-bench: $(BENCH_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
@@ -94,7 +98,7 @@ $(BUILD)/bin/edge0-bench: $(BENCH_OBJ) $(LIB)
 
 $(BUILD)/tests/%: tests/%.c tests/t.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)
 
 $(BUILD)/tools/%: tools/%.c $(LIB)
 	@mkdir -p $(dir $@)

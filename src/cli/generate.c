@@ -48,6 +48,10 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
     int rc = 0;
     double t0 = e0_now();
     for (int64_t k = 0; o->n_predict < 0 || k < o->n_predict; k++) {
+        if (o->cancel && *o->cancel) {
+            r->cancelled = true;
+            break;
+        }
         int id = e0_sample(s, e0_ctx_logits(c));
         if ((int64_t)id >= V) id = (int)(V - 1);
         e0_sampler_accept(s, id);

@@ -3,6 +3,7 @@
 #ifndef E0_GENERATE_H
 #define E0_GENERATE_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "engine/engine.h"
@@ -15,12 +16,14 @@ typedef struct gen_opts {
     const char *const *stop;
     int n_stop;
     bool echo;          /* print the text as it comes */
+    const volatile sig_atomic_t *cancel; /* non-NULL: stop before the next token once *cancel is set */
 } gen_opts;
 
 typedef struct gen_result {
     int n_generated;
     double seconds;     /* decode time */
     bool hit_eog, hit_stop, context_full;
+    bool cancelled;     /* *o->cancel was set: the text so far is kept */
     bool output_lost;   /* echo: stdout failed (reader gone, disk full); generation stopped */
     char *text;         /* everything generated (stop string excluded), malloc'd */
     size_t text_len;
