@@ -281,6 +281,15 @@ static void test_llama_flags(void) {
     CHECK(sh(out, sizeof out, err, sizeof err, "printf 'hi\\n' | %s run -m %s -cnv -n 3 --temp 0", bin, chat_model) == 0);
     CHECKF(strstr(err, "starting a conversation") && strlen(out) > 0, "%s", err);
     CHECK(sh(out, sizeof out, err, sizeof err, "printf 'hi\\n' | %s run -m %s -i -p 'be brief' -n 3 --temp 0", bin, chat_model) == 0);
+    /* chat takes run's sampling and stop flags (one parser): a greedy reply equals run's */
+    char chat_out[4096], run_out[4096];
+    CHECK(sh(chat_out, sizeof chat_out, err, sizeof err,
+             "printf 'hi\\n' | %s chat -m %s -n 6 --temp 0 --top-k 5 --presence-penalty 0.5 --frequency-penalty 0.1 "
+             "--repeat-last-n 16 --ignore-eos --stop QQQ -sys 'be brief' -s 3", bin, chat_model) == 0);
+    CHECK(sh(run_out, sizeof run_out, NULL, 0,
+             "%s run -m %s -p hi -n 6 --temp 0 --top-k 5 --presence-penalty 0.5 --frequency-penalty 0.1 "
+             "--repeat-last-n 16 --ignore-eos --stop QQQ -sys 'be brief' -s 3", bin, chat_model) == 0);
+    CHECKF(strlen(chat_out) > 0 && strstr(chat_out, run_out), "chat '%s' vs run '%s' (%s)", chat_out, run_out, err);
 }
 
 /* info: name, tokenizer, BOS/EOS, chat template, and residency at the budget (as run decides). */

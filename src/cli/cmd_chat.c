@@ -26,14 +26,12 @@
 #define MAX_TEMPLATE_BYTES (4u << 20)
 
 static void help(void) {
-    puts("usage: edge0-infer chat -m F [--system TEXT] [--chat-template-file F] [-n N] [-c N] [-t N]\n"
-         "                        [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [-s SEED]\n"
+    puts("usage: edge0-infer chat -m F [-sys TEXT] [--chat-template-file F] [-n N] [-c N] [-t N] [sampling flags]\n"
          "A conversation: one user message per line from stdin, the answers on stdout; control messages\n"
          "(hints, notices, errors) go to stderr.\n"
-         "  --system TEXT             a system message (kept through context shifts)\n"
-         "  --chat-template-file F    Jinja chat template for a model without one (or to override the model's)\n"
-         "  -n N                      tokens per reply at most (default: until end of generation)\n"
-         "  --verbose                 report on stderr how many prompt tokens each turn prefilled\n"
+         "The system message (-sys) is kept through context shifts; -n is the most tokens per reply;\n"
+         "--chat-template-file F is for a model without a template (or to override the model's);\n"
+         "-v/--verbose reports on stderr how many prompt tokens each turn prefilled.\n"
          "  --verbose-prompt          print each turn's rendered prompt on stderr\n"
          "Commands (a line by itself, never sent to the model): /help, /reset (forget the conversation),\n"
          "/exit or /quit (or end of input). A line ending in \\ continues the message on the next line.\n"
@@ -43,6 +41,7 @@ static void help(void) {
          "the context, at most half) do not fit in the context (-c), the oldest turns are dropped (the\n"
          "system message stays) and the conversation is prefilled again; a single message longer than\n"
          "the context is refused.");
+    fputs(cli_gen_help, stdout);
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
 }
@@ -81,7 +80,7 @@ typedef struct chat {
     size_t n_sys;     /* 1 with a system message, else 0 */
     int32_t *cached;  /* the tokens in the KV cache */
     int n_cached;
-    int64_t n_predict;
+    const cli_gen_flags *g; /* sampling, -n, stop strings, --ignore-eos */
     bool verbose, verbose_prompt;
 } chat;
 
@@ -150,7 +149,7 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     }
     if (json_array_append_new(ch->msgs, e0_chat_message("user", msg, len)) < 0) return e0_fail(e, "out of memory");
     /* Context shift: drop the oldest turns until the prompt and room for the reply fit. */
-    int64_t room = ch->n_predict >= 0 ? ch->n_predict : n_ctx / 4;
+    int64_t room = ch->g->n_predict >= 0 ? ch->g->n_predict : n_ctx / 4;
     if (room > n_ctx / 2) room = n_ctx / 2;
     e0_tokens t;
     char *text = NULL;
@@ -196,7 +195,8 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
         return 0;
     }
     if (ch->verbose) note("[prompt %d tokens, %d prefilled, %d reused from the cache]", n_tok, n_tok - keep, keep);
-    gen_opts go = {.n_predict = ch->n_predict, .echo = true, .cancel = &g_interrupt};
+    gen_opts go = {.n_predict = ch->g->n_predict, .ignore_eos = ch->g->ignore_eos, .stop = ch->g->stop,
+                   .n_stop = ch->g->n_stop, .echo = true, .cancel = &g_interrupt};
     gen_result r;
     if (gen_run(ch->c, ch->tok, ch->s, &go, &r, e) < 0) {
         free(r.text);
@@ -248,56 +248,24 @@ static int read_message(le_reader *in, e0_strbuf *msg, bool *empty) {
 
 int cmd_chat(int argc, char **argv) {
     cli_model_opts o = {0};
-    e0_sampler_params sp = e0_sampler_defaults();
-    const char *system = NULL, *template_file = NULL;
-    int64_t n_predict = -1;
-    bool seed_given = false, verbose = false, verbose_prompt = false;
+    cli_gen_flags g;
+    cli_gen_init(&g);
+    bool verbose_prompt = false;
     e0_err e;
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(&o, argc, argv, &i);
+        if (r == 0) r = cli_gen_flag(&g, argc, argv, &i);
         if (r < 0) return 1;
         if (r) continue;
-        const char *f = argv[i], *v;
-        double d;
-        int64_t n;
+        const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return help(), 0;
-        if (!strcmp(f, "--verbose")) {
-            verbose = true;
-            continue;
-        }
         if (!strcmp(f, "--verbose-prompt")) {
             verbose_prompt = true;
             continue;
         }
-        if (!strcmp(f, "--chat-template-file")) {
-            if (!(template_file = cli_value(argc, argv, &i))) return 1;
-            continue;
-        }
-        if (strcmp(f, "--system") && strcmp(f, "-n") && strcmp(f, "--temp") && strcmp(f, "--top-k") && strcmp(f, "--top-p") &&
-            strcmp(f, "--min-p") && strcmp(f, "--repeat-penalty") && strcmp(f, "-s") && strcmp(f, "--seed"))
-            return cli_error("chat: unknown option '%s' (see --help)", f);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(f, "--system")) system = v;
-        else if (!strcmp(f, "-n")) {
-            if (e0_parse_i64(v, -1, 1 << 24, &n_predict, f, &e) < 0) return cli_error("%s", e.msg);
-        } else if (!strcmp(f, "--top-k")) {
-            if (e0_parse_i64(v, 0, 1 << 24, &n, f, &e) < 0) return cli_error("%s", e.msg);
-            sp.top_k = (int)n;
-        } else if (!strcmp(f, "-s") || !strcmp(f, "--seed")) {
-            if (e0_parse_i64(v, 0, INT64_MAX, &n, f, &e) < 0) return cli_error("%s", e.msg);
-            sp.seed = (uint64_t)n;
-            seed_given = true;
-        } else {
-            if (e0_parse_f64(v, 0, !strcmp(f, "--temp") || !strcmp(f, "--repeat-penalty") ? 100 : 1, &d, f, &e) < 0)
-                return cli_error("%s", e.msg);
-            if (!strcmp(f, "--temp")) sp.temp = (float)d;
-            else if (!strcmp(f, "--top-p")) sp.top_p = (float)d;
-            else if (!strcmp(f, "--min-p")) sp.min_p = (float)d;
-            else if (d <= 0) return cli_error("--repeat-penalty must be > 0");
-            else sp.repeat_penalty = (float)d;
-        }
+        return cli_error("chat: unknown option '%s' (see --help)", f);
     }
-    if (!seed_given) sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    const char *system = g.system, *template_file = g.chat_template_file;
     char *file_tmpl = NULL;
     size_t file_tlen = 0;
     if (template_file && !(file_tmpl = e0_read_file(template_file, MAX_TEMPLATE_BYTES, &file_tlen, &e)))
@@ -305,10 +273,11 @@ int cmd_chat(int argc, char **argv) {
     e0_model *m;
     e0_ctx *c;
     if (cli_load(&o, 0, &m, &c)) return free(file_tmpl), 1;
-    chat ch = {.c = c, .n_predict = n_predict, .verbose = verbose, .verbose_prompt = verbose_prompt};
+    cli_gen_finish(&g, e0_ctx_n_ctx(c));
+    chat ch = {.c = c, .g = &g, .verbose = g.verbose, .verbose_prompt = verbose_prompt};
     e0_tokenizer *tok = e0_model_tokenizer(m, &e);
     ch.tok = tok;
-    ch.s = e0_sampler_new(&sp, m->hp.n_vocab);
+    ch.s = e0_sampler_new(&g.sp, m->hp.n_vocab);
     ch.tmpl = file_tmpl ? file_tmpl : e0_model_chat_template(m, &ch.tlen);
     if (file_tmpl) ch.tlen = file_tlen;
     ch.msgs = json_array();
