@@ -52,6 +52,12 @@ void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict
  * the current layer computes. */
 void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens);
 int e0_ctx_n_batch(const e0_ctx *c);
+/* routing=replay: take every MoE layer's experts from trace t (not owned; must outlive c),
+ * cycling through its steps. predict_p >= 0: the predictor (routing=predicted semantics, and
+ * prefetch / prefill_read) is given the trace's experts, each right with probability predict_p
+ * and otherwise a wrong expert drawn from `seed`; < 0: there is no predictor. */
+struct e0_trace;
+void e0_ctx_set_replay(e0_ctx *c, const struct e0_trace *t, double predict_p, uint64_t seed);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 

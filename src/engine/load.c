@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/trace.h"
 #include "measure/sysinfo.h"
 
 #define DEFAULT_PREFILL_AHEAD 3000
@@ -56,16 +57,24 @@ static uint64_t cgroup_room(void) {
     return room;
 }
 
-int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
-            e0_session *s, e0_err *e) {
+static int open_session(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+                        e0_session *s, e0_err *e) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
     e0_options *o = &s->opt;
+    if (e0_options_check_replay(o, e) < 0) return -1;
     /* 1. what the model needs (metadata only) */
     e0_model *probe = e0_model_load(path, NULL, false, e);
     if (!probe) return -1;
     const e0_hparams hp = probe->hp;
     if (e0_options_check_model(o, hp.n_layer, e) < 0) return e0_model_free(probe), -1;
+    if (o->routing == E0_ROUTING_REPLAY) {
+        if (hp.n_expert <= 0)
+            return e0_model_free(probe), e0_fail(e, "--model-option routing=replay: %s has no routed experts", path);
+        if (!(s->trace = e0_trace_load(o->routing_trace, e)) ||
+            e0_trace_check_model(s->trace, hp.n_expert, hp.n_expert_used, e) < 0)
+            return e0_model_free(probe), -1; /* e0_open frees the trace */
+    }
     /* routed experts: the expert stacks the architecture table bound; dense: everything else */
     uint64_t dense = 0, experts = probe->expert_file_bytes, max_expert = 0;
     for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) dense += probe->gguf->tensors[i].nbytes;
@@ -157,16 +166,40 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
     if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
     e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
-    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
-                       o->prefetch == E0_ON);
+    bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
+    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
+                       (int)o->predict_ahead, o->prefetch == E0_ON);
+    if (replay) e0_ctx_set_replay(s->c, s->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1));
     return 0;
+}
+
+int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+            e0_session *s, e0_err *e) {
+    if (open_session(path, opt, cp, mp, s, e) == 0) return 0;
+    e0_trace_free(s->trace); /* NULL when a failing step already closed the session */
+    s->trace = NULL;
+    return -1;
 }
 
 void e0_close(e0_session *s) {
     e0_ctx_free(s->c);
     e0_experts_free(s->xc);
     e0_model_free(s->m);
+    e0_trace_free(s->trace);
     memset(s, 0, sizeof *s);
+}
+
+const char *e0_session_routing_name(const e0_session *s) {
+    if (!s->m || s->m->hp.n_expert <= 0) return "none (dense model)";
+    return s->opt.routing == E0_ROUTING_REPLAY ? "replay" : s->opt.routing == E0_ROUTING_PREDICTED ? "predicted" : "actual";
+}
+
+const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n) {
+    if (!s->trace) snprintf(buf, n, "%s", e0_session_routing_name(s));
+    else if (s->opt.replay_predict >= 0)
+        snprintf(buf, n, "replay of %s, predicted at replay_predict=%g", s->trace->name, s->opt.replay_predict);
+    else snprintf(buf, n, "replay of %s", s->trace->name);
+    return buf;
 }
 
 json_t *e0_session_config_json(const e0_session *s) {
@@ -179,7 +212,12 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "kv_type", json_string("f32"));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
-    json_object_set_new(j, "routing", json_string(!moe ? "none (dense model)" : o->routing == E0_ROUTING_PREDICTED ? "predicted" : "actual"));
+    json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));
+    if (s->trace) { /* replay: a measurement mode, labelled so that it never passes for a real run */
+        json_object_set_new(j, "routing_trace", json_string(s->trace->name));
+        json_object_set_new(j, "replay_predict", o->replay_predict >= 0 ? json_real(o->replay_predict) : json_string("none"));
+        json_object_set_new(j, "replay_seed", json_integer(o->replay_seed ? o->replay_seed : 1));
+    }
     if (moe) {
         json_object_set_new(j, "expert_slots", s->streamed ? json_integer(o->expert_slots) : json_string("all (resident)"));
         const char *why = NULL;

@@ -8,7 +8,9 @@
  *   otherwise resident when dense weights + all experts + KV cache fit the budget, else streamed.
  *   streamed without expert_slots: slots = (budget - dense - KV) / (layers x bytes of one expert),
  *   at least experts-used-per-token, at most all experts; a budget below that is an error.
- *   routing defaults to predicted when experts stream, actual when they are resident. */
+ *   routing defaults to predicted when experts stream, actual when they are resident.
+ *   routing=replay (measurement only): the trace routing_trace must have the model's expert count
+ *   and at least its experts per token; it replaces every router (see trace.h, engine.h). */
 #ifndef E0_LOAD_H
 #define E0_LOAD_H
 
@@ -22,6 +24,7 @@ typedef struct e0_session {
     e0_model *m;
     e0_ctx *c;
     e0_experts *xc;        /* NULL when experts are resident (or the model has none) */
+    struct e0_trace *trace; /* routing=replay: the routing trace (trace.h), else NULL */
     e0_options opt;        /* resolved */
     bool streamed;
     uint64_t budget;       /* bytes the rule used */
@@ -33,6 +36,11 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
 void e0_close(e0_session *s);
 /* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
 json_t *e0_session_config_json(const e0_session *s);
+/* "actual", "predicted", "replay" or "none (dense model)": config.routing. */
+const char *e0_session_routing_name(const e0_session *s);
+/* For summaries: the routing name, and under replay the trace and replay_predict
+ * ("replay of gemma-4-26b-a4b.csv, predicted at replay_predict=0.9"). Returns buf. */
+const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n);
 /* The memory budget the residency rule used: {bytes, source}. */
 json_t *e0_session_budget_json(const e0_session *s);
 
