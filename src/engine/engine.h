@@ -25,6 +25,9 @@ typedef struct e0_ctx e0_ctx;
 
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e);
 void e0_ctx_free(e0_ctx *c);
+/* Bytes e0_ctx_new(m, p) allocates in the memory ledger (KV cache + scratch buffers), for the
+ * residency rule; m may be a metadata-only model. */
+uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p);
 
 /* Evaluate n tokens at the current position (appending to the KV cache). If all_logits is not
  * NULL it receives n x n_vocab floats (row i = logits after token i). The logits after the last

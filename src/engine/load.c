@@ -79,12 +79,13 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     uint64_t dense = 0, experts = probe->expert_file_bytes, max_expert = 0;
     for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) dense += probe->gguf->tensors[i].nbytes;
     dense -= experts;
+    dense += 64 * probe->gguf->n_tensors; /* each tensor is 64-byte aligned in the dense buffer: an upper bound */
     for (int64_t il = 0; il < hp.n_layer && hp.n_expert; il++) {
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;
     }
-    int64_t n_ctx = cp && cp->n_ctx > 0 ? cp->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    uint64_t kv = 2ull * (uint64_t)hp.n_layer * (uint64_t)n_ctx * (uint64_t)(hp.n_head_kv * hp.head_dim) * 4;
+    /* the context's buffers, exactly as e0_ctx_new will allocate them: KV cache + scratch */
+    const uint64_t kv = e0_ctx_memory(probe, cp);
 
     /* 2. the budget */
     if (o->memory_budget) {
@@ -120,7 +121,10 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
                 return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
                                (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
         } else {
-            uint64_t need = dense + kv + (uint64_t)hp.n_layer * (uint64_t)hp.n_expert_used * max_expert;
+            /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging) */
+            e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+                                        .n_io_threads = (int)o->io_threads};
+            uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);
             if (s->budget < need) {
                 char have_s[32], need_s[32];
                 e0_size_text(s->budget, have_s);
@@ -130,7 +134,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
                     snprintf(need_s, sizeof need_s, "%llu bytes", (unsigned long long)need);
                 }
                 return e0_model_free(probe), e0_fail(e, "memory budget %s (%s) is too small for %s: it needs at least %s "
-                                  "(dense weights, KV cache, %lld expert slots per layer)",
+                                  "(dense weights, KV cache and scratch buffers, %lld expert slots per layer)",
                                have_s, s->budget_source, path, need_s, (long long)hp.n_expert_used);
             }
             uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
