@@ -105,7 +105,7 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     c->m = m;
     c->hp = hp;
     c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
-    c->n_batch = p && p->n_batch > 0 ? p->n_batch : 256;
+    c->n_batch = p && p->n_batch > 0 ? p->n_batch : E0_CTX_DEFAULT_BATCH;
     c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
     c->threads.n_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->threads.n_decode;
     c->q_dim = hp->n_head * hp->head_dim;

@@ -14,11 +14,14 @@
 #include "engine/model.h"
 #include "base/threadpool.h"
 
+#define E0_CTX_DEFAULT_BATCH 256
+#define E0_CTX_MIN_AUTO_BATCH 16 /* the smallest chunk the residency rule shrinks the default to (load.h) */
+
 typedef struct e0_ctx_params {
     int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
     int n_threads; /* decode threads; 0 = physical cores */
     int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
-    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = 256 */
+    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = E0_CTX_DEFAULT_BATCH */
 } e0_ctx_params;
 
 typedef struct e0_ctx e0_ctx;

@@ -85,7 +85,8 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
         if (b > max_expert) max_expert = b;
     }
     /* the context's buffers, exactly as e0_ctx_new will allocate them: KV cache + scratch */
-    const uint64_t kv = e0_ctx_memory(probe, cp);
+    e0_ctx_params cpl = cp ? *cp : (e0_ctx_params){0};
+    uint64_t kv = e0_ctx_memory(probe, &cpl);
 
     /* 2. the budget */
     if (o->memory_budget) {
@@ -125,6 +126,14 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
             e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
                                         .n_io_threads = (int)o->io_threads};
             uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);
+            /* a default prefill chunk whose scratch does not fit beside the smallest cache shrinks
+             * (results do not depend on the chunk size; a given -b is kept) */
+            int batch = cpl.n_batch > 0 ? cpl.n_batch : E0_CTX_DEFAULT_BATCH;
+            while (s->budget < need && !(cp && cp->n_batch > 0) && batch > E0_CTX_MIN_AUTO_BATCH) {
+                cpl.n_batch = batch = batch / 2 > E0_CTX_MIN_AUTO_BATCH ? batch / 2 : E0_CTX_MIN_AUTO_BATCH;
+                kv = e0_ctx_memory(probe, &cpl);
+                need = dense + kv + e0_experts_memory(probe, &min_xp);
+            }
             if (s->budget < need) {
                 char have_s[32], need_s[32];
                 e0_size_text(s->budget, have_s);
@@ -167,7 +176,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
                                 .n_io_threads = (int)o->io_threads};
         if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
     }
-    if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
+    if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
     e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
     bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
