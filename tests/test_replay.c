@@ -398,6 +398,23 @@ static void test_ledger_within_budget(void) {
         }
         CHECKF(accepted > 5, "%s: only %d budgets accepted", reads[r], accepted);
     }
+    /* through `run` (its tokenizer comes on top of the session): the summary line says within */
+    int accepted = 0;
+    for (uint64_t b = 400 << 10; b <= 2 << 20; b += 160 << 10) {
+        char cmd[1400], out[8192];
+        snprintf(cmd, sizeof cmd,
+                 "%s/bin/edge0-infer run -m %s -p 'hello there' --raw -n 4 --temp 0 -t 1 -c 256 --model-option experts=stream "
+                 "--model-option memory_budget=%llu 2>&1 >/dev/null",
+                 t_build(), model, (unsigned long long)b);
+        int rc = t_sh(cmd, out, sizeof out);
+        if (rc != 0) {
+            CHECKF(strstr(out, "too small"), "memory_budget=%llu: %s", (unsigned long long)b, out);
+            continue;
+        }
+        accepted++;
+        CHECKF(strstr(out, "allocated, within the budget"), "memory_budget=%llu: %s", (unsigned long long)b, out);
+    }
+    CHECKF(accepted > 3, "run: only %d budgets accepted", accepted);
 }
 
 int main(void) {

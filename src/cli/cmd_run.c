@@ -144,11 +144,13 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
     fprintf(stderr, "memory ledger peak: %.1f MiB (dense %.1f, experts %.1f, staging %.1f, KV %.1f, scratch %.1f)\n",
             e0_mem_total_peak() / 1048576.0, e0_mem_peak(E0_MEM_DENSE) / 1048576.0, e0_mem_peak(E0_MEM_EXPERTS) / 1048576.0,
             e0_mem_peak(E0_MEM_STAGING) / 1048576.0, e0_mem_peak(E0_MEM_KV) / 1048576.0, e0_mem_peak(E0_MEM_SCRATCH) / 1048576.0);
+    bool within = e0_mem_total_peak() <= ses->budget;
     fprintf(stderr, "memory: peak RSS %.1f MiB = the ledger's buffers as far as touched + code, libraries, thread stacks "
-                    "and file pages mapped; ledger peak %.1f MiB = every engine buffer allocated, which the residency "
-                    "rule keeps within the budget of %.1f MiB (%s)\n",
-            gen_peak_rss() / 1048576.0, e0_mem_total_peak() / 1048576.0, ses->budget / 1048576.0,
-            ses->budget_source ? ses->budget_source : "?");
+                    "and file pages mapped; ledger peak %.1f MiB = every engine buffer allocated, %s the budget of "
+                    "%.1f MiB (%s)%s\n",
+            gen_peak_rss() / 1048576.0, e0_mem_total_peak() / 1048576.0, within ? "within" : "ABOVE",
+            ses->budget / 1048576.0, ses->budget_source ? ses->budget_source : "?",
+            within ? "" : ": experts=resident or expert_slots given explicitly override it");
     if (!ses->xc) return;
     const e0_experts_stats *x = e0_experts_get_stats(ses->xc);
     uint64_t hits = 0, total = 0;
@@ -159,9 +161,10 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
         total += t;
     }
     char routing[512];
-    fprintf(stderr, "experts streamed (%lld slots/layer, %s routing): %.1f MB read (%.1f MB/token), %llu reads, "
+    fprintf(stderr, "experts streamed (%lld slots/layer, %s%s%s): %.1f MB read (%.1f MB/token), %llu reads, "
                     "cache hit rate %.3f, prediction hit rate ",
-            (long long)ses->opt.expert_slots, e0_session_routing_label(ses, routing, sizeof routing),
+            (long long)ses->opt.expert_slots, ses->trace ? "routing: " : "", e0_session_routing_label(ses, routing, sizeof routing),
+            ses->trace ? "" : " routing",
             x->bytes_read / 1e6, n_tokens ? x->bytes_read / 1e6 / n_tokens : 0.0, (unsigned long long)x->reads,
             x->requests ? (double)x->hits / (double)x->requests : 0.0);
     if (total) fprintf(stderr, "%.3f", (double)hits / (double)total);

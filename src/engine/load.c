@@ -57,6 +57,22 @@ static uint64_t cgroup_room(void) {
     return room;
 }
 
+/* Room for the tokenizer the front end builds from this file's tokenizer.* arrays after e0_open
+ * (the text layer; its tables are in the ledger as E0_MEM_OTHER): an upper bound, 2 x the token
+ * texts + 48 bytes per array element + 16 KiB, about twice what it measured on the shared models
+ * (26 KB of 95 KB for a 512-token vocabulary, 2.0 MB of 3.8 MB for a 32000-token BPE). */
+static uint64_t tokenizer_reserve(const gguf_file *f) {
+    uint64_t text = 0, elements = 0;
+    for (uint64_t k = 0; k < f->n_kv; k++) {
+        const gguf_kv *kv = &f->kv[k];
+        if (strncmp(kv->key, "tokenizer.", 10) || kv->type != GGUF_ARR) continue;
+        elements += kv->v.arr.n;
+        if (kv->v.arr.type == GGUF_STR)
+            for (uint64_t j = 0; j < kv->v.arr.n; j++) text += ((const gguf_string *)kv->v.arr.data)[j].len;
+    }
+    return 2 * text + 48 * elements + (16 << 10);
+}
+
 static int open_session(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
                         e0_session *s, e0_err *e) {
     memset(s, 0, sizeof *s);
@@ -80,6 +96,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) dense += probe->gguf->tensors[i].nbytes;
     dense -= experts;
     dense += 64 * probe->gguf->n_tensors; /* each tensor is 64-byte aligned in the dense buffer: an upper bound */
+    dense += tokenizer_reserve(probe->gguf); /* counted with the dense part: it is resident too */
     for (int64_t il = 0; il < hp.n_layer && hp.n_expert; il++) {
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;
