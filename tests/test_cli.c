@@ -299,12 +299,12 @@ static void test_info_more(void) {
     CHECKF(strstr(out, "name:            golden-qwen3moe") && strstr(out, "tokenizer:       llama") &&
                strstr(out, "pre-tokenizer:") && strstr(out, "BOS:             1 \"<s>\"") && strstr(out, "EOS:             2") &&
                strstr(out, "chat template:   none") && strstr(out, "experts here:    resident"), "%s", out);
-    CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s --model-option memory_budget=6MiB", bin, moe) == 0);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s --model-option memory_budget=8MiB", bin, moe) == 0);
     const char *x = strstr(out, "experts here:    streamed from disk, ");
     CHECKF(x && atoi(x + strlen("experts here:    streamed from disk, ")) >= 1, "%s", out);
     /* the same slots run reports */
     char err[8192];
-    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 --temp 0 --model-option memory_budget=6MiB", bin, moe) == 0);
+    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 --temp 0 --model-option memory_budget=8MiB", bin, moe) == 0);
     const char *y = strstr(err, "experts streamed (");
     CHECKF(x && y && atoi(x + strlen("experts here:    streamed from disk, ")) == atoi(y + strlen("experts streamed (")), "%s / %s", out, err);
     CHECK(sh(out, sizeof out, NULL, 0, "%s info -m %s", bin, chat_model) == 0 && strstr(out, "chat template:   yes"));

@@ -1,27 +1,126 @@
-/* expert_policy_sim.c — replay a routing trace through the expert cache (experts.c) with each
- * eviction policy and several slot counts, to choose the policy and slot count on real routing.
- * It uses the real cache on the real file (page cache reads), so hit rates are exact and the
- * time column is a rough indication only.
- *
- * Trace: a text file, one line per (token, layer) in evaluation order: "LAYER ID ID ..." (the
- * experts that layer used for that token, or for a prefill chunk); '#' lines are comments.
+/* expert_policy_sim.c — replay a routing trace (the format of ../shared/routing, read by
+ * src/engine/trace.c) through the expert cache to compare eviction policies and slot counts on
+ * real routing. For each slot count it reports hit rate and bytes read per token of:
+ *   lru, lfu   the engine's own policies (experts.h), run on the real cache (experts.c) reading
+ *              the model file through the page cache, so the counts are exactly the engine's
+ *   belady     the offline optimum (evict the expert needed again farthest in the future),
+ *              computed here: the bound no online policy can beat at that slot count
+ * The requests are those of decode under --model-option routing=replay: token after token, model
+ * layer l takes the trace's layer floor(l * Lt / Lm) (e0_trace_layer_for), the first
+ * n_expert_used experts of the row, acquired in id order (as forward.c's moe_ffn does); the
+ * trace's tokens cycle. So `edge0-infer run --tokens T -n N-1 ... routing=replay` with a one-token
+ * prompt, actual routing and no prefetch reaches the hit counts printed here for N tokens
+ * (tests/test_replay.c checks it). The model gives the shape (layers, expert sizes): a synth model
+ * with the trace's expert count will do (`edge0-infer synth --arch qwen3moe --n-expert 128`).
  * Built by `make` into build/tools/expert_policy_sim. Run:
- *   build/tools/expert_policy_sim MODEL.gguf TRACE [slots,...]   (default: k, 2k, 4k, n_expert/2) */
+ *   build/tools/expert_policy_sim MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N]
+ * (default slots: k, 2k, 4k and n_expert/2 for the model's k experts per token; default tokens: the
+ * trace's steps). Output: one header line, then one row per (slots, policy):
+ *   policy slots hit_rate hits requests misses MB_read MB_per_token seconds */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/experts.h"
+#include "engine/trace.h"
 #include "quant/quant.h"
 
-typedef struct step {
-    int layer, n, first; /* ids[first .. first + n) */
-} step;
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The request sequence: reqs [n_tok][n_layer][K] expert ids, sorted within each (token, layer). */
+static int *build_requests(const e0_trace *t, const e0_model *m, long n_tok) {
+    const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used;
+    int *r = malloc((size_t)n_tok * (size_t)L * (size_t)K * sizeof *r);
+    if (!r) return NULL;
+    for (long s = 0; s < n_tok; s++)
+        for (int64_t l = 0; l < L; l++) {
+            int *dst = r + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K;
+            memcpy(dst, e0_trace_experts(t, (uint64_t)s, e0_trace_layer_for(t, l, L)), (size_t)K * sizeof *dst);
+            qsort(dst, (size_t)K, sizeof *dst, cmp_int);
+        }
+    return r;
+}
+
+/* Belady's optimum for one slot count: per layer, on a miss evict the resident expert (not
+ * requested by the current step) whose next request is farthest away (never again = farthest;
+ * ties: the lower id). Fills hits and misses; bytes = misses x the layer's expert bytes. */
+static void belady(const e0_model *m, const int *reqs, long n_tok, int64_t slots, uint64_t *hits, uint64_t *misses,
+                   uint64_t *bytes) {
+    const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used, X = m->hp.n_expert;
+    long *next = malloc((size_t)n_tok * (size_t)K * sizeof *next); /* next step that requests the same id */
+    long *upcoming = malloc((size_t)X * sizeof *upcoming);
+    int *res = malloc((size_t)slots * sizeof *res);
+    *hits = *misses = *bytes = 0;
+    if (!next || !upcoming || !res) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int64_t l = 0; l < L; l++) {
+        const uint64_t eb = e0_expert_bytes(m, (int)l);
+#define REQ(s, k) reqs[((size_t)(s) * (size_t)L + (size_t)l) * (size_t)K + (size_t)(k)]
+        for (int64_t x = 0; x < X; x++) upcoming[x] = n_tok; /* never */
+        for (long s = n_tok - 1; s >= 0; s--)
+            for (int64_t k = 0; k < K; k++) {
+                next[(size_t)s * (size_t)K + (size_t)k] = upcoming[REQ(s, k)];
+                upcoming[REQ(s, k)] = s;
+            }
+        /* upcoming[x] is now the first request of x; as steps pass it becomes the next one */
+        int64_t n_res = 0;
+        for (long s = 0; s < n_tok; s++) {
+            for (int64_t k = 0; k < K; k++) {
+                int id = REQ(s, k);
+                bool in = false;
+                for (int64_t i = 0; i < n_res && !in; i++) in = res[i] == id;
+                if (in) {
+                    (*hits)++;
+                    continue;
+                }
+                (*misses)++;
+                *bytes += eb;
+                if (n_res < slots) {
+                    res[n_res++] = id;
+                    continue;
+                }
+                int64_t victim = -1;
+                for (int64_t i = 0; i < n_res; i++) {
+                    bool now = false; /* requested by this step: pinned */
+                    for (int64_t r = 0; r < K; r++) now |= REQ(s, r) == res[i];
+                    if (now) continue;
+                    if (victim < 0 || upcoming[res[i]] > upcoming[res[victim]] ||
+                        (upcoming[res[i]] == upcoming[res[victim]] && res[i] < res[victim]))
+                        victim = i;
+                }
+                res[victim] = id; /* a victim exists: slots >= K */
+            }
+            for (int64_t k = 0; k < K; k++) upcoming[REQ(s, k)] = next[(size_t)s * (size_t)K + (size_t)k];
+        }
+#undef REQ
+    }
+    free(next);
+    free(upcoming);
+    free(res);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL.gguf TRACE [slots,...]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N]\n", argv[0]);
         return 1;
+    }
+    const char *slots_arg = NULL;
+    long n_tok = 0;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots_arg = argv[++i];
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
+            char *end;
+            n_tok = strtol(argv[++i], &end, 10);
+            if (*end || n_tok < 1 || n_tok > 100000000) {
+                fprintf(stderr, "--tokens: expected a count from 1 to 100000000\n");
+                return 1;
+            }
+        } else {
+            fprintf(stderr, "unknown argument '%s'\n", argv[i]);
+            return 1;
+        }
     }
     e0_err e = {0};
     e0_model *m = e0_model_load(argv[1], &(e0_model_params){.experts_resident = false}, true, &e);
@@ -29,77 +128,76 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", m ? "not a MoE model" : e.msg);
         return 1;
     }
-    const int64_t X = m->hp.n_expert, K = m->hp.n_expert_used;
-    FILE *f = fopen(argv[2], "r");
-    if (!f) {
-        perror(argv[2]);
+    const int64_t X = m->hp.n_expert, K = m->hp.n_expert_used, L = m->hp.n_layer;
+    e0_trace *t = e0_trace_load(argv[2], &e);
+    if (!t || e0_trace_check_model(t, X, K, &e) < 0) {
+        fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
-    step *steps = NULL;
-    int *ids = NULL, n_steps = 0, n_ids = 0, cap_steps = 0, cap_ids = 0, max_n = 0;
-    char line[65536];
-    for (int ln = 1; fgets(line, sizeof line, f); ln++) {
-        char *p = line, *end;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '#' || *p == '\n' || !*p) continue;
-        long layer = strtol(p, &end, 10);
-        if (end == p || layer < 0 || layer >= m->hp.n_layer) {
-            fprintf(stderr, "%s:%d: bad layer\n", argv[2], ln);
-            return 1;
-        }
-        if (n_steps == cap_steps) steps = realloc(steps, (size_t)(cap_steps = cap_steps ? 2 * cap_steps : 1024) * sizeof *steps);
-        step s = {(int)layer, 0, n_ids};
-        for (p = end;;) {
-            long id = strtol(p, &end, 10);
-            if (end == p) break;
-            if (id < 0 || id >= X) {
-                fprintf(stderr, "%s:%d: expert id %ld out of range\n", argv[2], ln, id);
+    if (!n_tok) n_tok = t->n_step;
+    int64_t slot_values[32] = {K, 2 * K, 4 * K, X / 2};
+    int n_slots = 4;
+    if (slots_arg) {
+        n_slots = 0;
+        for (const char *p = slots_arg; *p && n_slots < 32;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < K || v > X || (*end && *end != ',')) {
+                fprintf(stderr, "--slots: expected counts from %lld (experts per token) to %lld, separated by ','\n",
+                        (long long)K, (long long)X);
                 return 1;
             }
-            if (n_ids == cap_ids) ids = realloc(ids, (size_t)(cap_ids = cap_ids ? 2 * cap_ids : 4096) * sizeof *ids);
-            ids[n_ids++] = (int)id;
-            s.n++;
-            p = end;
+            slot_values[n_slots++] = v;
+            p = *end ? end + 1 : end;
         }
-        if (s.n > max_n) max_n = s.n;
-        steps[n_steps++] = s;
     }
-    fclose(f);
-    int64_t slot_values[16] = {K, 2 * K, 4 * K, X / 2};
-    int n_slots = 4;
-    if (argc > 3) {
-        n_slots = 0;
-        for (char *s = strtok(argv[3], ","); s && n_slots < 16; s = strtok(NULL, ",")) slot_values[n_slots++] = atoll(s);
+    int *reqs = build_requests(t, m, n_tok);
+    if (!reqs) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
     }
-    printf("%s: %d steps, %d expert uses, up to %d experts per step\n", argv[2], n_steps, n_ids, max_n);
-    printf("%-6s %6s %10s %10s %12s %8s\n", "policy", "slots", "hit rate", "misses", "MB read", "seconds");
-    e0_expert_ptrs *ptr = malloc((size_t)(max_n > 0 ? max_n : 1) * sizeof *ptr);
-    for (int si = 0; si < n_slots; si++) {
-        if (slot_values[si] < max_n || slot_values[si] > X) continue; /* a step must fit */
+    printf("# %s: E=%d k=%d, %d trace layers over %lld model layers, %ld tokens (trace steps %d, cycled), "
+           "%lld experts per token\n",
+           t->name, t->n_expert, t->k, t->n_layer, (long long)L, n_tok, t->n_step, (long long)K);
+    printf("%-6s %6s %9s %10s %10s %10s %12s %12s %8s\n", "policy", "slots", "hit_rate", "hits", "requests", "misses",
+           "MB_read", "MB_per_token", "seconds");
+    e0_expert_ptrs *ptr = malloc((size_t)K * sizeof *ptr);
+    for (int si = 0; si < n_slots && ptr; si++) {
+        int64_t slots = slot_values[si];
+        if (slots < K || slots > X) continue;
         for (int ev = 0; ev < 2; ev++) {
-            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slot_values[si], .evict = ev}, &e);
+            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slots, .evict = ev}, &e);
             if (!x) {
                 fprintf(stderr, "%s\n", e.msg);
                 return 1;
             }
             double t0 = e0_now();
-            for (int i = 0; i < n_steps; i++) {
-                if (e0_experts_acquire(x, steps[i].layer, ids + steps[i].first, steps[i].n, ptr, &e) < 0) {
-                    fprintf(stderr, "%s\n", e.msg);
-                    return 1;
+            for (long s = 0; s < n_tok; s++)
+                for (int64_t l = 0; l < L; l++) {
+                    if (e0_experts_acquire(x, (int)l, reqs + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K, (int)K, ptr, &e) < 0) {
+                        fprintf(stderr, "%s\n", e.msg);
+                        return 1;
+                    }
+                    e0_experts_release(x, (int)l);
                 }
-                e0_experts_release(x, steps[i].layer);
-            }
             const e0_experts_stats *st = e0_experts_get_stats(x);
-            printf("%-6s %6lld %9.2f%% %10llu %12.1f %8.2f\n", ev ? "LFU" : "LRU", (long long)slot_values[si],
-                   st->requests ? 100.0 * (double)st->hits / (double)st->requests : 0, (unsigned long long)st->misses,
-                   (double)st->bytes_read / 1e6, e0_now() - t0);
+            printf("%-6s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %8.2f\n", ev ? "lfu" : "lru", (long long)slots,
+                   st->requests ? (double)st->hits / (double)st->requests : 0, (unsigned long long)st->hits,
+                   (unsigned long long)st->requests, (unsigned long long)st->misses, (double)st->bytes_read / 1e6,
+                   (double)st->bytes_read / 1e6 / (double)n_tok, e0_now() - t0);
             e0_experts_free(x);
         }
+        uint64_t hits, misses, bytes;
+        double t0 = e0_now();
+        belady(m, reqs, n_tok, slots, &hits, &misses, &bytes);
+        printf("%-6s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %8.2f\n", "belady", (long long)slots,
+               hits + misses ? (double)hits / (double)(hits + misses) : 0, (unsigned long long)hits,
+               (unsigned long long)(hits + misses), (unsigned long long)misses, (double)bytes / 1e6,
+               (double)bytes / 1e6 / (double)n_tok, e0_now() - t0);
     }
     free(ptr);
-    free(steps);
-    free(ids);
+    free(reqs);
+    e0_trace_free(t);
     e0_model_free(m);
     return 0;
 }

@@ -354,8 +354,11 @@ int cmd_bench(int argc, char **argv) {
         free(line);
         json_decref(row);
         if (!written) break; /* the row is lost: main reports it (or the reader went away) */
-        fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s\n",
-                (long long)(run + 1), pr.n, r.prefill_s, pr.n / r.prefill_s, r.n_decode, r.n_decode / r.decode_s);
+        char routing[512];
+        fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s%s%s\n",
+                (long long)(run + 1), pr.n, r.prefill_s, pr.n / r.prefill_s, r.n_decode, r.n_decode / r.decode_s,
+                a.o.session.trace ? " | routing: " : "",
+                a.o.session.trace ? e0_session_routing_label(&a.o.session, routing, sizeof routing) : "");
     }
     free(r.itl);
     json_decref(model_json);

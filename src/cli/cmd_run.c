@@ -34,6 +34,13 @@ static void help(void) {
     fputs(cli_model_flags_help, stdout);
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    puts("routing=replay is a measurement mode. Every MoE layer takes its experts from the trace's recorded\n"
+         "  routing of a trained model (model layer l uses trace layer floor(l * Lt / Lm), tokens cycle through the\n"
+         "  trace) instead of its own router; reads, cache, prefetch, timing and accounting are those of a real run.\n"
+         "  It shows what streaming costs under real routing: bytes and reads per token, cache and prediction hit\n"
+         "  rates, stall time, tok/s. It shows NOTHING about output quality: the text generated is meaningless.\n"
+         "  replay_predict=P measures predicted routing with a predictor right with probability P; without it\n"
+         "  nothing is predicted or read ahead. Every output labels the run as a replay (config.routing).");
 }
 
 typedef struct {
@@ -174,6 +181,13 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
     fprintf(stderr, "memory ledger peak: %.1f MiB (dense %.1f, experts %.1f, staging %.1f, KV %.1f, scratch %.1f)\n",
             e0_mem_total_peak() / 1048576.0, e0_mem_peak(E0_MEM_DENSE) / 1048576.0, e0_mem_peak(E0_MEM_EXPERTS) / 1048576.0,
             e0_mem_peak(E0_MEM_STAGING) / 1048576.0, e0_mem_peak(E0_MEM_KV) / 1048576.0, e0_mem_peak(E0_MEM_SCRATCH) / 1048576.0);
+    bool within = e0_mem_total_peak() <= ses->budget;
+    fprintf(stderr, "memory: peak RSS %.1f MiB = the ledger's buffers as far as touched + code, libraries, thread stacks "
+                    "and file pages mapped; ledger peak %.1f MiB = every engine buffer allocated, %s the budget of "
+                    "%.1f MiB (%s)%s\n",
+            gen_peak_rss() / 1048576.0, e0_mem_total_peak() / 1048576.0, within ? "within" : "ABOVE",
+            ses->budget / 1048576.0, ses->budget_source ? ses->budget_source : "?",
+            within ? "" : ": experts=resident or expert_slots given explicitly override it");
     if (!ses->xc) return;
     const e0_experts_stats *x = e0_experts_get_stats(ses->xc);
     uint64_t hits = 0, total = 0;
@@ -183,9 +197,11 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
         hits += h;
         total += t;
     }
-    fprintf(stderr, "experts streamed (%lld slots/layer, %s routing): %.1f MB read (%.1f MB/token), %llu reads, "
+    char routing[512];
+    fprintf(stderr, "experts streamed (%lld slots/layer, %s%s%s): %.1f MB read (%.1f MB/token), %llu reads, "
                     "cache hit rate %.3f, prediction hit rate ",
-            (long long)ses->opt.expert_slots, ses->opt.routing == E0_ROUTING_PREDICTED ? "predicted" : "actual",
+            (long long)ses->opt.expert_slots, ses->trace ? "routing: " : "", e0_session_routing_label(ses, routing, sizeof routing),
+            ses->trace ? "" : " routing",
             x->bytes_read / 1e6, n_tokens ? x->bytes_read / 1e6 / n_tokens : 0.0, (unsigned long long)x->reads,
             x->requests ? (double)x->hits / (double)x->requests : 0.0);
     if (total) fprintf(stderr, "%.3f", (double)hits / (double)total);
@@ -239,10 +255,14 @@ int cmd_run(int argc, char **argv) {
         if (gen_run(c, tok, s, &go, &r, &e) < 0) status = cli_error("%s", e.msg);
         else {
             if (r.context_full) fprintf(stderr, "\n[context full: %d tokens; raise -c]", e0_ctx_n_ctx(c));
+            char routing[512];
+            const e0_session *ses = &a.o.session;
             fprintf(stderr, "\n\nload %.2f s | prompt %d tokens, %.2f s, %.1f tok/s | generated %d tokens, %.2f s, %.1f tok/s | "
-                            "peak memory %.1f MiB\n",
+                            "peak memory %.1f MiB%s%s%s\n",
                     t_load, p.n, t_prompt, p.n / t_prompt, r.n_generated, r.seconds,
-                    r.seconds > 0 ? r.n_generated / r.seconds : 0.0, gen_peak_rss() / 1048576.0);
+                    r.seconds > 0 ? r.n_generated / r.seconds : 0.0, gen_peak_rss() / 1048576.0,
+                    ses->trace ? " | ROUTING REPLAYED (" : "", ses->trace ? e0_session_routing_label(ses, routing, sizeof routing) : "",
+                    ses->trace ? "; measurement only, the text means nothing)" : "");
             print_stream_summary(&a.o.session, p.n + r.n_generated);
         }
         free(r.text);

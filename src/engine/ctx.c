@@ -35,7 +35,8 @@ typedef struct {
 } scratch_part;
 #define PART(field, n) {.ptr = (void **)&(field), .bytes = (n)}
 
-static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
+/* Sizes every scratch buffer (c->scratch_bytes); unless size_only, allocates and carves them. */
+static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) {
     const e0_hparams *hp = c->hp;
     const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, X = (size_t)hp->n_expert,
                  K = (size_t)(hp->n_expert_used ? hp->n_expert_used : 1), F = (size_t)hp->n_ff_exp,
@@ -82,6 +83,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
     size_t total = 0;
     for (size_t i = 0; i < n_parts; i++) total += (parts[i].bytes + 63) & ~(size_t)63;
     c->scratch_bytes = total;
+    if (size_only) return 0;
     if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, total))) return e0_fail(e, "cannot allocate %zu bytes of scratch buffers", total);
     size_t off = 0;
     for (size_t i = 0; i < n_parts; i++) {
@@ -96,6 +98,32 @@ static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
     return 0;
 }
 
+/* The sizes a context for m with parameters p has (everything alloc_scratch needs but the
+ * pointers); returns the larger of the two thread counts. */
+static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
+    const e0_hparams *hp = &m->hp;
+    c->m = m;
+    c->hp = hp;
+    c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p && p->n_batch > 0 ? p->n_batch : E0_CTX_DEFAULT_BATCH;
+    c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
+    c->threads.n_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->threads.n_decode;
+    c->q_dim = hp->n_head * hp->head_dim;
+    c->kv_dim = hp->n_head_kv * hp->head_dim;
+    c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
+    c->max_xq_row = max_xq_row(hp, c->q_dim, c->ff_max);
+    return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
+}
+
+uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p) {
+    e0_ctx c;
+    memset(&c, 0, sizeof c);
+    int max_threads = ctx_shape(&c, m, p);
+    alloc_scratch(&c, max_threads, true, NULL);
+    uint64_t kv = (uint64_t)m->hp.n_layer * (uint64_t)c.n_ctx * (uint64_t)c.kv_dim * sizeof(float);
+    return 2 * kv + c.scratch_bytes;
+}
+
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     const e0_hparams *hp = &m->hp;
     e0_ctx *c = calloc(1, sizeof *c);
@@ -103,20 +131,11 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         e0_fail(e, "out of memory");
         return NULL;
     }
-    c->m = m;
-    c->hp = hp;
-    c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
-    c->n_batch = p && p->n_batch > 0 ? p->n_batch : 256;
-    c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
-    c->threads.n_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->threads.n_decode;
-    int max_threads = c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
+    int max_threads = ctx_shape(c, m, p);
     if (c->n_ctx > hp->n_ctx_train) {
         e0_fail(e, "context size %d exceeds the model's context_length %lld", c->n_ctx, (long long)hp->n_ctx_train);
         goto fail;
     }
-    c->q_dim = hp->n_head * hp->head_dim;
-    c->kv_dim = hp->n_head_kv * hp->head_dim;
-    c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
     c->threads.decode = e0_pool_new(c->threads.n_decode);
     c->threads.prefill =
         c->threads.n_prefill == c->threads.n_decode ? c->threads.decode : e0_pool_new(c->threads.n_prefill);
@@ -134,8 +153,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         goto fail;
     }
 
-    c->max_xq_row = max_xq_row(hp, c->q_dim, c->ff_max);
-    if (alloc_scratch(c, max_threads, e) < 0) goto fail;
+    if (alloc_scratch(c, max_threads, false, e) < 0) goto fail;
     c->pred.predict_from = 1;
     c->pred.predict_ahead = 1;
     return c;

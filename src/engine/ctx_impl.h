@@ -107,6 +107,15 @@ struct e0_ctx {
         uint64_t *hits, *total; /* [n_layer] predicted experts the router also chose / predicted */
     } pred;
 
+    /* routing=replay (experts_predict.c): each MoE layer takes its experts from a routing trace
+     * (trace.h) instead of its router; model layer l uses trace layer e0_trace_layer_for(l). */
+    struct {
+        const struct e0_trace *trace; /* NULL: not replaying */
+        uint64_t step;        /* trace step of the current chunk's first token (cycles) */
+        double predict_p;     /* replay_predict: the predictor's accuracy; < 0: no predictor */
+        uint64_t rng;         /* splitmix64 state of the predictor's wrong guesses */
+    } replay;
+
     struct {
         bool timing;          /* collect the phase times (a clock read per phase) */
         e0_ctx_stats st;
@@ -153,6 +162,9 @@ void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, floa
 void e0_predict_after_route(e0_ctx *c, int il, int n_tok);
 /* Forget the predictions (the KV cache was truncated: the next step is not the predicted one). */
 void e0_predict_forget(e0_ctx *c);
+/* routing=replay, called by moe_ffn right after route(): replaces sel / sel_w [n_tok][K] of layer
+ * il with the trace's experts for the chunk's tokens (weights: the trace's, else uniform). */
+void e0_replay_route(e0_ctx *c, int il, int n_tok);
 void e0_predict_reset_stats(e0_ctx *c);
 
 #endif

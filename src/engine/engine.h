@@ -14,17 +14,23 @@
 #include "engine/model.h"
 #include "base/threadpool.h"
 
+#define E0_CTX_DEFAULT_BATCH 256
+#define E0_CTX_MIN_AUTO_BATCH 16 /* the smallest chunk the residency rule shrinks the default to (load.h) */
+
 typedef struct e0_ctx_params {
     int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
     int n_threads; /* decode threads; 0 = physical cores */
     int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
-    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = 256 */
+    int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = E0_CTX_DEFAULT_BATCH */
 } e0_ctx_params;
 
 typedef struct e0_ctx e0_ctx;
 
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e);
 void e0_ctx_free(e0_ctx *c);
+/* Bytes e0_ctx_new(m, p) allocates in the memory ledger (KV cache + scratch buffers), for the
+ * residency rule; m may be a metadata-only model. */
+uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p);
 
 /* Evaluate n tokens at the current position (appending to the KV cache). If all_logits is not
  * NULL it receives n x n_vocab floats (row i = logits after token i). The logits after the last
@@ -52,6 +58,12 @@ void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict
  * the current layer computes. */
 void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens);
 int e0_ctx_n_batch(const e0_ctx *c);
+/* routing=replay: take every MoE layer's experts from trace t (not owned; must outlive c),
+ * cycling through its steps. predict_p >= 0: the predictor (routing=predicted semantics, and
+ * prefetch / prefill_read) is given the trace's experts, each right with probability predict_p
+ * and otherwise a wrong expert drawn from `seed`; < 0: there is no predictor. */
+struct e0_trace;
+void e0_ctx_set_replay(e0_ctx *c, const struct e0_trace *t, double predict_p, uint64_t seed);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 

@@ -10,10 +10,92 @@
  *                       read the experts the next layer's router ranks highest for the chunk
  * and the per-layer prediction hit counts. Reads go through the expert cache (experts.h) as
  * e0_experts_prefetch: they never wait and never evict a pinned expert, so with actual routing
- * the results are those of resident experts whatever is predicted. */
+ * the results are those of resident experts whatever is predicted.
+ *
+ * routing=replay (a measurement mode) takes each MoE layer's experts from a routing trace
+ * (trace.h) in e0_replay_route(); the predictor then has no router to work from: with
+ * replay_predict=P it is given the trace's experts of the layers ahead, each right with
+ * probability P and otherwise a wrong expert (replay_guess), and everything above
+ * (routing=predicted semantics, predict_ahead, prefetch, prefill_read) runs on those guesses;
+ * without replay_predict there is no predictor and nothing is read ahead. */
 #include <string.h>
 
 #include "engine/ctx_impl.h"
+#include "engine/trace.h"
+
+/* ---- routing=replay ---- */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The trace's first K experts of model layer il for token i of the chunk. */
+static const int *replay_truth(const e0_ctx *c, int il, int i) {
+    const e0_trace *t = c->replay.trace;
+    return e0_trace_experts(t, c->replay.step + (uint64_t)i, e0_trace_layer_for(t, il, c->hp->n_layer));
+}
+
+/* The predictor's guess dst [K] for model layer il, token i: each of the trace's experts kept with
+ * probability predict_p, else replaced by an expert uniformly drawn from those neither in the
+ * trace's K nor already guessed (kept when there is none: K = n_expert). */
+static void replay_guess(e0_ctx *c, int il, int i, int *dst) {
+    const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
+    const int *truth = replay_truth(c, il, i);
+    memcpy(dst, truth, (size_t)K * sizeof *dst);
+    for (int64_t s = 0; s < K; s++) {
+        double u = (double)(splitmix64(&c->replay.rng) >> 11) * 0x1.0p-53;
+        if (u < c->replay.predict_p) continue;
+        /* draw among the free experts: not in truth, not in dst */
+        int64_t n_free = 0;
+        for (int64_t x = 0; x < X; x++) {
+            bool used = false;
+            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
+            n_free += !used;
+        }
+        if (n_free == 0) continue;
+        int64_t pick = (int64_t)(splitmix64(&c->replay.rng) % (uint64_t)n_free);
+        for (int64_t x = 0; x < X; x++) {
+            bool used = false;
+            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
+            if (!used && pick-- == 0) {
+                dst[s] = (int)x;
+                break;
+            }
+        }
+    }
+}
+
+void e0_replay_route(e0_ctx *c, int il, int n_tok) {
+    const e0_trace *t = c->replay.trace;
+    const int64_t K = c->hp->n_expert_used;
+    const int li = e0_trace_layer_for(t, il, c->hp->n_layer);
+    for (int i = 0; i < n_tok; i++) {
+        const int *ids = e0_trace_experts(t, c->replay.step + (uint64_t)i, li);
+        const float *tw = e0_trace_weights(t, c->replay.step + (uint64_t)i, li);
+        int *sel = c->moe.sel + (size_t)i * K;
+        float *w = c->moe.sel_w + (size_t)i * K;
+        float sum = 0;
+        for (int64_t s = 0; s < K; s++) {
+            sel[s] = ids[s];
+            w[s] = tw ? tw[s] : 1.0f / (float)K;
+            sum += w[s];
+        }
+        if (tw && c->hp->moe_norm_topk && sum > 0)
+            for (int64_t s = 0; s < K; s++) w[s] /= sum;
+    }
+}
+
+void e0_ctx_set_replay(e0_ctx *c, const e0_trace *t, double predict_p, uint64_t seed) {
+    c->replay.trace = c->hp->n_expert > 0 ? t : NULL;
+    c->replay.step = 0;
+    c->replay.predict_p = predict_p;
+    c->replay.rng = seed ? seed : 1;
+}
+
+/* ---- prediction ---- */
 
 /* Decode step, layer il: predict the experts of layers il+1 .. il+predict_ahead from this
  * layer's FFN input xn [1][E] (the residual stream changes slowly, so a later layer's router
@@ -27,12 +109,16 @@ static void predict_ahead(e0_ctx *c, int il) {
         if (next >= hp->n_layer) break;
         if (next < c->pred.predict_from) continue;
         const e0_layer *N = &c->m->layers[next];
-        /* xn [1][E] -> pred.logits [X] -> probabilities -> top K */
-        e0_matmul_weight(c, &N->router, c->pred.logits);
-        e0_softmax(c->pred.logits, hp->n_expert);
         int ids[64], *dst = d == 1 ? c->pred.ids + (size_t)next * hp->n_expert_used : ids;
         if (d > 1 && hp->n_expert_used > 64) break;
-        e0_top_k(c->pred.logits, hp->n_expert, hp->n_expert_used, dst);
+        if (c->replay.trace) {
+            replay_guess(c, next, 0, dst); /* replay: the trace's experts, right with probability P */
+        } else {
+            /* xn [1][E] -> pred.logits [X] -> probabilities -> top K */
+            e0_matmul_weight(c, &N->router, c->pred.logits);
+            e0_softmax(c->pred.logits, hp->n_expert);
+            e0_top_k(c->pred.logits, hp->n_expert, hp->n_expert_used, dst);
+        }
         if (d == 1) c->pred.valid[next] = true;
         if (c->moe.xc) e0_experts_prefetch(c->moe.xc, next, dst, (int)hp->n_expert_used);
     }
@@ -45,6 +131,7 @@ static void predict_ahead(e0_ctx *c, int il) {
 static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
     if (!c->moe.xc || !c->pred.prefill_ahead || n_tok < c->pred.prefill_ahead_min || il + 1 >= hp->n_layer) return;
+    if (c->replay.trace && c->replay.predict_p < 0) return; /* replay without a predictor */
     const int64_t X = hp->n_expert, K = hp->n_expert_used;
     /* Aliases, safe because moe_ffn refills each after this returns:
      *   next_logits [n][X]: moe.router, whose probabilities route() and use_prediction() have read;
@@ -53,11 +140,12 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     float *next_logits = c->moe.router;
     int *count = c->moe.expert_start;
     int *ranked = c->moe.used;
-    e0_matmul_weight(c, &c->m->layers[il + 1].router, next_logits);
+    if (!c->replay.trace) e0_matmul_weight(c, &c->m->layers[il + 1].router, next_logits);
     memset(count, 0, (size_t)(X + 1) * sizeof *count);
     int ids[64];
     for (int i = 0; i < n_tok && K <= 64; i++) {
-        e0_top_k(next_logits + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
+        if (c->replay.trace) replay_guess(c, il + 1, i, ids); /* replay: the trace, right with probability P */
+        else e0_top_k(next_logits + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
         for (int64_t s = 0; s < K; s++) count[ids[s]]++;
     }
     int n = 0;
@@ -85,13 +173,16 @@ void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
          * probabilities of them (moe.router [1][X] after route()), renormalized as the model does. */
         if (c->pred.predicted) {
             memcpy(c->moe.sel, pred, (size_t)K * sizeof *pred);
-            e0_route_weights(hp, c->moe.router, pred, c->moe.sel_w);
+            /* replay: no router probabilities to weight with; the slot weights stay the trace's */
+            if (!c->replay.trace) e0_route_weights(hp, c->moe.router, pred, c->moe.sel_w);
         }
         c->pred.valid[il] = false;
     }
-    if (n_tok == 1 && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
+    bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
+    if (n_tok == 1 && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
     e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* predict_ahead used the matmul input cache */
     prefill_read_ahead(c, il, n_tok);
+    if (c->replay.trace && il == hp->n_layer - 1) c->replay.step += (uint64_t)n_tok; /* the chunk is routed */
 }
 
 void e0_predict_forget(e0_ctx *c) {

@@ -158,6 +158,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     e0_matmul_input(c, c->act.xn, n_tok, E);
     e0_matmul_weight(c, &L->router, c->moe.router);
     route(c, n_tok);
+    if (c->replay.trace) e0_replay_route(c, il, n_tok); /* routing=replay: the trace's experts instead */
     /* Prediction policy: may replace sel / sel_w (routing=predicted), starts reads ahead. */
     e0_predict_after_route(c, il, n_tok);
     double t1 = e0_clock_if(c);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/trace.h"
 #include "measure/sysinfo.h"
 
 #define DEFAULT_PREFILL_AHEAD 3000
@@ -56,25 +57,57 @@ static uint64_t cgroup_room(void) {
     return room;
 }
 
-int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e) {
+/* Room for the tokenizer the front end builds from this file's tokenizer.* arrays after e0_open
+ * (the text layer; its tables are in the ledger as E0_MEM_OTHER): an upper bound, 2 x the token
+ * texts + 48 bytes per array element + 16 KiB, about twice what it measured on the shared models
+ * (26 KB of 95 KB for a 512-token vocabulary, 2.0 MB of 3.8 MB for a 32000-token BPE). */
+static uint64_t tokenizer_reserve(const gguf_file *f) {
+    uint64_t text = 0, elements = 0;
+    for (uint64_t k = 0; k < f->n_kv; k++) {
+        const gguf_kv *kv = &f->kv[k];
+        if (strncmp(kv->key, "tokenizer.", 10) || kv->type != GGUF_ARR) continue;
+        elements += kv->v.arr.n;
+        if (kv->v.arr.type == GGUF_STR)
+            for (uint64_t j = 0; j < kv->v.arr.n; j++) text += ((const gguf_string *)kv->v.arr.data)[j].len;
+    }
+    return 2 * text + 48 * elements + (16 << 10);
+}
+
+/* Steps 1-3 of e0_open: the model's needs, the budget, residency and slots (and the trace for
+ * replay, in s->trace); *cpl = the context parameters to build with (a default prefill chunk may
+ * have been shrunk to fit the budget). */
+static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_ctx_params *cpl_out,
+                e0_err *e) {
     memset(s, 0, sizeof *s);
     s->opt = *opt;
     e0_options *o = &s->opt;
+    if (e0_options_check_replay(o, e) < 0) return -1;
     /* 1. what the model needs (metadata only) */
     e0_model *probe = e0_model_load(path, NULL, false, e);
     if (!probe) return -1;
     const e0_hparams hp = probe->hp;
     if (e0_options_check_model(o, hp.n_layer, e) < 0) return e0_model_free(probe), -1;
+    if (o->routing == E0_ROUTING_REPLAY) {
+        if (hp.n_expert <= 0)
+            return e0_model_free(probe), e0_fail(e, "--model-option routing=replay: %s has no routed experts", path);
+        if (!(s->trace = e0_trace_load(o->routing_trace, e)) ||
+            e0_trace_check_model(s->trace, hp.n_expert, hp.n_expert_used, e) < 0)
+            return e0_model_free(probe), -1; /* e0_open frees the trace */
+    }
     /* routed experts: the expert stacks the architecture table bound; dense: everything else */
     uint64_t dense = 0, experts = probe->expert_file_bytes, max_expert = 0;
     for (uint64_t i = 0; i < probe->gguf->n_tensors; i++) dense += probe->gguf->tensors[i].nbytes;
     dense -= experts;
+    dense += 64 * probe->gguf->n_tensors; /* each tensor is 64-byte aligned in the dense buffer: an upper bound */
+    dense += tokenizer_reserve(probe->gguf); /* counted with the dense part: it is resident too */
     for (int64_t il = 0; il < hp.n_layer && hp.n_expert; il++) {
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;
     }
-    int64_t n_ctx = cp && cp->n_ctx > 0 ? cp->n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    uint64_t kv = 2ull * (uint64_t)hp.n_layer * (uint64_t)n_ctx * (uint64_t)(hp.n_head_kv * hp.head_dim) * 4;
+    /* the context's buffers, exactly as e0_ctx_new will allocate them: KV cache + scratch */
+    e0_ctx_params cpl = cp ? *cp : (e0_ctx_params){0};
+    *cpl_out = cpl;
+    uint64_t kv = e0_ctx_memory(probe, &cpl);
 
     /* 2. the budget */
     if (o->memory_budget) {
@@ -110,7 +143,18 @@ int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0
                 return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
                                (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
         } else {
-            uint64_t need = dense + kv + (uint64_t)hp.n_layer * (uint64_t)hp.n_expert_used * max_expert;
+            /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging) */
+            e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+                                        .n_io_threads = (int)o->io_threads};
+            uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);
+            /* a default prefill chunk whose scratch does not fit beside the smallest cache shrinks
+             * (results do not depend on the chunk size; a given -b is kept) */
+            int batch = cpl.n_batch > 0 ? cpl.n_batch : E0_CTX_DEFAULT_BATCH;
+            while (s->budget < need && !(cp && cp->n_batch > 0) && batch > E0_CTX_MIN_AUTO_BATCH) {
+                cpl.n_batch = batch = batch / 2 > E0_CTX_MIN_AUTO_BATCH ? batch / 2 : E0_CTX_MIN_AUTO_BATCH;
+                kv = e0_ctx_memory(probe, &cpl);
+                need = dense + kv + e0_experts_memory(probe, &min_xp);
+            }
             if (s->budget < need) {
                 char have_s[32], need_s[32];
                 e0_size_text(s->budget, have_s);
@@ -120,7 +164,7 @@ int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0
                     snprintf(need_s, sizeof need_s, "%llu bytes", (unsigned long long)need);
                 }
                 return e0_model_free(probe), e0_fail(e, "memory budget %s (%s) is too small for %s: it needs at least %s "
-                                  "(dense weights, KV cache, %lld expert slots per layer)",
+                                  "(dense weights, KV cache and scratch buffers, %lld expert slots per layer)",
                                have_s, s->budget_source, path, need_s, (long long)hp.n_expert_used);
             }
             uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
@@ -143,12 +187,22 @@ int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0
     if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
     if (o->prefetch == E0_AUTO) o->prefetch = E0_OFF;
     if (o->experts == E0_EXPERTS_AUTO) o->experts = s->streamed ? E0_EXPERTS_STREAM : E0_EXPERTS_RESIDENT;
+    *cpl_out = cpl;
     return 0;
 }
 
-int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
-            e0_session *s, e0_err *e) {
-    if (e0_plan(path, opt, cp, s, e) < 0) return -1;
+int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e) {
+    e0_ctx_params cpl;
+    int rc = plan(path, opt, cp, s, &cpl, e);
+    e0_trace_free(s->trace); /* the plan needs no trace afterwards */
+    s->trace = NULL;
+    return rc;
+}
+
+static int open_session(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+                        e0_session *s, e0_err *e) {
+    e0_ctx_params cpl;
+    if (plan(path, opt, cp, s, &cpl, e) < 0) return -1;
     e0_options *o = &s->opt;
 
     /* 4. load */
@@ -160,19 +214,43 @@ int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, co
                                 .n_io_threads = (int)o->io_threads};
         if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
     }
-    if (!(s->c = e0_ctx_new(s->m, cp, e))) return e0_close(s), -1;
+    if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
     e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
-    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
-                       o->prefetch == E0_ON);
+    bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
+    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
+                       (int)o->predict_ahead, o->prefetch == E0_ON);
+    if (replay) e0_ctx_set_replay(s->c, s->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1));
     return 0;
+}
+
+int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
+            e0_session *s, e0_err *e) {
+    if (open_session(path, opt, cp, mp, s, e) == 0) return 0;
+    e0_trace_free(s->trace); /* NULL when a failing step already closed the session */
+    s->trace = NULL;
+    return -1;
 }
 
 void e0_close(e0_session *s) {
     e0_ctx_free(s->c);
     e0_experts_free(s->xc);
     e0_model_free(s->m);
+    e0_trace_free(s->trace);
     memset(s, 0, sizeof *s);
+}
+
+const char *e0_session_routing_name(const e0_session *s) {
+    if (!s->m || s->m->hp.n_expert <= 0) return "none (dense model)";
+    return s->opt.routing == E0_ROUTING_REPLAY ? "replay" : s->opt.routing == E0_ROUTING_PREDICTED ? "predicted" : "actual";
+}
+
+const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n) {
+    if (!s->trace) snprintf(buf, n, "%s", e0_session_routing_name(s));
+    else if (s->opt.replay_predict >= 0)
+        snprintf(buf, n, "replay of %s, predicted at replay_predict=%g", s->trace->name, s->opt.replay_predict);
+    else snprintf(buf, n, "replay of %s", s->trace->name);
+    return buf;
 }
 
 json_t *e0_session_config_json(const e0_session *s) {
@@ -185,7 +263,12 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "kv_type", json_string("f32"));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
-    json_object_set_new(j, "routing", json_string(!moe ? "none (dense model)" : o->routing == E0_ROUTING_PREDICTED ? "predicted" : "actual"));
+    json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));
+    if (s->trace) { /* replay: a measurement mode, labelled so that it never passes for a real run */
+        json_object_set_new(j, "routing_trace", json_string(s->trace->name));
+        json_object_set_new(j, "replay_predict", o->replay_predict >= 0 ? json_real(o->replay_predict) : json_string("none"));
+        json_object_set_new(j, "replay_seed", json_integer(o->replay_seed ? o->replay_seed : 1));
+    }
     if (moe) {
         json_object_set_new(j, "expert_slots", s->streamed ? json_integer(o->expert_slots) : json_string("all (resident)"));
         const char *why = NULL;

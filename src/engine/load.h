@@ -6,9 +6,15 @@
  *            MemAvailable and the memory cgroup's limit (minus its current usage) when limited.
  *   experts=resident -> resident. experts=stream or expert_slots given -> streamed.
  *   otherwise resident when dense weights + all experts + KV cache fit the budget, else streamed.
- *   streamed without expert_slots: slots = (budget - dense - KV) / (layers x bytes of one expert),
- *   at least experts-used-per-token, at most all experts; a budget below that is an error.
- *   routing defaults to predicted when experts stream, actual when they are resident. */
+ *   streamed without expert_slots: slots = (budget - dense - KV - scratch) / (layers x bytes of one
+ *   expert), at least experts-used-per-token, at most all experts, shrunk until the cache's exact
+ *   size (slots, O_DIRECT staging) fits; when even the smallest cache does not fit, a default
+ *   prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens first; a budget below
+ *   that is an error. Every buffer is counted as it will be allocated, so the memory ledger's
+ *   peak stays within the budget in a streamed run (given expert_slots override the budget).
+ *   routing defaults to predicted when experts stream, actual when they are resident.
+ *   routing=replay (measurement only): the trace routing_trace must have the model's expert count
+ *   and at least its experts per token; it replaces every router (see trace.h, engine.h). */
 #ifndef E0_LOAD_H
 #define E0_LOAD_H
 
@@ -22,6 +28,7 @@ typedef struct e0_session {
     e0_model *m;
     e0_ctx *c;
     e0_experts *xc;        /* NULL when experts are resident (or the model has none) */
+    struct e0_trace *trace; /* routing=replay: the routing trace (trace.h), else NULL */
     e0_options opt;        /* resolved */
     bool streamed;
     uint64_t budget;       /* bytes the rule used */
@@ -36,6 +43,11 @@ void e0_close(e0_session *s);
 int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e);
 /* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
 json_t *e0_session_config_json(const e0_session *s);
+/* "actual", "predicted", "replay" or "none (dense model)": config.routing. */
+const char *e0_session_routing_name(const e0_session *s);
+/* For summaries: the routing name, and under replay the trace and replay_predict
+ * ("replay of gemma-4-26b-a4b.csv, predicted at replay_predict=0.9"). Returns buf. */
+const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n);
 /* The memory budget the residency rule used: {bytes, source}. */
 json_t *e0_session_budget_json(const e0_session *s);
 

@@ -12,6 +12,7 @@ void e0_options_init(e0_options *o) {
     o->predict_from_layer = -1;
     o->prefill_ahead_min_tokens = -1;
     o->evict = -1;
+    o->replay_predict = -1;
 }
 
 const char *e0_options_help(void) {
@@ -19,7 +20,11 @@ const char *e0_options_help(void) {
            "  --model-option expert_slots=N                 expert slots per layer (streams; >= experts used per token)\n"
            "  --model-option memory_budget=SIZE             e.g. 3GiB: decides residency and the default slots\n"
            "  --model-option expert_read=cached|direct      page-cache reads or O_DIRECT\n"
-           "  --model-option routing=actual|predicted       exact routing, or predicted experts read ahead\n"
+           "  --model-option routing=actual|predicted|replay  exact routing, predicted experts read ahead, or\n"
+           "                                                replayed from a trace (measurement only, see below)\n"
+           "  --model-option routing_trace=FILE             routing=replay: the trace (docs/design.md, trace format)\n"
+           "  --model-option replay_predict=P               routing=replay: a predictor right with probability P (0..1)\n"
+           "  --model-option replay_seed=N                  routing=replay: seed of the predictor's wrong guesses\n"
            "  --model-option predict_from_layer=K           predicted routing from layer K on\n"
            "  --model-option predict_ahead=D                layers predicted and read ahead (default 1)\n"
            "  --model-option prefetch=on|off                actual routing: read predicted experts ahead\n"
@@ -60,9 +65,28 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         return pick(key, v, names, values, 3, &o->experts, e);
     }
     if (!strcmp(key, "routing")) {
-        static const char *const names[] = {"actual", "predicted"};
-        static const int values[] = {E0_ROUTING_ACTUAL, E0_ROUTING_PREDICTED};
-        return pick(key, v, names, values, 2, &o->routing, e);
+        static const char *const names[] = {"actual", "predicted", "replay"};
+        static const int values[] = {E0_ROUTING_ACTUAL, E0_ROUTING_PREDICTED, E0_ROUTING_REPLAY};
+        return pick(key, v, names, values, 3, &o->routing, e);
+    }
+    if (!strcmp(key, "routing_trace")) {
+        size_t n = strlen(v);
+        if (n == 0) return e0_fail(e, "%s: give a file", what);
+        if (n >= sizeof o->routing_trace)
+            return e0_fail(e, "%s: path longer than %zu bytes", what, sizeof o->routing_trace - 1);
+        memcpy(o->routing_trace, v, n + 1);
+        return 0;
+    }
+    if (!strcmp(key, "replay_predict")) {
+        double p;
+        if (e0_parse_f64(v, 0, 1, &p, what, e) < 0) return -1;
+        o->replay_predict = p;
+        return 0;
+    }
+    if (!strcmp(key, "replay_seed")) {
+        if (e0_parse_i64(v, 1, INT64_MAX, &n, what, e) < 0) return -1;
+        o->replay_seed = n;
+        return 0;
     }
     if (!strcmp(key, "expert_read")) {
         static const char *const names[] = {"cached", "direct"};
@@ -115,13 +139,27 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         return 0;
     }
     return e0_fail(e, "--model-option: unknown key '%s' (known: experts, expert_slots, memory_budget, expert_read, routing, "
-                      "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads)", key);
+                      "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads, "
+                      "routing_trace, replay_predict, replay_seed)", key);
 }
 
 int e0_options_check_model(const e0_options *o, int64_t n_layer, e0_err *e) {
     if (o->predict_from_layer >= n_layer)
         return e0_fail(e, "--model-option predict_from_layer=%lld: the model has %lld layers, give one from 0 to %lld",
                        (long long)o->predict_from_layer, (long long)n_layer, (long long)(n_layer - 1));
+    return 0;
+}
+
+int e0_options_check_replay(const e0_options *o, e0_err *e) {
+    bool replay = o->routing == E0_ROUTING_REPLAY;
+    if (replay && !o->routing_trace[0])
+        return e0_fail(e, "--model-option routing=replay needs --model-option routing_trace=FILE");
+    if (!replay && o->routing_trace[0])
+        return e0_fail(e, "--model-option routing_trace=%s: only used with routing=replay", o->routing_trace);
+    if (!replay && o->replay_predict >= 0)
+        return e0_fail(e, "--model-option replay_predict: only used with routing=replay");
+    if (!replay && o->replay_seed)
+        return e0_fail(e, "--model-option replay_seed: only used with routing=replay");
     return 0;
 }
 

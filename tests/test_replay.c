@@ -1,0 +1,440 @@
+/* test_replay.c — expert routing replayed from a trace (routing=replay, src/engine/trace.c):
+ *  - malformed traces: each gives one error naming the file and the line;
+ *  - a well-formed trace: its table (steps, sparse layers, dropped rows filled, weights) and the
+ *    layer mapping rule;
+ *  - the engine's cache hit counts under replay equal tools/expert_policy_sim's for the same trace,
+ *    policy and slot count, on a small synth qwen3moe model with a trace generated here (and the
+ *    shared Mixtral trace, whose 8 experts make a cheap synth model);
+ *  - replay's errors: expert count, k, option combinations;
+ *  - replay_predict=P: P=1 predicts every expert, P=0 none, a seed repeats a run;
+ *  - memory budget honesty: in a streamed run the ledger peak never exceeds memory_budget. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/load.h"
+#include "engine/trace.h"
+#include "t.h"
+
+static char dir[512];
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- the reader ---- */
+
+static void test_malformed(void) {
+    static const struct {
+        const char *text;
+        int line;
+        const char *what;
+    } cases[] = {
+        {"E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n", 1, "header"},
+        {"# E=0 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n", 1, "E="},
+        {"# E=8 k=9\nseq,token,phase,layer,experts\n0,0,,0,1;2\n", 1, "k="},
+        {"# E=8 k=2x\nseq,token,phase,layer,experts\n0,0,,0,1;2\n", 1, "after k="},
+        {"# E=8 k=2\nseq,token,layer,experts\n0,0,0,1;2\n", 2, "column line"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n0,1,,0,1\n", 4, "k=2"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2;3\n", 3, "more than"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;8\n", 3, "expert 2"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,3;3\n", 3, "twice"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,2,0,1;2\n", 3, "phase"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n-1,0,,0,1;2\n", 3, "seq"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,99999999999,,0,1;2\n", 3, "token"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,70000,1;2\n", 3, "layer"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2 \n", 3, "unexpected text"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n\n0,1,,0,1;2\n", 4, "empty line"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n0,1,,0,1;2\n0,1,,0,3;4\n", 5, "duplicate"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,5,,0,1;2\n0,1,,1,1;2\n0,3,,0,3;4\n", 5, "out of order"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,0,0,1;2\n0,0,1,1,1;2\n", 4, "phase 1 differs"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts,weights\n0,0,,0,1;2,0.5\n", 3, "weight 2"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts,weights\n0,0,,0,1;2,0.5;nan\n", 3, "weight 2"},
+        {"# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2,0.5;0.5\n", 3, "unexpected text"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[600], want[700];
+        snprintf(path, sizeof path, "%s/bad%zu.csv", dir, i);
+        write_file(path, cases[i].text);
+        e0_err e = {{0}};
+        e0_trace *t = e0_trace_load(path, &e);
+        CHECKF(!t, "case %zu parsed", i);
+        e0_trace_free(t);
+        snprintf(want, sizeof want, "%s:%d: ", path, cases[i].line);
+        CHECKF(!strncmp(e.msg, want, strlen(want)), "case %zu: '%s' does not start with '%s'", i, e.msg, want);
+        CHECKF(strstr(e.msg, cases[i].what) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, cases[i].what);
+        CHECKF(!strchr(e.msg, '\n'), "case %zu: more than one line: '%s'", i, e.msg);
+    }
+    /* file-level problems name the file */
+    e0_err e = {{0}};
+    CHECK(!e0_trace_parse("empty.csv", "", 0, &e) && strstr(e.msg, "empty.csv: empty file"));
+    CHECK(!e0_trace_parse("nodata.csv", "# E=8 k=2\nseq,token,phase,layer,experts\n", 40, &e) &&
+          strstr(e.msg, "nodata.csv: no data rows"));
+    const char nul[] = "# E=8 k=2\nseq,token,phase,layer,experts\n0,0,,0,1\0002\n";
+    CHECK(!e0_trace_parse("nul.csv", nul, sizeof nul - 1, &e) && strstr(e.msg, "nul.csv:3: "));
+    CHECK(!e0_trace_load("/nonexistent/trace.csv", &e) && strstr(e.msg, "/nonexistent/trace.csv"));
+}
+
+static void test_wellformed(void) {
+    /* two sequences (given in reverse order), layers 2 and 7 only, seq 1 token 4 lacks layer 7,
+     * CRLF line ends, weights */
+    const char *text = "# E=6 k=3; a comment\r\n"
+                       "seq,token,phase,layer,experts,weights\r\n"
+                       "1,3,1,2,0;1;2,0.5;0.3;0.2\r\n"
+                       "1,4,1,2,3;4;5,0.6;0.3;0.1\r\n"
+                       "1,3,1,7,5;4;3,0.4;0.4;0.2\r\n"
+                       "0,0,0,2,2;1;0,1;0;0\r\n"
+                       "0,0,0,7,1;0;5,0.7;0.2;0.1\r\n";
+    e0_err e = {{0}};
+    e0_trace *t = e0_trace_parse("ok.csv", text, strlen(text), &e);
+    CHECKF(t, "%s", e.msg);
+    if (!t) return;
+    CHECK(t->n_expert == 6 && t->k == 3 && t->n_layer == 2 && t->n_step == 3 && t->n_rows == 5 && t->n_filled == 1);
+    CHECK(t->layer_id[0] == 2 && t->layer_id[1] == 7);
+    CHECK(t->phase[0] == 0 && t->phase[1] == 1 && t->phase[2] == 1);
+    /* step 0 = (seq 0, token 0), step 1 = (1, 3), step 2 = (1, 4) */
+    CHECK(e0_trace_experts(t, 0, 0)[0] == 2 && e0_trace_experts(t, 0, 1)[2] == 5);
+    CHECK(e0_trace_experts(t, 1, 1)[0] == 5 && e0_trace_experts(t, 2, 0)[1] == 4);
+    CHECK(e0_trace_experts(t, 2, 1)[0] == 5); /* filled from step 1 */
+    CHECK(e0_trace_experts(t, 3, 0) == e0_trace_experts(t, 0, 0)); /* steps cycle */
+    CHECK(e0_trace_weights(t, 1, 0)[1] == 0.3f);
+    /* model layer l of Lm uses floor(l * Lt / Lm) */
+    CHECK(e0_trace_layer_for(t, 0, 5) == 0 && e0_trace_layer_for(t, 2, 5) == 0 && e0_trace_layer_for(t, 3, 5) == 1 &&
+          e0_trace_layer_for(t, 4, 5) == 1);
+    CHECK(e0_trace_check_model(t, 6, 2, &e) == 0);
+    CHECK(e0_trace_check_model(t, 8, 2, &e) < 0 && strstr(e.msg, "E=6"));
+    CHECK(e0_trace_check_model(t, 6, 4, &e) < 0 && strstr(e.msg, "fewer"));
+    e0_trace_free(t);
+    /* every shared trace reads */
+    const char *shared[] = {"gemma-4-26b-a4b.csv", "gpt-oss-120b.csv", "mixtral-8x7b.csv", "qwen1.5-moe-a2.7b-decode.csv",
+                            "qwen1.5-moe-a2.7b-prefill.csv", "qwen3-30b-a3b.csv"};
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/routing/%s", t_shared(), shared[i]);
+        if (access(p, R_OK)) continue;
+        t = e0_trace_load(p, &e);
+        CHECKF(t && t->n_step > 100 && t->n_layer >= 5, "%s: %s", shared[i], t ? "too small" : e.msg);
+        e0_trace_free(t);
+    }
+}
+
+/* ---- replay through the engine vs the simulator ---- */
+
+/* A trace with E experts, k per row, layers 0, 3 and 5 (Lt = 3), n_tok tokens of one sequence;
+ * popularity skewed (a few experts much more likely), layer 3 drops a row now and then. */
+static void make_trace(const char *path, int E, int k, int n_tok, unsigned seed) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "# E=%d k=%d; generated by test_replay\nseq,token,phase,layer,experts\n", E, k);
+    const int layers[] = {0, 3, 5};
+    uint64_t s = seed;
+    for (int li = 0; li < 3; li++)
+        for (int tok = 0; tok < n_tok; tok++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            if (layers[li] == 3 && (s >> 33) % 11 == 0) continue; /* dropped */
+            fprintf(f, "0,%d,%d,%d,", tok, tok < 3 ? 0 : 1, layers[li]);
+            int ids[64], n = 0;
+            while (n < k) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned r = (unsigned)(s >> 33);
+                int x = r % 3 ? (int)(r / 3 % (unsigned)(E / 4 + 1)) : (int)(r / 3 % (unsigned)E); /* skew */
+                bool dup = false;
+                for (int j = 0; j < n; j++) dup |= ids[j] == x;
+                if (!dup) ids[n++] = x;
+            }
+            for (int j = 0; j < k; j++) fprintf(f, j ? ";%d" : "%d", ids[j]);
+            fputc('\n', f);
+        }
+    fclose(f);
+}
+
+static int synth(const char *out, int n_expert, int k, int n_layer) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s/bin/edge0-infer synth --arch qwen3moe --out %s --type q8_0 --n-layer %d --n-embd 64 --n-head 2 "
+             "--n-head-kv 1 --head-dim 32 --n-ff 64 --n-expert %d --n-expert-used %d --n-ff-exp 64 --n-vocab 300 "
+             "--n-ctx 512 >/dev/null 2>&1",
+             t_build(), out, n_layer, n_expert, k);
+    return t_sh(cmd, NULL, 0);
+}
+
+/* Engine: a one-token prompt then n_tok - 1 decode steps under routing=replay, actual routing,
+ * no prefetch; the cache's hits / requests. */
+static int engine_hits(const char *model, const char *trace, int slots, const char *evict, int n_tok, uint64_t *hits,
+                       uint64_t *requests, e0_err *e) {
+    e0_options o;
+    e0_options_init(&o);
+    char kv[1200];
+    const char *opts[] = {"experts=stream", "routing=replay", "prefetch=off"};
+    for (int i = 0; i < 3; i++)
+        if (e0_options_parse(&o, opts[i], e) < 0) return -1;
+    snprintf(kv, sizeof kv, "expert_slots=%d", slots);
+    if (e0_options_parse(&o, kv, e) < 0) return -1;
+    snprintf(kv, sizeof kv, "evict=%s", evict);
+    if (e0_options_parse(&o, kv, e) < 0) return -1;
+    snprintf(kv, sizeof kv, "routing_trace=%s", trace);
+    if (e0_options_parse(&o, kv, e) < 0) return -1;
+    e0_session s;
+    if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s, e) < 0) return -1;
+    int tok = 1;
+    for (int i = 0; i < n_tok; i++)
+        if (e0_eval(s.c, &tok, 1, NULL, e) < 0) return e0_close(&s), -1;
+    const e0_experts_stats *st = e0_experts_get_stats(s.xc);
+    *hits = st->hits;
+    *requests = st->requests;
+    e0_close(&s);
+    return 0;
+}
+
+/* Simulator: the row of (policy, slots). */
+static int sim_hits(const char *model, const char *trace, int slots, const char *policy, int n_tok, uint64_t *hits,
+                    uint64_t *requests) {
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s/tools/expert_policy_sim %s %s --slots %d --tokens %d", t_build(), model, trace, slots, n_tok);
+    if (t_sh(cmd, out, sizeof out) != 0) return -1;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[16];
+        int sl;
+        double rate;
+        unsigned long long h, r;
+        if (sscanf(line, "%15s %d %lf %llu %llu", name, &sl, &rate, &h, &r) == 5 && !strcmp(name, policy) && sl == slots) {
+            *hits = h;
+            *requests = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void compare(const char *model, const char *trace, int slots, int n_tok, int n_layer, int k) {
+    const char *policies[] = {"lru", "lfu"};
+    for (int p = 0; p < 2; p++) {
+        uint64_t eh = 0, er = 0, sh = 0, sr = 0, bh = 0, br = 0;
+        e0_err e = {{0}};
+        CHECKF(engine_hits(model, trace, slots, policies[p], n_tok, &eh, &er, &e) == 0, "%s", e.msg);
+        CHECKF(sim_hits(model, trace, slots, policies[p], n_tok, &sh, &sr) == 0, "simulator failed on %s", trace);
+        CHECKF(sim_hits(model, trace, slots, "belady", n_tok, &bh, &br) == 0, "no belady row");
+        CHECKF(er == (uint64_t)n_tok * (uint64_t)n_layer * (uint64_t)k, "%llu requests", (unsigned long long)er);
+        CHECKF(eh == sh && er == sr, "%s, %s, %d slots: engine %llu/%llu hits, simulator %llu/%llu", trace, policies[p], slots,
+               (unsigned long long)eh, (unsigned long long)er, (unsigned long long)sh, (unsigned long long)sr);
+        CHECKF(bh >= sh && br == sr, "belady %llu hits below %s's %llu", (unsigned long long)bh, policies[p],
+               (unsigned long long)sh);
+        printf("  %s %s slots %d: hit rate %.4f (belady %.4f)\n", trace + strlen(dir) + 1, policies[p], slots,
+               er ? (double)eh / (double)er : 0, br ? (double)bh / (double)br : 0);
+    }
+}
+
+static void test_engine_equals_simulator(void) {
+    char model[600], trace[600];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/t16.csv", dir);
+    /* 4 model layers over 3 trace layers; 50 tokens cycle through the trace's 40 */
+    compare(model, trace, 2, 50, 4, 2);
+    compare(model, trace, 5, 50, 4, 2);
+    /* the shared Mixtral trace (8 experts, k=2): an 8-expert synth model is cheap */
+    char mix[1024], model8[600];
+    snprintf(mix, sizeof mix, "%s/routing/mixtral-8x7b.csv", t_shared());
+    if (access(mix, R_OK)) {
+        t_skip("no %s", mix);
+        return;
+    }
+    snprintf(model8, sizeof model8, "%s/m8.gguf", dir);
+    CHECK(synth(model8, 8, 2, 6) == 0);
+    uint64_t eh, er, sh, sr;
+    e0_err e = {{0}};
+    CHECKF(engine_hits(model8, mix, 3, "lfu", 120, &eh, &er, &e) == 0, "%s", e.msg);
+    CHECK(sim_hits(model8, mix, 3, "lfu", 120, &sh, &sr) == 0);
+    CHECKF(eh == sh && er == sr, "mixtral: engine %llu/%llu, simulator %llu/%llu", (unsigned long long)eh,
+           (unsigned long long)er, (unsigned long long)sh, (unsigned long long)sr);
+}
+
+/* ---- errors and options ---- */
+
+static int open_with(const char *model, const char *const *kvs, int n, e0_err *e) {
+    e0_options o;
+    e0_options_init(&o);
+    for (int i = 0; i < n; i++)
+        if (e0_options_parse(&o, kvs[i], e) < 0) return -1;
+    e0_session s;
+    if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s, e) < 0) return -1;
+    e0_close(&s);
+    return 0;
+}
+
+static void test_replay_errors(void) {
+    char model[600], trace[600], t4[700], bad[700], k1[700], kv[800], kvb[800], kv4[800], kv1[800];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/t16.csv", dir);
+    snprintf(t4, sizeof t4, "%s/t4.csv", dir);
+    snprintf(bad, sizeof bad, "%s/tbad.csv", dir);
+    snprintf(k1, sizeof k1, "%s/tk1.csv", dir);
+    write_file(t4, "# E=4 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n");
+    write_file(bad, "# E=16 k=2\nseq,token,phase,layer,experts\n0,0,,0,1;2\n0,1,,0,1;x\n");
+    write_file(k1, "# E=16 k=1\nseq,token,phase,layer,experts\n0,0,,0,1\n");
+    snprintf(kv, sizeof kv, "routing_trace=%s", trace);
+    snprintf(kvb, sizeof kvb, "routing_trace=%s", bad);
+    snprintf(kv4, sizeof kv4, "routing_trace=%s", t4);
+    snprintf(kv1, sizeof kv1, "routing_trace=%s", k1);
+    e0_err e = {{0}};
+    const char *ok[] = {"routing=replay", kv};
+    CHECKF(open_with(model, ok, 2, &e) == 0, "%s", e.msg);
+    const char *no_trace[] = {"routing=replay"};
+    CHECK(open_with(model, no_trace, 1, &e) < 0 && strstr(e.msg, "routing_trace"));
+    const char *no_replay[] = {kv};
+    CHECK(open_with(model, no_replay, 1, &e) < 0 && strstr(e.msg, "only used with routing=replay"));
+    const char *predict_alone[] = {"replay_predict=0.5"};
+    CHECK(open_with(model, predict_alone, 1, &e) < 0 && strstr(e.msg, "replay_predict"));
+    const char *wrong_e[] = {"routing=replay", kv4};
+    CHECK(open_with(model, wrong_e, 2, &e) < 0 && strstr(e.msg, "E=4") && strstr(e.msg, "16"));
+    const char *few_k[] = {"routing=replay", kv1};
+    CHECK(open_with(model, few_k, 2, &e) < 0 && strstr(e.msg, "fewer"));
+    const char *malformed[] = {"routing=replay", kvb};
+    char want[800];
+    snprintf(want, sizeof want, "%s:4: ", bad);
+    CHECKF(open_with(model, malformed, 2, &e) < 0 && strstr(e.msg, want), "%s", e.msg);
+    e0_options o;
+    e0_options_init(&o);
+    CHECK(e0_options_parse(&o, "replay_predict=1.5", &e) < 0 && strstr(e.msg, "replay_predict"));
+    CHECK(e0_options_parse(&o, "replay_predict=x", &e) < 0);
+    CHECK(e0_options_parse(&o, "routing_trace=", &e) < 0);
+}
+
+/* ---- replay_predict ---- */
+
+static int predict_run(const char *model, const char *trace, const char *p, const char *seed, uint64_t *hits,
+                       uint64_t *total, uint64_t *cache_hits, e0_err *e) {
+    e0_options o;
+    e0_options_init(&o);
+    char kv[800];
+    snprintf(kv, sizeof kv, "routing_trace=%s", trace);
+    const char *opts[] = {"experts=stream", "expert_slots=4", "routing=replay", kv, p, seed};
+    for (int i = 0; i < 6; i++)
+        if (e0_options_parse(&o, opts[i], e) < 0) return -1;
+    e0_session s;
+    if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s, e) < 0) return -1;
+    int tok = 1;
+    for (int i = 0; i < 40; i++)
+        if (e0_eval(s.c, &tok, 1, NULL, e) < 0) return e0_close(&s), -1;
+    *hits = *total = 0;
+    for (int il = 0; il < 4; il++) {
+        uint64_t h, t;
+        e0_ctx_prediction_stats(s.c, il, &h, &t);
+        *hits += h;
+        *total += t;
+    }
+    *cache_hits = e0_experts_get_stats(s.xc)->hits;
+    e0_close(&s);
+    return 0;
+}
+
+static void test_replay_predict(void) {
+    char model[600], trace[600];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/t16.csv", dir);
+    uint64_t h1, t1, c1, h0, t0, c0, hh, th, ch, hh2, th2, ch2;
+    e0_err e = {{0}};
+    CHECKF(predict_run(model, trace, "replay_predict=1", "replay_seed=3", &h1, &t1, &c1, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0", "replay_seed=3", &h0, &t0, &c0, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh, &th, &ch, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh2, &th2, &ch2, &e) == 0, "%s", e.msg);
+    /* 40 one-token steps (the prompt is one) x layers 1..3 predicted x 2 experts */
+    CHECKF(t1 == 40 * 3 * 2 && h1 == t1, "P=1: %llu of %llu", (unsigned long long)h1, (unsigned long long)t1);
+    CHECKF(t0 == t1 && h0 == 0, "P=0: %llu of %llu", (unsigned long long)h0, (unsigned long long)t0);
+    CHECKF(hh > t1 / 4 && hh < t1 * 3 / 4, "P=0.5: %llu of %llu", (unsigned long long)hh, (unsigned long long)th);
+    CHECK(hh == hh2 && th == th2 && ch == ch2); /* seeded */
+    CHECKF(c1 > c0, "a perfect predictor reads ahead: cache hits %llu vs %llu", (unsigned long long)c1, (unsigned long long)c0);
+}
+
+/* ---- memory budget honesty ---- */
+
+/* In a child process (the ledger's peak is per process): open streamed with memory_budget=b,
+ * prefill 20 tokens, decode 10; exit 0 when the ledger peak <= b, 1 when over, 2 when the budget
+ * was refused. */
+static int budget_child(const char *model, uint64_t b, const char *read) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        e0_options o;
+        e0_options_init(&o);
+        e0_err e;
+        char kv[64];
+        snprintf(kv, sizeof kv, "memory_budget=%llu", (unsigned long long)b);
+        if (e0_options_parse(&o, "experts=stream", &e) < 0 || e0_options_parse(&o, kv, &e) < 0 ||
+            e0_options_parse(&o, read, &e) < 0)
+            _exit(3);
+        if (e0_mem_total_peak() != 0) _exit(4); /* the parent used the ledger: the peak would not be this run's */
+        e0_session s;
+        if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 256, .n_batch = 16}, NULL, &s, &e) < 0) _exit(2);
+        int toks[20];
+        for (int i = 0; i < 20; i++) toks[i] = i + 1;
+        int rc = e0_eval(s.c, toks, 20, NULL, &e);
+        for (int i = 0; i < 10 && rc == 0; i++) rc = e0_eval(s.c, toks, 1, NULL, &e);
+        size_t peak = e0_mem_total_peak();
+        e0_close(&s);
+        if (rc < 0) _exit(3);
+        _exit(peak <= b ? 0 : 1);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+static void test_ledger_within_budget(void) {
+    char model[600];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    const char *reads[] = {"expert_read=cached", "expert_read=direct"};
+    for (int r = 0; r < 2; r++) {
+        int accepted = 0;
+        /* from too small to every expert: each accepted budget holds */
+        for (uint64_t b = 200 << 10; b <= 6 << 20; b += 64 << 10) {
+            int rc = budget_child(model, b, reads[r]);
+            CHECKF(rc == 0 || rc == 2, "%s, memory_budget=%llu: %s", reads[r], (unsigned long long)b,
+                   rc == 1 ? "ledger peak above the budget" : rc == 4 ? "the ledger was used before the run" : "run failed");
+            accepted += rc == 0;
+        }
+        CHECKF(accepted > 5, "%s: only %d budgets accepted", reads[r], accepted);
+    }
+    /* through `run` (its tokenizer comes on top of the session): the summary line says within */
+    int accepted = 0;
+    for (uint64_t b = 400 << 10; b <= 2 << 20; b += 160 << 10) {
+        char cmd[1400], out[8192];
+        snprintf(cmd, sizeof cmd,
+                 "%s/bin/edge0-infer run -m %s -p 'hello there' --raw -n 4 --temp 0 -t 1 -c 256 --model-option experts=stream "
+                 "--model-option memory_budget=%llu 2>&1 >/dev/null",
+                 t_build(), model, (unsigned long long)b);
+        int rc = t_sh(cmd, out, sizeof out);
+        if (rc != 0) {
+            CHECKF(strstr(out, "too small"), "memory_budget=%llu: %s", (unsigned long long)b, out);
+            continue;
+        }
+        accepted++;
+        CHECKF(strstr(out, "allocated, within the budget"), "memory_budget=%llu: %s", (unsigned long long)b, out);
+    }
+    CHECKF(accepted > 3, "run: only %d budgets accepted", accepted);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "%s/test-replay", t_build());
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
+    if (system(cmd) != 0) return 1;
+    char model[600], trace[600];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/t16.csv", dir);
+    if (synth(model, 16, 2, 4) != 0) {
+        printf("FAIL synth %s\n", model);
+        return 1;
+    }
+    make_trace(trace, 16, 3, 40, 7);
+    RUN(test_ledger_within_budget); /* first: its children inherit this process's ledger peak */
+    RUN(test_malformed);
+    RUN(test_wellformed);
+    RUN(test_engine_equals_simulator);
+    RUN(test_replay_errors);
+    RUN(test_replay_predict);
+    return T_DONE();
+}
