@@ -21,6 +21,7 @@ static void help(void) {
          "--verbose reports on stderr how many prompt tokens each turn prefilled.");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    cli_kv_flags_help();
 }
 
 /* Prompt tokens of a conversation holding only the system message (if any) and this one; 0 when

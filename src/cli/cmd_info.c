@@ -1,5 +1,5 @@
 /* cmd_info.c — `info`: architecture (and what its row in engine/arch.h says its layers have),
- * hyperparameters, tensor types, parameter count, file size. */
+ * hyperparameters, tensor types, parameter count, file size, KV cache bytes per token. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +18,7 @@ int cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: edge0-infer info --model F\nPrints the architecture, hyperparameters, tensor count per type,\n"
-                 "parameter count and file size; validates every tensor's presence and shape.");
+                 "parameter count, file size and KV cache bytes per token; validates every tensor's presence and shape.");
             return 0;
         }
         if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "-m")) {
@@ -55,6 +55,14 @@ int cmd_info(int argc, char **argv) {
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
     }
+    /* KV cache bytes per token (K and V rows of every layer) at the default types, and the others */
+    printf("kv cache:        %llu bytes per token at f16 (the default; -ctk/-ctv:",
+           (unsigned long long)e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16));
+    const uint32_t others[] = {E0_TYPE_F32, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (e0_kv_check(hp, others[i], others[i], &e) == 0)
+            printf(" %s %llu", e0_kv_type_name(others[i]), (unsigned long long)e0_kv_bytes_per_pos(hp, others[i], others[i]));
+    printf(")\n");
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
            (unsigned long long)m->params_active);

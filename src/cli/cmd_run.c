@@ -37,6 +37,7 @@ static void help(void) {
          "  --ignore-eos         do not stop at end-of-generation tokens");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    cli_kv_flags_help();
 }
 
 typedef struct {

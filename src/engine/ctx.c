@@ -1,5 +1,5 @@
 /* ctx.c — building and freeing the inference context (engine.h): the thread pools, the KV cache
- * and every scratch buffer the forward pass and the predictor use, sized once for n_batch
+ * (in its types: kv.c) and every scratch buffer the forward pass and the predictor use, sized once for n_batch
  * tokens and carved from one allocation (shapes in ctx_impl.h); the small accessors and the
  * phase-time stats. The forward pass itself is forward.c; the prediction policy's setters are in
  * experts_predict.c. */
@@ -77,6 +77,8 @@ static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
         PART(c->moe.pair_h2, X ? B * K * F * 4 : 0),
         PART(c->moe.pair_out, X ? B * K * E * 4 : 0),
         PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
+        PART(c->act.kq, c->kv.q_type == E0_TYPE_F32 ? 0 : (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
+        PART(c->act.vrow, (size_t)max_threads * (size_t)hp->head_dim * 4),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;
@@ -126,11 +128,23 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     }
     c->threads.cur = c->threads.decode;
 
-    c->kv.bytes = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->kv_dim * sizeof(float);
-    c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes);
-    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes);
+    c->kv.type_k = p ? p->type_k : E0_TYPE_F32;
+    c->kv.type_v = p ? p->type_v : E0_TYPE_F32;
+    if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
+    c->kv.row_k = e0_kv_row_bytes(hp, c->kv.type_k);
+    c->kv.row_v = e0_kv_row_bytes(hp, c->kv.type_v);
+    c->kv.head_k = e0_row_size(c->kv.type_k, hp->head_dim);
+    c->kv.head_v = e0_row_size(c->kv.type_v, hp->head_dim);
+    c->kv.q_type = (uint32_t)e0_type_traits_of(c->kv.type_k)->vec_dot_type;
+    c->kv.q_head = e0_row_size(c->kv.q_type, hp->head_dim);
+    c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
+    c->kv.bytes_k = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_k;
+    c->kv.bytes_v = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_v;
+    c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
+    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
     if (!c->kv.k || !c->kv.v) {
-        e0_fail(e, "cannot allocate the KV cache (2 x %zu bytes; lower -c)", c->kv.bytes);
+        e0_fail(e, "cannot allocate the KV cache (%zu + %zu bytes; lower -c or use a smaller --cache-type-k/-v)",
+                c->kv.bytes_k, c->kv.bytes_v);
         goto fail;
     }
 
@@ -148,8 +162,8 @@ void e0_ctx_free(e0_ctx *c) {
     if (!c) return;
     if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
     e0_pool_free(c->threads.decode);
-    e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes);
-    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes);
+    e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
+    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     free(c);
 }
@@ -161,6 +175,9 @@ int e0_ctx_n_batch(const e0_ctx *c) { return c->n_batch; }
 int e0_ctx_n_threads(const e0_ctx *c) { return c->threads.n_decode; }
 int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->threads.n_prefill; }
 const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
+uint32_t e0_ctx_type_k(const e0_ctx *c) { return c->kv.type_k; }
+uint32_t e0_ctx_type_v(const e0_ctx *c) { return c->kv.type_v; }
+uint64_t e0_ctx_kv_bytes(const e0_ctx *c) { return (uint64_t)c->kv.bytes_k + c->kv.bytes_v; }
 
 void e0_ctx_truncate(e0_ctx *c, int pos) {
     if (pos >= 0 && pos < c->pos) c->pos = pos;
