@@ -154,6 +154,10 @@ void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
 void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row);
 /* n values of a cache row (a multiple of the block size, from a block start) back to floats. */
 void e0_kv_load(uint32_t type, const uint8_t *row, float *out, int64_t n);
+/* Attention weights w [n] rounded to the value type when it is F16 / BF16 (llama.cpp converts them
+ * to the values' vec_dot_type); unchanged for the others. */
+void e0_kv_round_weights(uint32_t type, float *w, int64_t n);
+void e0_kv_round_f16_avx2(float *w, int64_t n);
 void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n);
 void e0_kv_f16_to_f32_avx2(const uint8_t *row, float *out, int64_t n);
 void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n);

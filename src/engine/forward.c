@@ -64,9 +64,12 @@ typedef struct {
  * the keys (block-type keys); vrow: its [head_dim] floats.
  * Keys and values are read in their cache types, as llama.cpp's CPU path does: q is converted to
  * the key type's vec_dot_type (Q8_0 for q8_0 / q4_0 keys; F16 / BF16 keys round q to their own
- * type inside the type table's dot product) and the table's vec_dot gives each score; each value
- * row is converted to floats and accumulated with its weight in F32. F32 keys and values take
- * the same dot product and axpy as they always did. */
+ * type inside the type table's dot product) and the table's vec_dot gives each score. Each value
+ * row is converted to floats and accumulated with its weight in F32; for F16 / BF16 values the
+ * weights are first rounded to that type, as llama.cpp's flash-attention-off path does (its
+ * product of the value rows with the softmax converts the weights to the values' vec_dot_type);
+ * for q8_0 / q4_0 values (llama.cpp: flash attention only) they stay F32. F32 keys and values
+ * take the same dot product and axpy as they always did. */
 static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0, int64_t h1, float *scores,
                    uint8_t *kq, float *vrow) {
     const e0_hparams *hp = c->hp;
@@ -98,6 +101,7 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     }
     for (int64_t h = h0; h < h1; h++) {
         e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
+        e0_kv_round_weights(c->kv.type_v, scores + (h - h0) * c->n_ctx, n_keys);
         memset(att + h * hd, 0, (size_t)hd * sizeof(float));
     }
     const bool vf32 = c->kv.type_v == E0_TYPE_F32;

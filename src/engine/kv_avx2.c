@@ -28,3 +28,10 @@ void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n) {
     }
     for (; i < n; i++) out[i] = e0_bf16_to_fp32(e0_rd16(row + 2 * i));
 }
+
+void e0_kv_round_f16_avx2(float *w, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(w + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(w + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (; i < n; i++) w[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(w[i]));
+}
