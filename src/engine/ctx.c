@@ -77,7 +77,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, e0_err *e) {
         PART(c->moe.pair_h2, X ? B * K * F * 4 : 0),
         PART(c->moe.pair_out, X ? B * K * E * 4 : 0),
         PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
-        PART(c->act.kq, c->kv.q_type == E0_TYPE_F32 ? 0 : (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
+        PART(c->act.kq, (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
         PART(c->act.vrow, (size_t)max_threads * (size_t)hp->head_dim * 4),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
@@ -138,6 +138,8 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     c->kv.q_type = (uint32_t)e0_type_traits_of(c->kv.type_k)->vec_dot_type;
     c->kv.q_head = e0_row_size(c->kv.q_type, hp->head_dim);
     c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
+    c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
+    c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
     c->kv.bytes_k = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_k;
     c->kv.bytes_v = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_v;
     c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);

@@ -84,25 +84,39 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     /* qh: heads h0 .. h1-1 of q in kv.q_type, qs bytes apart */
     const uint8_t *qh = (const uint8_t *)(q + h0 * hd);
     size_t qs = (size_t)hd * sizeof(float);
-    if (c->kv.q_type != E0_TYPE_F32) {
-        const e0_from_float_fn conv = e0_kernels_of(c->kv.q_type)->from_float;
-        for (int64_t h = h0; h < h1; h++) conv(q + h * hd, kq + (size_t)(h - h0) * c->kv.q_head, hd);
-        qh = kq;
-        qs = c->kv.q_head;
-    }
-    const e0_vec_dot_fn dot = c->kv.dot_k;
-    for (int j = 0; j < n_keys; j++) {
-        const uint8_t *k = kc + (size_t)j * rk;
-        for (int64_t h = h0; h < h1; h++) {
-            float s;
-            dot(hd, &s, k, qh + (size_t)(h - h0) * qs);
-            scores[(h - h0) * c->n_ctx + j] = s * scale;
+    const int n_h = (int)(h1 - h0);
+    if (c->kv.f16_k) {
+        /* F16 keys: q rounded to F16 once, then one fused loop per key row for the n_h heads */
+        float *qf = (float *)kq;
+        memcpy(qf, q + h0 * hd, (size_t)n_h * (size_t)hd * sizeof(float));
+        e0_kv_round(E0_TYPE_F16, qf, n_h * hd);
+        for (int j = 0; j < n_keys; j++) e0_kv_scores_f16_avx2(hd, kc + (size_t)j * rk, qf, n_h, scale, scores + j, (size_t)c->n_ctx);
+    } else {
+        if (c->kv.q_type != E0_TYPE_F32) {
+            const e0_from_float_fn conv = e0_kernels_of(c->kv.q_type)->from_float;
+            for (int64_t h = h0; h < h1; h++) conv(q + h * hd, kq + (size_t)(h - h0) * c->kv.q_head, hd);
+            qh = kq;
+            qs = c->kv.q_head;
+        }
+        const e0_vec_dot_fn dot = c->kv.dot_k;
+        for (int j = 0; j < n_keys; j++) {
+            const uint8_t *k = kc + (size_t)j * rk;
+            for (int64_t h = h0; h < h1; h++) {
+                float s;
+                dot(hd, &s, k, qh + (size_t)(h - h0) * qs);
+                scores[(h - h0) * c->n_ctx + j] = s * scale;
+            }
         }
     }
     for (int64_t h = h0; h < h1; h++) {
         e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
-        e0_kv_round_weights(c->kv.type_v, scores + (h - h0) * c->n_ctx, n_keys);
+        e0_kv_round(c->kv.type_v, scores + (h - h0) * c->n_ctx, n_keys);
         memset(att + h * hd, 0, (size_t)hd * sizeof(float));
+    }
+    if (c->kv.f16_v) {
+        for (int j = 0; j < n_keys; j++)
+            e0_kv_axpy_f16_avx2(hd, scores + j, (size_t)c->n_ctx, n_h, vc + (size_t)j * rv, att + h0 * hd);
+        return;
     }
     const bool vf32 = c->kv.type_v == E0_TYPE_F32;
     for (int j = 0; j < n_keys; j++) {

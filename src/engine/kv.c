@@ -1,8 +1,8 @@
 /* kv.c — the KV cache's element types (engine.h: e0_kv_*): which types a cache may use
  * (llama.cpp's --cache-type-k/-v set: f32, f16, bf16, q8_0, q4_0), their names, the bytes they
  * take, and the row conversions the forward pass uses (ctx_impl.h): writing a new position's
- * row once in the cache type, reading a value row back as floats, rounding the attention weights
- * to the value type as llama.cpp does.
+ * row once in the cache type, reading a value row back as floats, rounding floats (q, attention
+ * weights) to a float cache type as llama.cpp does.
  *
  * A row is one position's kv_dim = n_head_kv * head_dim values of one layer, stored head after
  * head; block types (q8_0, q4_0) have blocks of 32 along head_dim, so head_dim must be a multiple
@@ -82,7 +82,7 @@ void e0_kv_load(uint32_t type, const uint8_t *row, float *out, int64_t n) {
     e0_type_traits_of(type)->to_float(row, out, n);
 }
 
-void e0_kv_round_weights(uint32_t type, float *w, int64_t n) {
+void e0_kv_round(uint32_t type, float *w, int64_t n) {
     if (type == E0_TYPE_F16) {
         if (e0_simd_level() >= E0_SIMD_AVX2) {
             e0_kv_round_f16_avx2(w, n);
