@@ -130,7 +130,7 @@ static void gg_model(void) {
         return;
     }
     (void)e0_model_is_moe(m);
-    (void)e0_model_decode_bytes(m, 4);
+    (void)e0_model_decode_bytes(m, 4, e0_kv_bytes_per_pos(&m->hp, E0_TYPE_F16, E0_TYPE_F16));
     e0_ctx *c = e0_ctx_new(m, &(e0_ctx_params){.n_ctx = 4, .n_threads = 1, .n_batch = 2}, &e);
     if (c) {
         int toks[3] = {0, (int)(m->hp.n_vocab - 1), 0};

@@ -207,7 +207,8 @@ static void test_size_messages(void) {
     CHECK(!strcmp(e0_size_text(30ull << 30 | 1ull << 29, buf), "30.5 GiB"));
     CHECK(!strcmp(e0_size_text(300ull << 30, buf), "300 GiB"));
     char err[4096];
-    int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 -c 4096 --model-option memory_budget=8MiB", bin, moe);
+    int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 -c 4096 -ctk f32 -ctv f32 --model-option memory_budget=8MiB", bin,
+                    moe); /* F32 KV: 8 MiB of it, more than the budget */
     const char *have = strstr(err, "memory budget "), *need = strstr(err, "needs at least ");
     CHECKF(rc == 1 && have && need, "rc %d, %s", rc, err);
     if (!have || !need) return;

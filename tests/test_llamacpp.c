@@ -202,7 +202,7 @@ static void check_logits(const model_ref *m, const char *case_name, const int32_
     size_t nr = 0, ng = 0, nx = 0;
     float *r = read_floats(rpath, &nr), *g = read_floats(gpath, &ng);
     sfmt(out, sizeof out, "%s/test-llamacpp-%d.bin", t_build(), (int)getpid());
-    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' 2>/dev/null", t_build(), m->path, csv, out);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' -ctk f32 -ctv f32 2>/dev/null", t_build(), m->path, csv, out);
     int rc = t_sh(cmd, NULL, 0);
     CHECKF(rc == 0, "%s: edge0-infer logits exited %d", case_name, rc);
     float *x = rc == 0 ? read_floats(out, &nx) : NULL;
@@ -271,7 +271,7 @@ static void check_greedy(const model_ref *m, const char *case_name, const int32_
         fclose(f);
     }
     CHECKF(st && ns == 2 * GREEDY_N && nref == GREEDY_N, "%s: bad reference files", case_name);
-    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer run --model '%s' --tokens %s -n %d --temp 0 --print-ids 2>/dev/null",
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer run --model '%s' --tokens %s -n %d --temp 0 --print-ids -ctk f32 -ctv f32 2>/dev/null",
              t_build(), m->path, csv, GREEDY_N);
     int rc = t_sh(cmd, got, sizeof got);
     CHECKF(rc == 0, "%s: edge0-infer run exited %d", case_name, rc);

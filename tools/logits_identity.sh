@@ -11,6 +11,10 @@ OLD=${1:?usage: logits_identity.sh OLD_BIN NEW_BIN [SHARED]}
 NEW=${2:?usage: logits_identity.sh OLD_BIN NEW_BIN [SHARED]}
 SHARED=${3:-../shared}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# The comparison is of F32 KV caches (the references' and what builds before -ctk/-ctv had): a
+# binary that knows the flags gets -ctk f32 -ctv f32 (its default is f16).
+kv_flags() { if "$1" logits --help 2>/dev/null | grep -q -- --cache-type-k; then echo "-ctk f32 -ctv f32"; fi; }
+OLD_KV=$(kv_flags "$OLD"); NEW_KV=$(kv_flags "$NEW")
 same=0; diff=0
 note() { if [ "$1" = 0 ]; then same=$((same + 1)); echo "identical $2"; else diff=$((diff + 1)); echo "DIFFER    $2"; fi; }
 for json in "$SHARED"/golden/*.golden.json; do
@@ -26,15 +30,19 @@ for json in "$SHARED"/golden/*.golden.json; do
         for o in $opts; do
             set --; [ "$o" = - ] || for kv in $(echo "$o" | tr ',' ' '); do set -- "$@" --model-option "$kv"; done
             rm -f "$tmp/a" "$tmp/b"
-            "$OLD" logits --model "$model" --tokens "$toks" --out "$tmp/a" "$@" >/dev/null 2>&1
-            "$NEW" logits --model "$model" --tokens "$toks" --out "$tmp/b" "$@" >/dev/null 2>&1
+            # shellcheck disable=SC2086 # the KV flags are words
+            "$OLD" logits --model "$model" --tokens "$toks" --out "$tmp/a" $OLD_KV "$@" >/dev/null 2>&1
+            # shellcheck disable=SC2086
+            "$NEW" logits --model "$model" --tokens "$toks" --out "$tmp/b" $NEW_KV "$@" >/dev/null 2>&1
             cmp -s "$tmp/a" "$tmp/b" && [ -s "$tmp/a" ]; note $? "$name case $i logits ($o)"
         done
     done > "$tmp/log.$name"
     grep -o '"prompt": *\[[^]]*\], *"n": *[0-9]*' "$json" | sed 's/.*\[//; s/\], *"n": */ /; s/ *, */,/g' | while read -r toks n; do
         rm -f "$tmp/a" "$tmp/b"
-        "$OLD" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids > "$tmp/a" 2>/dev/null
-        "$NEW" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids > "$tmp/b" 2>/dev/null
+        # shellcheck disable=SC2086
+        "$OLD" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids $OLD_KV > "$tmp/a" 2>/dev/null
+        # shellcheck disable=SC2086
+        "$NEW" run --model "$model" --tokens "$toks" -n "$n" --temp 0 --print-ids $NEW_KV > "$tmp/b" 2>/dev/null
         cmp -s "$tmp/a" "$tmp/b" && [ -s "$tmp/a" ]; note $? "$name greedy ($n ids)"
     done >> "$tmp/log.$name"
     cat "$tmp/log.$name"

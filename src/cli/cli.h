@@ -49,6 +49,7 @@ typedef struct cli_model_opts {
     int threads; /* 0 = default */
     int n_ctx;   /* 0 = default */
     int n_batch; /* 0 = default */
+    uint32_t type_k, type_v; /* KV cache types: -ctk/--cache-type-k, -ctv/--cache-type-v (default f16) */
     bool options_init;
     bool mlock;         /* --mlock: lock what is loaded in RAM after loading */
     e0_options opt;     /* --model-option key=value ... */
@@ -57,6 +58,8 @@ typedef struct cli_model_opts {
 /* If argv[*i] is a shared model flag, consume it (and its value): 1; not one: 0; bad value: -1
  * (message printed). */
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i);
+/* Help for the KV cache flags (one line, after the "common model flags" line of a --help). */
+void cli_kv_flags_help(void);
 /* Load model and context (context at least min_ctx tokens when -c is not given). 0 or exit status 1
  * (message printed). */
 int cli_load(cli_model_opts *o, int min_ctx, e0_model **m, e0_ctx **c);

@@ -38,6 +38,7 @@ static void help(void) {
          "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    cli_kv_flags_help();
 }
 
 static const char *fixture_for(const char *name) {
@@ -312,7 +313,9 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));
         /* bytes one timed decode step reads, at the mean KV length of the timed steps */
         int64_t mean_kv = pr.n + a.warmup + (r.n_decode < a.ntok ? r.n_decode : a.ntok) / 2;
-        json_object_set_new(row, "bytes_per_token", json_integer((json_int_t)e0_model_decode_bytes(m, mean_kv)));
+        uint64_t kv_pos = e0_kv_bytes_per_pos(&m->hp, e0_ctx_type_k(c), e0_ctx_type_v(c));
+        json_object_set_new(row, "bytes_per_token", json_integer((json_int_t)e0_model_decode_bytes(m, mean_kv, kv_pos)));
+        json_object_set_new(row, "kv_cache_bytes", json_integer((json_int_t)e0_ctx_kv_bytes(c)));
         json_object_set_new(row, "itl", e0_distribution_json(r.itl, (size_t)n_itl));
         if (!strcmp(a.mode, "sustained")) {
             json_t *s = json_object();

@@ -44,6 +44,7 @@ static void help(void) {
     fputs(cli_gen_help, stdout);
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    cli_kv_flags_help();
 }
 
 static const char HINT[] = "chat: type a message and press Enter; /help for commands; Ctrl-C stops a reply; Ctrl-D exits";

@@ -40,7 +40,7 @@ static void print_residency(cli_model_opts *o, const e0_hparams *hp) {
     if (!hp->n_expert) return;
     e0_session s;
     e0_err e;
-    e0_ctx_params cp = {.n_ctx = o->n_ctx};
+    e0_ctx_params cp = {.n_ctx = o->n_ctx, .n_batch = o->n_batch, .type_k = o->type_k, .type_v = o->type_v};
     char budget[32];
     if (e0_plan(o->model, &o->opt, &cp, &s, &e) < 0) {
         printf("experts here:    cannot load with these options: %s\n", e.msg);
@@ -61,7 +61,7 @@ int cmd_info(int argc, char **argv) {
                  "hyperparameters, tokenizer (type, pre-tokenizer,\nBOS/EOS, chat template), tensor count per type, "
                  "parameter count and file size;\nvalidates every tensor's presence and shape. For a model with experts, "
                  "says whether\nthey would be resident or streamed (with how many slots) at the memory budget that\n"
-                 "-c and --model-option (memory_budget=, experts=, expert_slots=) give, as run would decide.");
+                 "-c and --model-option (memory_budget=, experts=, expert_slots=) give, as run would decide. Also the KV cache bytes per token.");
             return 0;
         }
         int r = cli_model_flag(&o, argc, argv, &i);
@@ -100,6 +100,14 @@ int cmd_info(int argc, char **argv) {
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
     }
+    /* KV cache bytes per token (K and V rows of every layer) at the default types, and the others */
+    printf("kv cache:        %llu bytes per token at f16 (the default; -ctk/-ctv:",
+           (unsigned long long)e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16));
+    const uint32_t others[] = {E0_TYPE_F32, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (e0_kv_check(hp, others[i], others[i], &e) == 0)
+            printf(" %s %llu", e0_kv_type_name(others[i]), (unsigned long long)e0_kv_bytes_per_pos(hp, others[i], others[i]));
+    printf(")\n");
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
            (unsigned long long)m->params_active);

@@ -14,6 +14,7 @@ static void help(void) {
          "little-endian float32 values to FILE (- = stdout): row i = the logits after position i.");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
     fputs(e0_options_help(), stdout);
+    cli_kv_flags_help();
 }
 
 int cmd_logits(int argc, char **argv) {

@@ -41,6 +41,7 @@ static void help(void) {
          "  rates, stall time, tok/s. It shows NOTHING about output quality: the text generated is meaningless.\n"
          "  replay_predict=P measures predicted routing with a predictor right with probability P; without it\n"
          "  nothing is predicted or read ahead. Every output labels the run as a replay (config.routing).");
+    cli_kv_flags_help();
 }
 
 typedef struct {

@@ -1,7 +1,7 @@
 /* common.c — helpers every command uses: the error exit, flag values, token-id lists; the flags
- * shared by the commands that load a model (-m/--model, -t, -c, --mlock), and loading; the
- * sampling and stopping flags of run and chat (cli_gen_flag); the one check of stdout's write
- * errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
+ * shared by the commands that load a model (-m/--model, -t, -c, -b, -ctk/-ctv, --mlock), and
+ * loading; the sampling and stopping flags of run and chat (cli_gen_flag); the one check of
+ * stdout's write errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
  * back. */
 #include <ctype.h>
 #include <errno.h>
@@ -17,6 +17,7 @@
 
 #include "base/cpus.h"
 #include "cli.h"
+#include "quant/quant.h"
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
@@ -36,13 +37,29 @@ const char *cli_value(int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
+/* The defaults of what cli_model_flag sets, once. */
+static void model_opts_init(cli_model_opts *o) {
+    if (o->options_init) return;
+    e0_options_init(&o->opt);
+    o->type_k = o->type_v = E0_TYPE_F16; /* llama.cpp's default */
+    o->options_init = true;
+}
+
+void cli_kv_flags_help(void) {
+    puts("  -ctk, --cache-type-k T                        KV cache type of keys: f32, f16, bf16, q8_0, q4_0 (default f16)\n"
+         "  -ctv, --cache-type-v T                        ... of values (f32: exact; q8_0/q4_0 need head_dim % 32 == 0)");
+}
+
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
     e0_err e;
     int64_t n;
-    if (!o->options_init) {
-        e0_options_init(&o->opt);
-        o->options_init = true;
+    model_opts_init(o);
+    if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+        if (e0_kv_type_parse(v, is_k ? &o->type_k : &o->type_v, &e) < 0) return cli_error("%s: %s", a, e.msg), -1;
+        return 1;
     }
     if (!strcmp(a, "--model-option")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
@@ -104,14 +121,12 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
         mp.progress = show_progress;
         mp.progress_user = (void *)o->model;
     }
-    if (!o->options_init) {
-        e0_options_init(&o->opt);
-        o->options_init = true;
-    }
+    model_opts_init(o);
     /* never more threads than usable CPUs unless forced (one warning line); the defaults too */
     int threads = o->threads > 0 ? e0_threads_cap_warn(o->threads, "-t") : e0_default_threads();
     if (prefill_threads > 0) prefill_threads = e0_threads_cap_warn(prefill_threads, "--prefill-threads");
-    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = threads, .n_threads_prefill = prefill_threads, .n_batch = o->n_batch};
+    e0_ctx_params p = {.n_ctx = o->n_ctx, .n_threads = threads, .n_threads_prefill = prefill_threads, .n_batch = o->n_batch,
+                       .type_k = o->type_k, .type_v = o->type_v};
     if (!p.n_ctx && min_ctx > 4096) {
         /* the default context (min(model, 4096)) grows to what the command needs, up to the model's */
         e0_model *probe = e0_model_load(o->model, NULL, false, &e);

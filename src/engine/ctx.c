@@ -1,5 +1,5 @@
 /* ctx.c — building and freeing the inference context (engine.h): the thread pools, the KV cache
- * and every scratch buffer the forward pass and the predictor use, sized once for n_batch
+ * (in its types: kv.c) and every scratch buffer the forward pass and the predictor use, sized once for n_batch
  * tokens and carved from one allocation (shapes in ctx_impl.h); the small accessors and the
  * phase-time stats. The forward pass itself is forward.c; the prediction policy's setters are in
  * experts_predict.c. */
@@ -78,6 +78,8 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->moe.pair_h2, X ? B * K * F * 4 : 0),
         PART(c->moe.pair_out, X ? B * K * E * 4 : 0),
         PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
+        PART(c->act.kq, (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
+        PART(c->act.vrow, (size_t)max_threads * (size_t)hp->head_dim * 4),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;
@@ -112,6 +114,22 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     c->kv_dim = hp->n_head_kv * hp->head_dim;
     c->ff_max = hp->n_ff > hp->n_ff_shexp ? hp->n_ff : hp->n_ff_shexp;
     c->max_xq_row = max_xq_row(hp, c->q_dim, c->ff_max);
+    /* the KV cache in its types (e0_ctx_new checks them with e0_kv_check before allocating) */
+    c->kv.type_k = p ? p->type_k : E0_TYPE_F32;
+    c->kv.type_v = p ? p->type_v : E0_TYPE_F32;
+    if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, NULL) == 0) {
+        c->kv.row_k = e0_kv_row_bytes(hp, c->kv.type_k);
+        c->kv.row_v = e0_kv_row_bytes(hp, c->kv.type_v);
+        c->kv.head_k = e0_row_size(c->kv.type_k, hp->head_dim);
+        c->kv.head_v = e0_row_size(c->kv.type_v, hp->head_dim);
+        c->kv.q_type = (uint32_t)e0_type_traits_of(c->kv.type_k)->vec_dot_type;
+        c->kv.q_head = e0_row_size(c->kv.q_type, hp->head_dim);
+        c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
+        c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
+        c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
+        c->kv.bytes_k = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_k;
+        c->kv.bytes_v = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_v;
+    }
     return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
 }
 
@@ -120,8 +138,7 @@ uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p) {
     memset(&c, 0, sizeof c);
     int max_threads = ctx_shape(&c, m, p);
     alloc_scratch(&c, max_threads, true, NULL);
-    uint64_t kv = (uint64_t)m->hp.n_layer * (uint64_t)c.n_ctx * (uint64_t)c.kv_dim * sizeof(float);
-    return 2 * kv + c.scratch_bytes;
+    return (uint64_t)c.kv.bytes_k + c.kv.bytes_v + c.scratch_bytes;
 }
 
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
@@ -145,11 +162,12 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     }
     c->threads.cur = c->threads.decode;
 
-    c->kv.bytes = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->kv_dim * sizeof(float);
-    c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes);
-    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes);
+    if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
+    c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
+    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
     if (!c->kv.k || !c->kv.v) {
-        e0_fail(e, "cannot allocate the KV cache (2 x %zu bytes; lower -c)", c->kv.bytes);
+        e0_fail(e, "cannot allocate the KV cache (%zu + %zu bytes; lower -c or use a smaller --cache-type-k/-v)",
+                c->kv.bytes_k, c->kv.bytes_v);
         goto fail;
     }
 
@@ -166,8 +184,8 @@ void e0_ctx_free(e0_ctx *c) {
     if (!c) return;
     if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
     e0_pool_free(c->threads.decode);
-    e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes);
-    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes);
+    e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
+    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     free(c);
 }
@@ -179,6 +197,9 @@ int e0_ctx_n_batch(const e0_ctx *c) { return c->n_batch; }
 int e0_ctx_n_threads(const e0_ctx *c) { return c->threads.n_decode; }
 int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->threads.n_prefill; }
 const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
+uint32_t e0_ctx_type_k(const e0_ctx *c) { return c->kv.type_k; }
+uint32_t e0_ctx_type_v(const e0_ctx *c) { return c->kv.type_v; }
+uint64_t e0_ctx_kv_bytes(const e0_ctx *c) { return (uint64_t)c->kv.bytes_k + c->kv.bytes_v; }
 
 void e0_ctx_truncate(e0_ctx *c, int pos) {
     if (pos >= 0 && pos < c->pos) c->pos = pos;

@@ -1,6 +1,7 @@
-/* ctx_impl.h — internal: the inside of e0_ctx (engine.h), shared by the three files that use it:
+/* ctx_impl.h — internal: the inside of e0_ctx (engine.h), shared by the files that use it:
  *   ctx.c             builds it (sizes and carves every buffer below), accessors, stats
  *   forward.c         the forward pass (e0_eval) and the matmul / routing helpers declared here
+ *   kv.c              the KV cache's types and row conversions (declared here and in engine.h)
  *   experts_predict.c expert prediction and prefetch policy (routing=predicted, predict_ahead,
  *                     prefetch, prefill_read=auto)
  *
@@ -49,9 +50,19 @@ struct e0_ctx {
         int n_decode, n_prefill;
     } threads;
 
+    /* The KV cache: [n_layer][n_ctx] rows of kv_dim values after RoPE, each row stored in its
+     * cache type (kv.c): head after head, a head being head_k (head_v) bytes. */
     struct {
-        float *k, *v;         /* [n_layer][n_ctx][kv_dim] each, rows after RoPE */
-        size_t bytes;         /* of each */
+        uint8_t *k, *v;
+        uint32_t type_k, type_v;
+        size_t row_k, row_v;       /* bytes of one row */
+        size_t head_k, head_v;     /* bytes of one head's head_dim values in a row */
+        uint32_t q_type;           /* what q is converted to for the key dot products: type_k's
+                                    * vec_dot_type (F32 for float keys, Q8_0 for q8_0 / q4_0) */
+        size_t q_head;             /* bytes of one head of q in q_type */
+        e0_vec_dot_fn dot_k;       /* key row (one head) . q (one head, in q_type) */
+        bool f16_k, f16_v;         /* F16 keys / values with AVX2 + F16C: the fused loops of kv_avx2.c */
+        size_t bytes_k, bytes_v;   /* of each buffer */
     } kv;
 
     /* Activations, sized for B tokens. Rows are packed at the width of their current use, so a
@@ -68,6 +79,9 @@ struct e0_ctx {
         float *hb, *hb2;      /* B * max(ff_max, E): gate and up outputs [n][ff] of the dense FFN
                                * (ff = n_ff) or the shared expert (ff = n_ff_shexp) */
         float *scores;        /* [max(threads)][n_head / n_head_kv][n_ctx] attention scores, per thread */
+        uint8_t *kq;          /* [max(threads)][n_head / n_head_kv] heads of q converted for the keys
+                               * (kv.q_type, or F32 rounded to F16 for kv.f16_k), per thread */
+        float *vrow;          /* [max(threads)][head_dim] a value row converted to floats, per thread */
         float *logits;        /* [n_vocab] logits after the chunk's last token */
     } act;
 
@@ -143,6 +157,23 @@ e0_matmul e0_matmul_job(e0_ctx *c, const e0_weight *w, float *y);
 const uint8_t *e0_matmul_input_as(e0_ctx *c, uint32_t type, size_t *stride);
 /* Runs that one job. */
 void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
+
+/* ---- kv.c (and kv_avx2.c) ---- */
+
+/* One row of n floats into the cache type (F16: F16C when present; block types: their quantizer). */
+void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row);
+/* n values of a cache row (a multiple of the block size, from a block start) back to floats. */
+void e0_kv_load(uint32_t type, const uint8_t *row, float *out, int64_t n);
+/* w [n] rounded to `type` when it is F16 / BF16 (the values stay floats); unchanged otherwise. */
+void e0_kv_round(uint32_t type, float *w, int64_t n);
+void e0_kv_round_f16_avx2(float *w, int64_t n);
+/* s[h * s_stride] = scale * (F16 key row k . q + h * n) for h < n_h (q rounded to F16 already). */
+void e0_kv_scores_f16_avx2(int64_t n, const uint8_t *k, const float *q, int n_h, float scale, float *s, size_t s_stride);
+/* att + h * n += w[h * w_stride] * (F16 value row v) for h < n_h. */
+void e0_kv_axpy_f16_avx2(int64_t n, const float *w, size_t w_stride, int n_h, const uint8_t *v, float *att);
+void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n);
+void e0_kv_f16_to_f32_avx2(const uint8_t *row, float *out, int64_t n);
+void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n);
 
 /* ---- route.c ---- */
 

@@ -22,6 +22,9 @@ typedef struct e0_ctx_params {
     int n_threads; /* decode threads; 0 = physical cores */
     int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
     int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = E0_CTX_DEFAULT_BATCH */
+    /* KV cache element types (quant.h ids): E0_TYPE_F32, F16, BF16, Q8_0 or Q4_0, as llama.cpp's
+     * --cache-type-k / --cache-type-v. Zero is F32 (exact); the CLI's default is F16, as llama.cpp's. */
+    uint32_t type_k, type_v;
 } e0_ctx_params;
 
 typedef struct e0_ctx e0_ctx;
@@ -44,6 +47,22 @@ int e0_ctx_n_threads(const e0_ctx *c);
 void e0_ctx_truncate(e0_ctx *c, int pos);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
+/* The KV cache's element types and its size (K and V, all layers, n_ctx positions). */
+uint32_t e0_ctx_type_k(const e0_ctx *c);
+uint32_t e0_ctx_type_v(const e0_ctx *c);
+uint64_t e0_ctx_kv_bytes(const e0_ctx *c);
+
+/* ---- KV cache types (kv.c) ---- */
+/* The type named as llama.cpp names it (f32, f16, bf16, q8_0, q4_0); -1 with an error otherwise. */
+int e0_kv_type_parse(const char *name, uint32_t *type, e0_err *e);
+/* The name of a KV cache type ("?" for one that is not). */
+const char *e0_kv_type_name(uint32_t type);
+/* Can this model's KV cache use these types? (q8_0 / q4_0 need head_dim a multiple of 32.) */
+int e0_kv_check(const e0_hparams *hp, uint32_t type_k, uint32_t type_v, e0_err *e);
+/* Bytes of one row of `type`: one position of one layer (n_head_kv * head_dim values). */
+size_t e0_kv_row_bytes(const e0_hparams *hp, uint32_t type);
+/* Bytes the KV cache takes per position: K and V rows of every layer. */
+uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v);
 
 /* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
  * slots = the cache's slots per layer (experts are taken in batches of at most that many). */

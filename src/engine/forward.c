@@ -25,7 +25,8 @@
 /* ---- attention ---- */
 
 /* q [n][q_dim], k, v [n][kv_dim] of the chunk: add the biases (qwen2), normalize each head
- * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache. */
+ * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache (each row
+ * converted once to its cache type). */
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
     for (int i = 0; i < n_tok; i++) {
@@ -45,9 +46,10 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
-        size_t at = ((size_t)il * c->n_ctx + (size_t)(pos0 + i)) * c->kv_dim;
-        memcpy(c->kv.k + at, k, (size_t)c->kv_dim * sizeof(float));
-        memcpy(c->kv.v + at, v, (size_t)c->kv_dim * sizeof(float));
+        /* the row of position pos0 + i, converted once to the cache types */
+        size_t row = (size_t)il * c->n_ctx + (size_t)(pos0 + i);
+        e0_kv_store(c->kv.type_k, k, c->kv_dim, c->kv.k + row * c->kv.row_k);
+        e0_kv_store(c->kv.type_v, v, c->kv_dim, c->kv.v + row * c->kv.row_v);
     }
 }
 
@@ -58,26 +60,71 @@ typedef struct {
 
 /* Causal attention for the heads [h0, h1) of one KV head (GQA: they share its keys and values),
  * token i: q [q_dim] -> att [q_dim] over KV rows 0 .. pos0+i; each key and value row is loaded
- * once for all of them. scores: this thread's [h1 - h0][n_ctx]. */
-static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0, int64_t h1, float *scores) {
+ * once for all of them. scores: this thread's [h1 - h0][n_ctx]; kq: its q heads converted for
+ * the keys (block-type keys); vrow: its [head_dim] floats.
+ * Keys and values are read in their cache types, as llama.cpp's CPU path does: q is converted to
+ * the key type's vec_dot_type (Q8_0 for q8_0 / q4_0 keys; F16 / BF16 keys round q to their own
+ * type inside the type table's dot product) and the table's vec_dot gives each score. Each value
+ * row is converted to floats and accumulated with its weight in F32; for F16 / BF16 values the
+ * weights are first rounded to that type, as llama.cpp's flash-attention-off path does (its
+ * product of the value rows with the softmax converts the weights to the values' vec_dot_type);
+ * for q8_0 / q4_0 values (llama.cpp: flash attention only) they stay F32. F32 keys and values
+ * take the same dot product and axpy as they always did. */
+static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0, int64_t h1, float *scores,
+                   uint8_t *kq, float *vrow) {
     const e0_hparams *hp = c->hp;
     const int64_t hd = hp->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
-    const float *kc = c->kv.k + (size_t)t->il * c->n_ctx * c->kv_dim + kvh * hd;
-    const float *vc = c->kv.v + (size_t)t->il * c->n_ctx * c->kv_dim + kvh * hd;
+    const size_t rk = c->kv.row_k, rv = c->kv.row_v;
+    const uint8_t *kc = c->kv.k + (size_t)t->il * c->n_ctx * rk + (size_t)kvh * c->kv.head_k;
+    const uint8_t *vc = c->kv.v + (size_t)t->il * c->n_ctx * rv + (size_t)kvh * c->kv.head_v;
     const int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
     const float *q = c->act.q + (size_t)i * c->q_dim;
     float *att = c->act.att + (size_t)i * c->q_dim;
-    for (int j = 0; j < n_keys; j++) {
-        const float *k = kc + (size_t)j * c->kv_dim;
-        for (int64_t h = h0; h < h1; h++) scores[(h - h0) * c->n_ctx + j] = e0_dot_f32(hd, k, q + h * hd) * scale;
+    /* qh: heads h0 .. h1-1 of q in kv.q_type, qs bytes apart */
+    const uint8_t *qh = (const uint8_t *)(q + h0 * hd);
+    size_t qs = (size_t)hd * sizeof(float);
+    const int n_h = (int)(h1 - h0);
+    if (c->kv.f16_k) {
+        /* F16 keys: q rounded to F16 once, then one fused loop per key row for the n_h heads */
+        float *qf = (float *)kq;
+        memcpy(qf, q + h0 * hd, (size_t)n_h * (size_t)hd * sizeof(float));
+        e0_kv_round(E0_TYPE_F16, qf, n_h * hd);
+        for (int j = 0; j < n_keys; j++) e0_kv_scores_f16_avx2(hd, kc + (size_t)j * rk, qf, n_h, scale, scores + j, (size_t)c->n_ctx);
+    } else {
+        if (c->kv.q_type != E0_TYPE_F32) {
+            const e0_from_float_fn conv = e0_kernels_of(c->kv.q_type)->from_float;
+            for (int64_t h = h0; h < h1; h++) conv(q + h * hd, kq + (size_t)(h - h0) * c->kv.q_head, hd);
+            qh = kq;
+            qs = c->kv.q_head;
+        }
+        const e0_vec_dot_fn dot = c->kv.dot_k;
+        for (int j = 0; j < n_keys; j++) {
+            const uint8_t *k = kc + (size_t)j * rk;
+            for (int64_t h = h0; h < h1; h++) {
+                float s;
+                dot(hd, &s, k, qh + (size_t)(h - h0) * qs);
+                scores[(h - h0) * c->n_ctx + j] = s * scale;
+            }
+        }
     }
     for (int64_t h = h0; h < h1; h++) {
         e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
+        e0_kv_round(c->kv.type_v, scores + (h - h0) * c->n_ctx, n_keys);
         memset(att + h * hd, 0, (size_t)hd * sizeof(float));
     }
+    if (c->kv.f16_v) {
+        for (int j = 0; j < n_keys; j++)
+            e0_kv_axpy_f16_avx2(hd, scores + j, (size_t)c->n_ctx, n_h, vc + (size_t)j * rv, att + h0 * hd);
+        return;
+    }
+    const bool vf32 = c->kv.type_v == E0_TYPE_F32;
     for (int j = 0; j < n_keys; j++) {
-        const float *v = vc + (size_t)j * c->kv_dim;
+        const float *v = (const float *)(vc + (size_t)j * rv);
+        if (!vf32) {
+            e0_kv_load(c->kv.type_v, vc + (size_t)j * rv, vrow, hd);
+            v = vrow;
+        }
         for (int64_t h = h0; h < h1; h++) e0_axpy(hd, scores[(h - h0) * c->n_ctx + j], v, att + h * hd);
     }
 }
@@ -90,6 +137,8 @@ static void attention_worker(void *arg, int ith, int nth) {
     const e0_hparams *hp = c->hp;
     const int64_t group = hp->n_head / hp->n_head_kv;
     float *scores = c->act.scores + (size_t)ith * c->n_ctx * (size_t)group;
+    uint8_t *kq = c->act.kq ? c->act.kq + (size_t)ith * (size_t)group * c->kv.q_head : NULL;
+    float *vrow = c->act.vrow + (size_t)ith * (size_t)hp->head_dim;
     const bool by_kv = (long)t->n_tok * hp->n_head_kv >= nth;
     const int64_t per_tok = by_kv ? hp->n_head_kv : hp->n_head;
     long lo, hi;
@@ -97,8 +146,8 @@ static void attention_worker(void *arg, int ith, int nth) {
     for (long item = lo; item < hi; item++) {
         int i = (int)(item / per_tok);
         int64_t u = item % per_tok;
-        if (by_kv) attend(c, t, i, u, u * group, (u + 1) * group, scores);
-        else attend(c, t, i, u / group, u, u + 1, scores);
+        if (by_kv) attend(c, t, i, u, u * group, (u + 1) * group, scores, kq, vrow);
+        else attend(c, t, i, u / group, u, u + 1, scores, kq, vrow);
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include "engine/trace.h"
 #include "measure/sysinfo.h"
+#include "quant/quant.h"
 
 #define DEFAULT_PREFILL_AHEAD 3000
 
@@ -104,6 +105,9 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
         uint64_t b = e0_expert_bytes(probe, (int)il);
         if (b > max_expert) max_expert = b;
     }
+    /* the KV cache in its types (checked here, before anything is loaded) */
+    uint32_t type_k = cp ? cp->type_k : E0_TYPE_F32, type_v = cp ? cp->type_v : E0_TYPE_F32;
+    if (e0_kv_check(&hp, type_k, type_v, e) < 0) return e0_model_free(probe), -1;
     /* the context's buffers, exactly as e0_ctx_new will allocate them: KV cache + scratch */
     e0_ctx_params cpl = cp ? *cp : (e0_ctx_params){0};
     *cpl_out = cpl;
@@ -260,7 +264,10 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "prefill_threads", json_integer(e0_ctx_n_threads_prefill(s->c)));
     json_object_set_new(j, "context", json_integer(e0_ctx_n_ctx(s->c)));
     json_object_set_new(j, "batch", json_integer(e0_ctx_n_batch(s->c)));
-    json_object_set_new(j, "kv_type", json_string("f32"));
+    json_object_set_new(j, "kv_type_k", json_string(e0_kv_type_name(e0_ctx_type_k(s->c))));
+    json_object_set_new(j, "kv_type_v", json_string(e0_kv_type_name(e0_ctx_type_v(s->c))));
+    json_object_set_new(j, "kv_bytes_per_token",
+                        json_integer((json_int_t)e0_kv_bytes_per_pos(&s->m->hp, e0_ctx_type_k(s->c), e0_ctx_type_v(s->c))));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));

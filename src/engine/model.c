@@ -17,7 +17,7 @@ bool e0_model_is_moe(const e0_model *m) { return m->hp.n_expert > 0; }
 
 static uint64_t matrix_bytes(const e0_weight *w) { return w->t ? (uint64_t)w->matrix_bytes : 0; }
 
-uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv) {
+uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_bytes_per_pos) {
     const e0_hparams *hp = &m->hp;
     uint64_t b = matrix_bytes(&m->output) + m->tok_embd.row_bytes + (uint64_t)hp->n_embd * 4;
     for (int64_t il = 0; il < hp->n_layer; il++) {
@@ -27,9 +27,8 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv) {
         b += matrix_bytes(&L->router) + matrix_bytes(&L->gate_shexp) + matrix_bytes(&L->up_shexp) + matrix_bytes(&L->down_shexp);
         b += (uint64_t)hp->n_expert_used * (matrix_bytes(&L->gate_exps) + matrix_bytes(&L->up_exps) + matrix_bytes(&L->down_exps));
         b += (uint64_t)hp->n_embd * 4 * 2; /* norms */
-        b += 2 * (uint64_t)n_kv * (uint64_t)(hp->n_head_kv * hp->head_dim) * 4;
     }
-    return b;
+    return b + (uint64_t)n_kv * kv_bytes_per_pos; /* the KV rows of every layer, in their types */
 }
 
 /* ---- tensor binding ---- */

@@ -69,10 +69,11 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
 void e0_model_free(e0_model *m);
 
 bool e0_model_is_moe(const e0_model *m);
-/* Bytes one decode step reads with n_kv positions in the KV cache (F32): every dense matrix,
- * the output matrix, one embedding row, n_expert_used experts per layer, and the KV cache. The
- * memory-bandwidth bound of decode is bandwidth / this. */
-uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv);
+/* Bytes one decode step reads with n_kv positions in the KV cache: every dense matrix, the
+ * output matrix, one embedding row, n_expert_used experts per layer, and the KV cache of
+ * kv_bytes_per_pos bytes per position (e0_kv_bytes_per_pos, engine.h). The memory-bandwidth bound
+ * of decode is bandwidth / this. */
+uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_bytes_per_pos);
 
 /* Pointer to expert `x`'s matrix inside a resident expert stack. */
 static inline const uint8_t *e0_expert_matrix(const e0_weight *w, int64_t x) {

@@ -1,0 +1,79 @@
+/* kv_avx2.c — F16C / AVX2 code of the KV cache, used when the CPU has AVX2 + F16C: row
+ * conversions (kv.c; equal to the scalar conversions in quant/fp16.h bit for bit: F16C rounds to
+ * nearest even, as e0_fp32_to_fp16 does, and keeps NaNs quiet the same way) and the attention
+ * loops over F16 keys and values (forward.c attend), one key or value row for all the heads of
+ * its group, equal bit for bit to the type table's F16 dot product and e0_axpy on the converted
+ * row. */
+#include <immintrin.h>
+
+#include "engine/ctx_impl.h"
+#include "quant/quant.h"
+
+void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(row + 2 * i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) e0_wr16(row + 2 * i, e0_fp32_to_fp16(x[i]));
+}
+
+void e0_kv_f16_to_f32_avx2(const uint8_t *row, float *out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i))));
+    for (; i < n; i++) out[i] = e0_fp16_to_fp32(e0_rd16(row + 2 * i));
+}
+
+void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * i)));
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    }
+    for (; i < n; i++) out[i] = e0_bf16_to_fp32(e0_rd16(row + 2 * i));
+}
+
+void e0_kv_round_f16_avx2(float *w, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(w + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(w + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (; i < n; i++) w[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(w[i]));
+}
+
+/* One F16 key row k (n values) against q (n floats already rounded to F16): the loop of
+ * e0_vec_dot_f16_avx2 (quant/x86) without its rounding of q, so the result equals it bit for bit. */
+static inline float dot_f16(int64_t n, const uint8_t *k, const float *q) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * i))), _mm256_loadu_ps(q + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * i + 16))), _mm256_loadu_ps(q + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * i + 32))), _mm256_loadu_ps(q + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * i + 48))), _mm256_loadu_ps(q + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8)
+        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * i))), _mm256_loadu_ps(q + i), acc0);
+    __m256 v = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); /* hsum in llama.cpp's order */
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    float sum = _mm_cvtss_f32(r);
+    for (; i < n; i++) sum += e0_fp16_to_fp32(e0_rd16(k + 2 * i)) * q[i];
+    return sum;
+}
+
+void e0_kv_scores_f16_avx2(int64_t n, const uint8_t *k, const float *q, int n_h, float scale, float *s, size_t s_stride) {
+    for (int h = 0; h < n_h; h++) s[(size_t)h * s_stride] = dot_f16(n, k, q + (size_t)h * (size_t)n) * scale;
+}
+
+void e0_kv_axpy_f16_avx2(int64_t n, const float *w, size_t w_stride, int n_h, const uint8_t *v, float *att) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 2 * i)));
+        for (int h = 0; h < n_h; h++) {
+            float *y = att + (size_t)h * (size_t)n + i;
+            _mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(w[(size_t)h * w_stride]), x, _mm256_loadu_ps(y)));
+        }
+    }
+    for (; i < n; i++)
+        for (int h = 0; h < n_h; h++) att[(size_t)h * (size_t)n + i] += w[(size_t)h * w_stride] * e0_fp16_to_fp32(e0_rd16(v + 2 * i));
+}
