@@ -555,7 +555,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
         if (!strcmp(name, "items")) return items_of(c, self, line);
         if (!strcmp(name, "keys") || !strcmp(name, "values")) {
             jval r = jv_list(c, d->n);
-            memcpy(r.u.l->v, name[0] == 'k' ? d->k : d->v, d->n * sizeof(jval));
+            jv_copy(r.u.l->v, name[0] == 'k' ? d->k : d->v, d->n);
             return r;
         }
         if (!strcmp(name, "get")) {
@@ -575,7 +575,7 @@ jval jmethod_call(jctx *c, jval self, const char *name, jcall *a, int line) {
         const jval *x = jarg(c, a, 0, NULL);
         if (!strcmp(name, "copy")) {
             jval r = jv_list(c, l->n);
-            memcpy(r.u.l->v, l->v, l->n * sizeof(jval));
+            jv_copy(r.u.l->v, l->v, l->n);
             return r;
         }
         if (!x) jfail_at(c, line, "%s() takes exactly one argument", name);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "text/jinja/jinja.h"
 
 /* ---- values ---- */
@@ -238,5 +240,10 @@ bool jstr_has_method(const char *name);
 jval jstr_method(jctx *c, jval s, const char *name, jcall *a, int line);
 /* Python's `fmt % args` for %s %r %d %i %%. */
 jval jpercent_format(jctx *c, jval fmt, jval args, int line);
+
+/* Copy n values; n may be 0 with NULL pointers (an empty list or dict), which memcpy must not get. */
+static inline void jv_copy(jval *dst, const jval *src, size_t n) {
+    if (n) memcpy(dst, src, n * sizeof(jval));
+}
 
 #endif

@@ -136,7 +136,7 @@ static jval repeat(jctx *c, jval seq, int64_t times, int line) {
     jstep(c, n * (uint64_t)times);
     jval r = jv_list(c, n * (size_t)times);
     r.u.l->tuple = seq.u.l->tuple;
-    for (int64_t i = 0; i < times; i++) memcpy(r.u.l->v + (size_t)i * n, seq.u.l->v, n * sizeof(jval));
+    for (int64_t i = 0; n && i < times; i++) jv_copy(r.u.l->v + (size_t)i * n, seq.u.l->v, n);
     return r;
 }
 
@@ -202,8 +202,8 @@ jval jv_arith(jctx *c, int op, jval a, jval b, int line) {
     if (op == '+' && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple && !((a.flags | b.flags) & JF_GEN)) {
         jval r = jv_list(c, a.u.l->n + b.u.l->n);
         r.u.l->tuple = a.u.l->tuple;
-        memcpy(r.u.l->v, a.u.l->v, a.u.l->n * sizeof(jval));
-        memcpy(r.u.l->v + a.u.l->n, b.u.l->v, b.u.l->n * sizeof(jval));
+        jv_copy(r.u.l->v, a.u.l->v, a.u.l->n);
+        if (b.u.l->n) jv_copy(r.u.l->v + a.u.l->n, b.u.l->v, b.u.l->n);
         jstep(c, r.u.l->n);
         return r;
     }

@@ -389,7 +389,7 @@ jlist *jv_iter_list(jctx *c, jval v) {
         return v.u.l;
     case JT_DICT: {
         r = jv_list(c, v.u.d->n);
-        memcpy(r.u.l->v, v.u.d->k, v.u.d->n * sizeof(jval));
+        jv_copy(r.u.l->v, v.u.d->k, v.u.d->n);
         return r.u.l;
     }
     case JT_STR: {
