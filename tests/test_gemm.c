@@ -110,7 +110,7 @@ static void check_type_multi(int type, int level, int nt) {
                 for (int k = 0; k < ntok; k++) kn.vec_dot(n, &want[k], w, a + k * a_stride);
                 const float sentinel = -1234.5f;
                 for (int i = 0; i < MAX_NT * S_STRIDE; i++) got[i] = sentinel;
-                if (nt) kn.gemm(n, nt, got, S_STRIDE, w, a, a_stride);
+                if (nt) kn.gemm(n, 1, w, 0, nt, a, a_stride, got, S_STRIDE);
                 else kn.vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
                 for (int k = 0; k < ntok; k++)
                     CHECKF(!memcmp(&got[k * S_STRIDE], &want[k], sizeof(float)),

@@ -6,8 +6,8 @@
  * One expert's gate matrix of Qwen3-30B-A3B (768 rows of n = 2048, cache resident) times 4
  * token rows (Q8_K / Q8_0), single-threaded, for each type and SIMD level with a vec_dot_4.
  * Reports row-token dot products per microsecond for each way and gemm's ratio to vec_dot_4
- * (or to vec_dot where a level has no vec_dot_4); best of 100
- * runs (the machine is shared: best-of filters out the time others take). */
+ * (or to vec_dot where a level has no vec_dot_4); best of 200 passes, the ways alternated (the
+ * machine is shared: best-of filters out the time others take). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,27 +17,43 @@
 
 static volatile float sink;
 
-enum { N = 2048, ROWS = 768, REPS = 100 };
+enum { N = 2048, ROWS = 768, REPS = 200, WAYS = 4 };
 
-/* way: 0 = vec_dot on 4 tokens, E0_DOT_TOKENS = vec_dot_4, -N = gemm on N tokens */
-static double bench(const e0_kernels *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride, int way) {
+/* One pass over the rows one way: 0 = vec_dot on 4 tokens, E0_DOT_TOKENS = vec_dot_4, -N = gemm
+ * on N tokens. Returns the tokens done per row. */
+static int pass(const e0_kernels *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride, int way, float *out) {
     const int nt = way < 0 ? -way : E0_DOT_TOKENS;
-    float out[ROWS * E0_GEMM_TOKENS];
-    double best = 1e30;
-    for (int rep = 0; rep < REPS; rep++) {
-        const double t0 = e0_now();
-        for (int r = 0; r < ROWS; r++) {
-            const uint8_t *wr = w + (size_t)r * row_bytes;
-            if (way == 0)
-                for (int k = 0; k < nt; k++) t->vec_dot(N, &out[k * ROWS + r], wr, a + (size_t)k * a_stride);
-            else if (way > 0) t->vec_dot_4(N, &out[r], ROWS, wr, a, a_stride);
-            else t->gemm(N, nt, &out[r], ROWS, wr, a, a_stride);
-        }
-        const double dt = e0_now() - t0;
-        sink = out[rep % (ROWS * nt)];
-        if (dt < best) best = dt;
+    for (int r = 0; r < ROWS; r++) {
+        const uint8_t *wr = w + (size_t)r * row_bytes;
+        if (way == 0)
+            for (int k = 0; k < nt; k++) t->vec_dot(N, &out[k * ROWS + r], wr, a + (size_t)k * a_stride);
+        else if (way > 0) t->vec_dot_4(N, &out[r], ROWS, wr, a, a_stride);
+        else if (r % E0_GEMM_ROWS == 0) /* as matmul calls it: E0_GEMM_ROWS rows at a time */
+            t->gemm(N, ROWS - r < E0_GEMM_ROWS ? ROWS - r : E0_GEMM_ROWS, wr, row_bytes, nt, a, a_stride, &out[r], ROWS);
     }
-    return (double)ROWS * nt / best / 1e6;
+    return nt;
+}
+
+/* The ways in alternation, REPS rounds; rate[i] = dot products per us of the best pass of way i
+ * (0 where the way has no kernel). Alternating puts every way in the same moments of a shared
+ * machine, so their ratios are steadier than those of back-to-back runs. */
+static void bench(const e0_kernels *t, const uint8_t *w, size_t row_bytes, const uint8_t *a, size_t a_stride,
+                  const int ways[WAYS], double rate[WAYS]) {
+    static float out[ROWS * E0_GEMM_TOKENS];
+    double best[WAYS];
+    int nt[WAYS] = {0};
+    for (int i = 0; i < WAYS; i++) best[i] = 1e30;
+    for (int rep = 0; rep < REPS; rep++) {
+        for (int i = 0; i < WAYS; i++) {
+            if ((ways[i] > 0 && !t->vec_dot_4) || (ways[i] < 0 && !t->gemm)) continue;
+            const double t0 = e0_now();
+            nt[i] = pass(t, w, row_bytes, a, a_stride, ways[i], out);
+            const double dt = e0_now() - t0;
+            sink = out[rep % (ROWS * nt[i])];
+            if (dt < best[i]) best[i] = dt;
+        }
+    }
+    for (int i = 0; i < WAYS; i++) rate[i] = nt[i] ? (double)ROWS * nt[i] / best[i] / 1e6 : 0;
 }
 
 int main(void) {
@@ -61,13 +77,10 @@ int main(void) {
             uint8_t *w = malloc(row_bytes * ROWS);
             if (!w) return 1;
             t->from_float_ref(x, w, (int64_t)N * ROWS);
-            const double one = bench(&kn, w, row_bytes, a, a_stride, 0);
-            const double four = kn.vec_dot_4 ? bench(&kn, w, row_bytes, a, a_stride, E0_DOT_TOKENS) : 0;
-            double g4 = 0, g8 = 0;
-            if (kn.gemm) {
-                g4 = bench(&kn, w, row_bytes, a, a_stride, -E0_DOT_TOKENS);
-                g8 = bench(&kn, w, row_bytes, a, a_stride, -E0_GEMM_TOKENS);
-            }
+            static const int ways[WAYS] = {0, E0_DOT_TOKENS, -E0_DOT_TOKENS, -E0_GEMM_TOKENS};
+            double rate[WAYS];
+            bench(&kn, w, row_bytes, a, a_stride, ways, rate);
+            const double one = rate[0], four = rate[1], g4 = rate[2], g8 = rate[3];
             const double best = g8 > g4 ? g8 : g4;
             printf("%-6s %-7s %9.1f %9.1f %9.1f %9.1f %7.2f\n", t->name, e0_simd_name(level), one, four, g4, g8,
                    best ? best / (four ? four : one) : four / one);

@@ -103,8 +103,10 @@ static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
             const int t0 = (int)((int64_t)m->n_tok * g / groups), nt = (int)((int64_t)m->n_tok * (g + 1) / groups) - t0;
             const uint8_t *x = m->xq + (size_t)t0 * m->xq_stride;
             float *y = m->y + (size_t)t0 * (size_t)m->y_stride;
-            for (int64_t r = r0; r < r1; r++)
-                gemm(m->n_in, nt, &y[r], (size_t)m->y_stride, m->w + (size_t)r * m->row_bytes, x, m->xq_stride);
+            for (int64_t r = r0; r < r1; r += E0_GEMM_ROWS) {
+                const int nr = (int)(r1 - r < E0_GEMM_ROWS ? r1 - r : E0_GEMM_ROWS);
+                gemm(m->n_in, nr, m->w + (size_t)r * m->row_bytes, m->row_bytes, nt, x, m->xq_stride, &y[r], (size_t)m->y_stride);
+            }
         }
         return;
     }
