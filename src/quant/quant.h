@@ -11,7 +11,8 @@
  * level: [E0_SIMD_SCALAR] is the scalar reference, higher levels hold SIMD versions or NULL. Which
  * ones run is decided once per process from the CPU-feature probe (base/cpu.h):
  * e0_kernels_of() gives them, with no init call. Tests check every SIMD version against the
- * reference; a type's 4-token `vec_dot_4` (prefill) must equal its level's `vec_dot` bit for bit. */
+ * reference; a type's 4-token `vec_dot_4` and its rows x tokens `gemm` (prefill) must equal its
+ * level's `vec_dot` bit for bit. */
 #ifndef E0_QUANT_H
 #define E0_QUANT_H
 

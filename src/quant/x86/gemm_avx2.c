@@ -24,6 +24,7 @@
 #include "quant/x86/quant_k_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
+_Static_assert(MAXT == 8, "the per-token scales are multiplied as one vector of 8 floats");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
 
