@@ -128,10 +128,11 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
             _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(x->d)))); /* y.d * x.d */
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+            const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
             __m256i u[8];
             #pragma GCC unroll 2
             for (int c = 0; c < 2; c++) {
-                const __m256i scs = _mm256_permute4x64_epi64(sc16, c ? 0xEE : 0x44);
+                const __m256i scs = scs2[c];
                 const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c));
                 const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c + 32));
                 const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * c));
