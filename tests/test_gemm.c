@@ -1,8 +1,9 @@
-/* test_gemm.c — the 4-token dot products (vec_dot_4) used by prefill matrix products: for every
- * SIMD level the CPU has and every type that has one, vec_dot_4 must equal the vec_dot of the same
- * level on each token bit for bit (memcmp), on quantized, random-byte and extreme data, odd block
- * counts and padded strides; and e0_matmul_run must give, for every token count, exactly the
- * per-token vec_dot results (so results never depend on how tokens are batched). */
+/* test_gemm.c — the multi-token kernels used by prefill matrix products (vec_dot_4: 4 tokens;
+ * gemm: 1..E0_GEMM_TOKENS tokens): for every SIMD level the CPU has and every type that has one,
+ * they must equal the vec_dot of the same level on each token bit for bit (memcmp), on quantized,
+ * random-byte and extreme data, odd block counts and padded strides; and e0_matmul_run must give,
+ * for every token count, exactly the per-token vec_dot results (so results never depend on how
+ * tokens are batched). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -87,33 +88,36 @@ static int fill_blocks(int type, uint8_t *dst, int64_t nblocks, int mode) {
     return 1;
 }
 
-enum { MAX_BLOCKS = 7, A_PAD = 40, S_STRIDE = 3 };
+enum { A_PAD = 40, S_STRIDE = 3, MAX_NT = E0_GEMM_TOKENS > E0_DOT_TOKENS ? E0_GEMM_TOKENS : E0_DOT_TOKENS };
 
-/* One type at one level: vec_dot_4 against 4 x vec_dot of that level. */
-static void check_type_x4(int type, int level) {
+/* One type at one level: vec_dot_4 (nt = 0) or gemm on nt tokens against nt x vec_dot of that
+ * level. */
+static void check_type_multi(int type, int level, int nt) {
     const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
     const e0_kernels kn = e0_kernels_at(t, level);
     const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
-    static const int64_t block_counts[] = {1, 2, 3, 7};
+    const int ntok = nt ? nt : E0_DOT_TOKENS;
+    static const int64_t block_counts[] = {1, 2, 3, 7, 8};
     for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
         const int64_t nb = block_counts[bc], n = nb * t->block_size;
         const size_t a_stride = (size_t)nb * at->type_size + A_PAD; /* padded rows */
-        uint8_t *w = xalloc((size_t)nb * t->type_size), *a = xalloc(a_stride * E0_DOT_TOKENS);
+        uint8_t *w = xalloc((size_t)nb * t->type_size), *a = xalloc(a_stride * MAX_NT);
         for (int mode = 0; mode < FILL_MODES; mode++) {
             for (int rep = 0; rep < 6; rep++) {
                 CHECKF(fill_blocks(type, w, nb, mode), "%s: float fields unknown to the test", t->name);
-                for (int k = 0; k < E0_DOT_TOKENS; k++) fill_blocks(t->vec_dot_type, a + k * a_stride, nb, rep & 1 ? mode : FILL_RANDOM);
-                float want[E0_DOT_TOKENS], got[E0_DOT_TOKENS * S_STRIDE];
-                for (int k = 0; k < E0_DOT_TOKENS; k++) kn.vec_dot(n, &want[k], w, a + k * a_stride);
+                for (int k = 0; k < ntok; k++) fill_blocks(t->vec_dot_type, a + k * a_stride, nb, rep & 1 ? mode : FILL_RANDOM);
+                float want[MAX_NT], got[MAX_NT * S_STRIDE];
+                for (int k = 0; k < ntok; k++) kn.vec_dot(n, &want[k], w, a + k * a_stride);
                 const float sentinel = -1234.5f;
-                for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++) got[i] = sentinel;
-                kn.vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
-                for (int k = 0; k < E0_DOT_TOKENS; k++)
+                for (int i = 0; i < MAX_NT * S_STRIDE; i++) got[i] = sentinel;
+                if (nt) kn.gemm(n, 1, w, 0, nt, a, a_stride, got, S_STRIDE);
+                else kn.vec_dot_4(n, got, S_STRIDE, w, a, a_stride);
+                for (int k = 0; k < ntok; k++)
                     CHECKF(!memcmp(&got[k * S_STRIDE], &want[k], sizeof(float)),
-                           "%s %s blocks %lld mode %d token %d: %.9g vs %.9g", e0_simd_name(level), t->name,
-                           (long long)nb, mode, k, got[k * S_STRIDE], want[k]);
-                for (int i = 0; i < E0_DOT_TOKENS * S_STRIDE; i++)
-                    if (i % S_STRIDE) CHECKF(got[i] == sentinel, "%s wrote outside its outputs", t->name);
+                           "%s %s %s nt %d blocks %lld mode %d token %d: %.9g vs %.9g", e0_simd_name(level), t->name,
+                           nt ? "gemm" : "vec_dot_4", ntok, (long long)nb, mode, k, got[k * S_STRIDE], want[k]);
+                for (int i = 0; i < MAX_NT * S_STRIDE; i++)
+                    if (i % S_STRIDE || i >= ntok * S_STRIDE) CHECKF(got[i] == sentinel, "%s wrote outside its outputs", t->name);
             }
         }
         free(w);
@@ -129,7 +133,7 @@ static void test_vec_dot_4_matches_vec_dot(void) {
         for (int type = 0; type < E0_TYPE_COUNT; type++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
             if (!t || !e0_kernels_at(t, level).vec_dot_4) continue;
-            check_type_x4(type, level);
+            check_type_multi(type, level, 0);
             n_checked++;
         }
         /* the prefill types must have it wherever there is SIMD (else the test checked nothing) */
@@ -142,7 +146,28 @@ static void test_vec_dot_4_matches_vec_dot(void) {
     }
 }
 
-/* e0_matmul_run for n_tok = 1..9 (full groups of 4 plus remainders), two threads, a row count
+/* gemm for every token count 1..E0_GEMM_TOKENS, every level that has one. */
+static void test_gemm_matches_vec_dot(void) {
+    const int top = e0_simd_level();
+    for (int level = E0_SIMD_SCALAR; level <= top; level++) {
+        int n_checked = 0;
+        for (int type = 0; type < E0_TYPE_COUNT; type++) {
+            const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+            if (!t || !e0_kernels_at(t, level).gemm) continue;
+            for (int nt = 1; nt <= E0_GEMM_TOKENS; nt++) check_type_multi(type, level, nt);
+            n_checked++;
+        }
+        /* AVX2 has one for each prefill type (else the test checked nothing) */
+        if (level == E0_SIMD_AVX2) {
+            static const int need[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
+            for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+                CHECKF(e0_kernels_at(e0_type_traits_of((uint32_t)need[i]), level).gemm != NULL, "type %d has no avx2 gemm", need[i]);
+        }
+        printf("# %s: %d types with gemm\n", e0_simd_name(level), n_checked);
+    }
+}
+
+/* e0_matmul_run for n_tok = 1..19 (several gemm groups, full groups of 4 plus remainders), two threads, a row count
  * that is not a multiple of the row block: every output equals the per-token vec_dot. The
  * product runs the kernels of this process's level (run the suite with E0_SIMD=scalar / avx2 for
  * the others; the 4-token kernels of every level are checked above). */
@@ -151,7 +176,7 @@ static void check_matmul(e0_pool *pool, int type) {
     const e0_vec_dot_fn dot = e0_kernels_of((uint32_t)type)->vec_dot;
     const e0_type_traits *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
     const int64_t nb = 3, n_in = nb * t->block_size, n_out = 37;
-    const int max_tok = 9;
+    const int max_tok = 2 * E0_GEMM_TOKENS + 3;
     const size_t row_bytes = (size_t)nb * t->type_size, xq_stride = (size_t)nb * at->type_size + 8;
     const int64_t y_stride = n_out + 5;
     uint8_t *w = xalloc(row_bytes * (size_t)n_out), *xq = xalloc(xq_stride * (size_t)max_tok);
@@ -190,9 +215,9 @@ static void test_matmul_mixed_jobs(void) {
     e0_pool *pool = e0_pool_new(2);
     CHECK(pool != NULL);
     if (!pool) return;
-    enum { NJ = 4, N_OUT = 53, NB = 2, MAX_TOK = 7 };
+    enum { NJ = 4, N_OUT = 53, NB = 2, MAX_TOK = 12 };
     static const int types[NJ] = {E0_TYPE_Q4_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_K};
-    static const int n_toks[NJ] = {5, 1, 7, 4};
+    static const int n_toks[NJ] = {5, 1, 12, 9};
     e0_matmul jobs[NJ];
     uint8_t *w[NJ], *xq[NJ];
     float *y[NJ];
@@ -226,6 +251,7 @@ static void test_matmul_mixed_jobs(void) {
 
 int main(void) {
     RUN(test_vec_dot_4_matches_vec_dot);
+    RUN(test_gemm_matches_vec_dot);
     RUN(test_matmul_independent_of_batching);
     RUN(test_matmul_mixed_jobs);
     return T_DONE();

@@ -86,13 +86,30 @@ typedef struct {
 
 static int64_t row_blocks(const e0_matmul *m) { return (m->n_out + ROW_BLOCK - 1) / ROW_BLOCK; }
 
-/* Rows r0..r1-1 of one job for all its tokens: groups of E0_DOT_TOKENS tokens through the type's
- * vec_dot_4 (weight blocks unpacked once per group, same results as vec_dot), the rest one by one. */
+/* Rows r0..r1-1 of one job for all its tokens. With a gemm kernel (1..E0_GEMM_TOKENS tokens per
+ * call, each weight block unpacked once per call): the tokens in equal groups of at most
+ * E0_GEMM_TOKENS, so no group is a lone leftover token. Otherwise groups of E0_DOT_TOKENS through
+ * vec_dot_4, the rest one by one. A single token always takes vec_dot (decode). Every way gives
+ * each token the bits of vec_dot, so results never depend on the grouping. */
 static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
     const e0_kernels *k = e0_kernels_of(m->type);
     const e0_vec_dot_fn dot = k->vec_dot;
     const e0_vec_dot_4_fn dot4 = k->vec_dot_4;
+    const e0_gemm_fn gemm = k->gemm;
     int t = 0;
+    if (gemm && m->n_tok > 1) {
+        const int groups = (m->n_tok + E0_GEMM_TOKENS - 1) / E0_GEMM_TOKENS;
+        for (int g = 0; g < groups; g++) {
+            const int t0 = (int)((int64_t)m->n_tok * g / groups), nt = (int)((int64_t)m->n_tok * (g + 1) / groups) - t0;
+            const uint8_t *x = m->xq + (size_t)t0 * m->xq_stride;
+            float *y = m->y + (size_t)t0 * (size_t)m->y_stride;
+            for (int64_t r = r0; r < r1; r += E0_GEMM_ROWS) {
+                const int nr = (int)(r1 - r < E0_GEMM_ROWS ? r1 - r : E0_GEMM_ROWS);
+                gemm(m->n_in, nr, m->w + (size_t)r * m->row_bytes, m->row_bytes, nt, x, m->xq_stride, &y[r], (size_t)m->y_stride);
+            }
+        }
+        return;
+    }
     for (; dot4 && t + E0_DOT_TOKENS <= m->n_tok; t += E0_DOT_TOKENS) {
         const uint8_t *x = m->xq + (size_t)t * m->xq_stride;
         float *y = m->y + (size_t)t * (size_t)m->y_stride;

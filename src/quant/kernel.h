@@ -18,6 +18,15 @@ typedef void (*e0_vec_dot_fn)(int64_t n, float *s, const void *w, const void *a)
  * of the vec_dot of the same SIMD level, so results never depend on how tokens are batched. */
 #define E0_DOT_TOKENS 4
 typedef void (*e0_vec_dot_4_fn)(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+/* Prefill GEMM (x86/gemm_avx2.c): n_rows <= E0_GEMM_ROWS weight rows (w, row stride w_stride)
+ * against nt activation rows, 1 <= nt <= E0_GEMM_TOKENS (a, stride a_stride):
+ * s[r + k * s_stride] = dot(row r, token k). Each weight block is unpacked once for all nt tokens
+ * and each token's per-block terms once for all rows; bit-identical to the vec_dot of the same
+ * SIMD level on each (row, token), so results never depend on how tokens are batched. */
+#define E0_GEMM_TOKENS 8
+#define E0_GEMM_ROWS 16
+typedef void (*e0_gemm_fn)(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
+                           float *s, size_t s_stride);
 
 /* Decode reads each weight row from memory exactly once, and the hardware prefetcher alone left
  * a third of the bandwidth unused here: kernels ask for the block `PREFETCH_BLOCKS` ahead (about

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "base/cpu.h"
+#include "quant/gemm.h"
 #include "quant/quant_basic.h"
 #include "quant/quant_k.h"
 
@@ -60,6 +61,7 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .from_float = {e0_quantize_act_q8_0_scalar, e0_quantize_act_q8_0_avx2, NULL},
         .vec_dot = {e0_vec_dot_q8_0_ref, e0_vec_dot_q8_0_avx2, NULL},
         .vec_dot_4 = {NULL, e0_vec_dot_4_q8_0_avx2, NULL},
+        .gemm = {NULL, e0_gemm_q8_0_avx2, NULL},
     },
     [E0_TYPE_Q8_1] = {
         .name = "q8_1", .block_size = E0_QK, .type_size = Q8_1_SIZE, .is_quantized = 1, .weight_ok = 0,
@@ -84,18 +86,21 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q4_K_to_float, .from_float_ref = e0_q4_K_from_float_ref,
         .vec_dot = {e0_vec_dot_q4_K_ref, e0_vec_dot_q4_K_avx2, e0_vec_dot_q4_K_avx512},
         .vec_dot_4 = {NULL, e0_vec_dot_4_q4_K_avx2, e0_vec_dot_4_q4_K_avx512},
+        .gemm = {NULL, e0_gemm_q4_K_avx2, NULL},
     },
     [E0_TYPE_Q5_K] = {
         .name = "q5_K", .block_size = QK_K, .type_size = sizeof(e0_block_q5_K), .is_quantized = 1, .weight_ok = 1,
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q5_K_to_float, .from_float_ref = e0_q5_K_from_float_ref,
         .vec_dot = {e0_vec_dot_q5_K_ref, e0_vec_dot_q5_K_avx2, e0_vec_dot_q5_K_avx512},
         .vec_dot_4 = {NULL, e0_vec_dot_4_q5_K_avx2, e0_vec_dot_4_q5_K_avx512},
+        .gemm = {NULL, e0_gemm_q5_K_avx2, NULL},
     },
     [E0_TYPE_Q6_K] = {
         .name = "q6_K", .block_size = QK_K, .type_size = sizeof(e0_block_q6_K), .is_quantized = 1, .weight_ok = 1,
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q6_K_to_float, .from_float_ref = e0_q6_K_from_float_ref,
         .vec_dot = {e0_vec_dot_q6_K_ref, e0_vec_dot_q6_K_avx2, e0_vec_dot_q6_K_avx512},
         .vec_dot_4 = {NULL, e0_vec_dot_4_q6_K_avx2, e0_vec_dot_4_q6_K_avx512},
+        .gemm = {NULL, e0_gemm_q6_K_avx2, NULL},
     },
     /* the AVX2 Q8_K quantizer writes the reference's bytes */
     [E0_TYPE_Q8_K] = {
@@ -142,11 +147,12 @@ const char *e0_simd_name(int level) {
 }
 
 e0_kernels e0_kernels_at(const e0_type_traits *t, int level) {
-    e0_kernels k = {t->vec_dot[E0_SIMD_SCALAR], t->vec_dot_4[E0_SIMD_SCALAR], t->from_float_ref};
+    e0_kernels k = {t->vec_dot[E0_SIMD_SCALAR], t->vec_dot_4[E0_SIMD_SCALAR], t->from_float_ref, t->gemm[E0_SIMD_SCALAR]};
     for (int l = 0; l <= level && l < E0_SIMD_LEVELS; l++) {
         if (l > E0_SIMD_SCALAR && t->vec_dot[l]) { /* vec_dot_4 always from vec_dot's own level */
             k.vec_dot = t->vec_dot[l];
             k.vec_dot_4 = t->vec_dot_4[l];
+            k.gemm = t->gemm[l];
         }
         if (t->from_float[l]) k.from_float = t->from_float[l];
     }

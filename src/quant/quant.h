@@ -11,7 +11,8 @@
  * level: [E0_SIMD_SCALAR] is the scalar reference, higher levels hold SIMD versions or NULL. Which
  * ones run is decided once per process from the CPU-feature probe (base/cpu.h):
  * e0_kernels_of() gives them, with no init call. Tests check every SIMD version against the
- * reference; a type's 4-token `vec_dot_4` (prefill) must equal its level's `vec_dot` bit for bit. */
+ * reference; a type's 4-token `vec_dot_4` and its rows x tokens `gemm` (prefill) must equal its
+ * level's `vec_dot` bit for bit. */
 #ifndef E0_QUANT_H
 #define E0_QUANT_H
 
@@ -60,6 +61,7 @@ typedef struct e0_type_traits {
     e0_from_float_fn from_float[E0_SIMD_LEVELS];   /* fast activation quantizer; none at all = from_float_ref */
     e0_vec_dot_fn vec_dot[E0_SIMD_LEVELS];         /* [E0_SIMD_SCALAR] = the scalar reference */
     e0_vec_dot_4_fn vec_dot_4[E0_SIMD_LEVELS];     /* 4 tokens; matches vec_dot of its level bit for bit */
+    e0_gemm_fn gemm[E0_SIMD_LEVELS];               /* 1..E0_GEMM_TOKENS tokens; same bits as vec_dot */
 } e0_type_traits;
 
 /* Traits of a type id, or NULL if the id is unknown to this engine. */
@@ -75,6 +77,7 @@ typedef struct e0_kernels {
     e0_vec_dot_fn vec_dot;
     e0_vec_dot_4_fn vec_dot_4;
     e0_from_float_fn from_float;
+    e0_gemm_fn gemm; /* of vec_dot's level too (NULL: use vec_dot_4) */
 } e0_kernels;
 
 /* The kernels a table row has at `level` or below (tests and benchmarks compare levels). */

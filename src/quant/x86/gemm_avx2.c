@@ -1,0 +1,216 @@
+/* gemm_avx2.c — AVX2+FMA prefill kernels (e0_gemm_fn, see kernel.h): up to E0_GEMM_ROWS q4_K /
+ * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS activation rows (Q8_K / Q8_0), on
+ * the plain (not repacked) weight layout.
+ *
+ * Loop order, per super-block (q8_0: per group of 4 blocks):
+ *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
+ *      (Q8_K: scale d and the pair sums of bsums; Q8_0: the fp16 scales as floats);
+ *   2. per row: the weight block unpacked once into 8 ymm registers of codes, its sub-block scale
+ *      vectors written to a small stack buffer, the row's scale times every token's scale in one
+ *      vector multiply;
+ *   3. a runtime loop over the tokens streams each token's block past those registers: per 32
+ *      values one activation load, one maddubs and one madd (the scale a memory operand). The
+ *      float accumulators of all (row, token) pairs live in a stack array.
+ * This keeps ~12 of the 16 ymm registers busy whatever the token count; a fixed 4-token
+ * unrolled kernel (quant_k_x4_avx2.c) makes GCC spill, and reloading the activations' terms per
+ * row cost ~15% more.
+ *
+ * Per (row, token) the operations are those of the one-token kernels (quant_k_avx2.c,
+ * quant_basic_avx2.c): the same exact integer block sums (int32 adds in any order give the same
+ * sum), the same float products and the same float accumulation order, so every result is
+ * bit-identical to e0_vec_dot_*_avx2 (tests/test_gemm.c checks it with memcmp). */
+#include "quant/gemm.h"
+#include "quant/quant_basic.h"
+#include "quant/x86/quant_k_simd.h"
+
+#define MAXT E0_GEMM_TOKENS
+_Static_assert(MAXT == 8, "the per-token scales are multiplied as one vector of 8 floats");
+#define MAXR E0_GEMM_ROWS
+#define AI static inline __attribute__((always_inline))
+
+/* Makes the compiler treat buffer p as read and written here: the scale vectors stay in memory
+ * (used as memory operands) instead of taking 8 more registers and being spilled anyway. */
+#define IN_MEMORY(p) __asm__ volatile("" : : "r"(p) : "memory")
+
+/* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
+
+AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
+                 size_t s_stride, const int is5) {
+    const size_t bsize = is5 ? sizeof(e0_block_q5_K) : sizeof(e0_block_q4_K);
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    __m256 acc[MAXR][MAXT];
+    __m128 acc_m[MAXR][MAXT];
+    __m128i bsum_pairs[MAXT];
+    __m256i sc[8];
+    float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            acc[r][t] = _mm256_setzero_ps();
+            acc_m[r][t] = _mm_setzero_ps();
+        }
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        for (int t = 0; t < nt; t++) {
+            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
+            bsum_pairs[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+            yd[t] = y->d;
+            nyd[t] = -y->d;
+        }
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
+            const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
+            const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
+            const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
+            /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
+            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(is5 ? x5->d : x4->d))));
+            _mm256_storeu_ps(dmin, _mm256_mul_ps(_mm256_loadu_ps(nyd), _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin))));
+            const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
+            const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
+            const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
+            const __m256i scales = _mm256_set_m128i(sc128, sc128);
+            __m256i u[8];
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+                u[2 * j] = _mm256_and_si256(bits, m4);
+                u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                if (is5) {
+                    const __m256i hbits = _mm256_loadu_si256((const __m256i *)x5->qh);
+                    u[2 * j] = _mm256_or_si256(u[2 * j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), m1), 4));
+                    u[2 * j + 1] =
+                        _mm256_or_si256(u[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
+                }
+                sc[2 * j] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j));
+                sc[2 * j + 1] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1));
+            }
+            IN_MEMORY(sc);
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
+                acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(dmin[t]), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum_pairs[t])), acc_m[r][t]);
+                __m256i sum = _mm256_setzero_si256();
+                #pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    const __m256i q = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
+                }
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m[r][t]);
+}
+
+void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                       size_t s_stride) {
+    q45_gemm(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 0);
+}
+
+void e0_gemm_q5_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                       size_t s_stride) {
+    q45_gemm(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 1);
+}
+
+/* ---- q6_K (scheme of e0_vec_dot_q6_K_avx2) ---- */
+
+void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
+                       size_t s_stride) {
+    const uint8_t *w = vw, *a = va;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
+    __m256 acc[MAXR][MAXT];
+    __m256i sc[8];
+    float yd[MAXT] = {0}, d[MAXT];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+        for (int r = 0; r < nr; r++) {
+            const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
+            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(x->d)))); /* y.d * x.d */
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+            const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
+            __m256i u[8];
+            #pragma GCC unroll 2
+            for (int c = 0; c < 2; c++) {
+                const __m256i scs = scs2[c];
+                const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c));
+                const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c + 32));
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * c));
+                u[4 * c + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+                u[4 * c + 1] =
+                    _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+                u[4 * c + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+                u[4 * c + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+                #pragma GCC unroll 4
+                for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
+            }
+            IN_MEMORY(sc);
+            for (int t = 0; t < nt; t++) {
+                const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+                /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
+                const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
+                __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
+                #pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) {
+                    const __m256i q = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
+                }
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+}
+
+/* ---- q8_0 (scheme of e0_vec_dot_q8_0_avx2: per block, |x| times y with x's sign, and one float
+ * fma with the product of the two fp16 scales) ---- */
+
+#define Q8G 4 /* blocks per group: 8 registers of x and |x| */
+
+/* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
+AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                   __m256 acc[MAXR][MAXT]) {
+    float yd[Q8G][MAXT] = {{0}}, scale[Q8G][MAXT];
+    for (int b = 0; b < gb; b++)
+        for (int t = 0; t < nt; t++) yd[b][t] = h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE);
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * Q8_0_SIZE;
+        __m256i xq[Q8G], xabs[Q8G];
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++) {
+            xq[b] = _mm256_loadu_si256((const __m256i *)(x + (size_t)b * Q8_0_SIZE + Q8_0_QS));
+            xabs[b] = _mm256_sign_epi8(xq[b], xq[b]);
+            /* the one-token kernel's x.d * y.d, all tokens at once */
+            _mm256_storeu_ps(scale[b], _mm256_mul_ps(_mm256_set1_ps(h2f(x + (size_t)b * Q8_0_SIZE)), _mm256_loadu_ps(yd[b])));
+        }
+        IN_MEMORY(scale);
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
+            __m256 ac = acc[r][t];
+            #pragma GCC unroll 4
+            for (int b = 0; b < gb; b++) {
+                const __m256i ys = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS)), xq[b]);
+                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xabs[b], ys), _mm256_set1_epi16(1)));
+                ac = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[b][t]), dot, ac);
+            }
+            acc[r][t] = ac;
+        }
+    }
+}
+
+void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                       size_t s_stride) {
+    const int64_t nb = n / E0_QK;
+    __m256 acc[MAXR][MAXT];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + Q8G <= nb; i += Q8G) q8_0_group(i, Q8G, nr, w, w_stride, nt, a, a_stride, acc);
+    for (; i < nb; i++) q8_0_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+    const float summs = 0; /* the one-token loop adds its (here zero) min terms: keeps -0 + 0 = +0 */
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]) + summs;
+}
