@@ -250,9 +250,10 @@ static void check_kv_types(const char *model, json_t *gold, int64_t n_vocab) {
     snprintf(prompt, sizeof prompt, "%s/test-kv-%d.txt", t_build(), (int)getpid());
     FILE *pf = fopen(prompt, "w");
     if (pf) fputs("Once upon a time", pf), fclose(pf);
-    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer bench -m %s --raw --user-file %s --warmup 0 --ntok 2 -c 64 -ctk f32 -ctv f16 2>/dev/null",
-             t_build(), model, prompt);
-    CHECKF(t_sh(cmd, row, 1 << 20) == 0, "bench exited non-zero");
+    int len = snprintf(cmd, sizeof cmd,
+                       "%s/bin/edge0-infer bench -m %s --raw --user-file %s --warmup 0 --ntok 2 -c 64 -ctk f32 -ctv f16 2>/dev/null",
+                       t_build(), model, prompt);
+    CHECKF(len > 0 && (size_t)len < sizeof cmd && t_sh(cmd, row, 1 << 20) == 0, "bench exited non-zero (or paths too long)");
     unlink(prompt);
     json_error_t je;
     json_t *r = json_loads(row, JSON_DISABLE_EOF_CHECK, &je), *cfg = json_object_get(r, "config");
