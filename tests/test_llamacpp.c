@@ -182,19 +182,20 @@ static int model_init(model_ref *m, const char *path) {
 /* The engine's logits for all positions vs llama.cpp's for every position (rows = all), both with
  * the KV cache type kv (f32: the model's own tolerance; another type rounds the cache in both
  * engines, so the quantized tolerance applies). */
-static void check_logits(const model_ref *m, const char *case_name, const int32_t *tok, int n, const char *kv) {
-    const int exact_kv = !strcmp(kv, "f32");
+static void check_logits(const model_ref *m, const char *case_name, const int32_t *tok, int n, const char *kv,
+                         const char *kv_v) {
+    const int exact_kv = !strcmp(kv, "f32") && !strcmp(kv_v, "f32");
     const double R = exact_kv ? m->R : 0.05, M = exact_kv ? m->M : 0.5;
     char *csv = ids_csv(tok, n), key[128], prefix[PATH], cmd[CMD];
     char rows[CMD];
     size_t o = 0;
     for (int i = 0; i < n; i++) o += (size_t)sfmt(rows + o, sizeof rows - o, "%s%d", i ? "," : "", i);
     if (exact_kv) sfmt(key, sizeof key, "logits-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
-    else sfmt(key, sizeof key, "logits-kv%s-%016llx", kv, (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    else sfmt(key, sizeof key, "logits-kv%s-%s-%016llx", kv, kv_v, (unsigned long long)fnv(csv, strlen(csv), FNV0));
     if (cache_prefix(m->sha, key, prefix, sizeof prefix)) n_cached++;
     else {
-        sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --kv %s",
-                 ref_tool, m->path, csv, rows, prefix, prefix, kv);
+        sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --kv %s --kv-v %s",
+                 ref_tool, m->path, csv, rows, prefix, prefix, kv, kv_v);
         if (cache_fill(prefix, cmd)) {
             CHECKF(0, "%s: llama.cpp reference failed", case_name);
             free(csv);
@@ -208,7 +209,7 @@ static void check_logits(const model_ref *m, const char *case_name, const int32_
     float *r = read_floats(rpath, &nr), *g = read_floats(gpath, &ng);
     sfmt(out, sizeof out, "%s/test-llamacpp-%d.bin", t_build(), (int)getpid());
     sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' -ctk %s -ctv %s 2>/dev/null", t_build(), m->path, csv, out,
-         kv, kv);
+         kv, kv_v);
     int rc = t_sh(cmd, NULL, 0);
     CHECKF(rc == 0, "%s: edge0-infer logits exited %d", case_name, rc);
     float *x = rc == 0 ? read_floats(out, &nx) : NULL;
@@ -237,12 +238,12 @@ static void check_logits(const model_ref *m, const char *case_name, const int32_
             double sd = sqrt(var / (double)V), rel = sqrt(se / (double)V) / sd, mx = maxd / sd;
             if (!(rel <= worst_rel)) worst_rel = rel;
             if (!(mx <= worst_abs)) worst_abs = mx;
-            CHECKF(rel <= R && mx <= M, "%s row %d (KV %s): rel_rms %.3g (limit %g), max_abs/std %.3g (limit %g)", case_name, p,
-                   kv, rel, R, mx, M);
+            CHECKF(rel <= R && mx <= M, "%s row %d (KV %s/%s): rel_rms %.3g (limit %g), max_abs/std %.3g (limit %g)", case_name, p,
+                   kv, kv_v, rel, R, mx, M);
             checked++;
         }
-        printf("  %s (KV %s): %d rows (%d routing near ties skipped), worst rel_rms %.2e, worst max_abs/std %.2e\n", case_name,
-               kv, checked, ties, worst_rel, worst_abs);
+        printf("  %s (KV %s/%s): %d rows (%d routing near ties skipped), worst rel_rms %.2e, worst max_abs/std %.2e\n", case_name,
+               kv, kv_v, checked, ties, worst_rel, worst_abs);
     }
     free(r);
     free(g);
@@ -349,7 +350,8 @@ static int32_t vocab_size(const char *path) {
 
 /* logits on: BOS alone, BOS + a tokenized sentence (llama.cpp's tokenizer), BOS + random ids;
  * greedy from the sentence and from random ids. */
-static void check_model(const char *label, const char *path, int with_text) {
+/* kv_q8: also compare with q8_0 keys (needs head_dim % 32 == 0 in both engines). */
+static void check_model(const char *label, const char *path, int with_text, int kv_q8) {
     if (!begin(label)) return;
     model_ref m;
     if (model_init(&m, path)) {
@@ -371,17 +373,22 @@ static void check_model(const char *label, const char *path, int with_text) {
         char cname[PATH + 32];
         if (n > 3) {
             sfmt(cname, sizeof cname, "%s text", label);
-            check_logits(&m, cname, tok, n, "f32");
+            check_logits(&m, cname, tok, n, "f32", "f32");
             sfmt(cname, sizeof cname, "%s greedy-text", label);
             check_greedy(&m, cname, tok, n);
         }
         tok[0] = 1;
         sfmt(cname, sizeof cname, "%s bos", label);
-        check_logits(&m, cname, tok, 1, "f32");
+        check_logits(&m, cname, tok, 1, "f32", "f32");
         rand_ids(fnv(label, strlen(label), FNV0), V, tok + 1, 23);
         sfmt(cname, sizeof cname, "%s ids24", label);
-        check_logits(&m, cname, tok, 24, "f32");
-        check_logits(&m, cname, tok, 24, "f16"); /* the default KV type, against llama.cpp's own f16 cache */
+        check_logits(&m, cname, tok, 24, "f32", "f32");
+        check_logits(&m, cname, tok, 24, "f16", "f16"); /* the default KV type, against llama.cpp's own f16 cache */
+        /* q8_0 keys (llama.cpp quantizes V only with flash attention, which the references keep off):
+         * E0_TEST_KV_Q8=1 only for now — on 2 of 66 quantized MoE synth models (llama-moe q5_1,
+         * qwen3moe q4_0) rows differ by rel_rms 0.05-0.2 with q8_0 keys, outside the tolerance and
+         * not yet explained (issue 10); every f16 comparison passes. */
+        if (kv_q8 && getenv("E0_TEST_KV_Q8")) check_logits(&m, cname, tok, 24, "q8_0", "f16");
         sfmt(cname, sizeof cname, "%s greedy-ids", label);
         check_greedy(&m, cname, tok, 8);
     }
@@ -412,7 +419,7 @@ static void test_real_models(void) {
         char path[PATH * 2], label[256];
         sfmt(path, sizeof path, "%s/%s", dir, names[i]);
         sfmt(label, sizeof label, "real/%s", names[i]);
-        check_model(label, path, 1);
+        check_model(label, path, 1, 0); /* head_dim 8 or 16: no q8_0 KV */
         free(names[i]);
     }
 }
@@ -522,7 +529,7 @@ static void test_synth(void) {
             t_end();
             continue;
         }
-        check_model(label, f32, 0);
+        check_model(label, f32, 0, 1);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, quant_types[q]);
@@ -532,7 +539,7 @@ static void test_synth(void) {
                 t_end();
                 continue;
             }
-            check_model(label, qpath, 0);
+            check_model(label, qpath, 0, 1);
             /* dequantization of llama.cpp's blocks: one dense and one MoE model per type */
             if (!strcmp(synth_archs[a].name, "llama") || !strcmp(synth_archs[a].name, "qwen3moe")) {
                 char dl[256];

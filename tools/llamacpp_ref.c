@@ -5,7 +5,7 @@
  * subcommand asks llama.cpp one question, as ../shared/golden/README.md's reference does: the CPU
  * backend, one batched prefill from position 0, F32 KV cache, flash attention off.
  *
- *   logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--kv TYPE: the KV cache type, f32 by default]
+ *   logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--kv T] [--kv-v T]: KV cache types (K and V; --kv-v: V only; f32 by default; llama.cpp needs flash attention, which this tool keeps off, for a quantized V)
  *       F: for each row p of LIST, the n_vocab float32 logits after position p. G: for each row,
  *       one float32: the smallest, over the MoE layers, gap between the k-th and (k+1)-th
  *       largest router logits divided by their std (k = experts used; +inf without MoE).
@@ -40,7 +40,7 @@
 #include "llama.h"
 
 static const char usage_text[] =
-    "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--threads N] [--kv f32|f16|bf16|q8_0|q4_0]\n"
+    "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--threads N] [--kv T] [--kv-v T]\n"
     "       llamacpp-ref greedy MODEL --tokens IDS -n N [--stats F] [--threads N]\n"
     "       llamacpp-ref tokenize VOCAB [--no-special] [--parse-special] [FILE...]\n"
     "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]\n"
@@ -174,7 +174,7 @@ static int load_backends(void) {
     return 0;
 }
 
-static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, int threads, enum ggml_type kv) {
+static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, int threads, enum ggml_type kv, enum ggml_type kv_v) {
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
     m->model = llama_model_load_from_file(path, mp);
@@ -191,7 +191,8 @@ static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, in
     cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = threads;
-    cp.type_k = cp.type_v = kv;
+    cp.type_k = kv;
+    cp.type_v = kv_v;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.no_perf = true;
     cp.cb_eval = route_cb;
@@ -251,17 +252,18 @@ static int opt_int(const char *s, int lo, int hi, int *out) {
 static int cmd_logits(int argc, char **argv) {
     const char *model = argv[0], *tokens_s = NULL, *rows_s = NULL, *out = NULL, *gaps = NULL;
     int threads = 1; /* one thread: llama.cpp's spinning workers crawl on a loaded 2-core machine */
-    enum ggml_type kv = GGML_TYPE_F32;
+    enum ggml_type kv = GGML_TYPE_F32, kv_v = GGML_TYPE_F32;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc) return fail("%s: missing value", argv[i]);
         if (!strcmp(argv[i], "--tokens")) tokens_s = argv[i + 1];
-        else if (!strcmp(argv[i], "--kv")) {
+        else if (!strcmp(argv[i], "--kv") || !strcmp(argv[i], "--kv-v")) {
             static const struct { const char *name; enum ggml_type t; } kvs[] = {
                 {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}};
             size_t k = 0;
             while (k < sizeof kvs / sizeof kvs[0] && strcmp(kvs[k].name, argv[i + 1])) k++;
-            if (k == sizeof kvs / sizeof kvs[0]) return fail("--kv: one of f32, f16, bf16, q8_0, q4_0");
-            kv = kvs[k].t;
+            if (k == sizeof kvs / sizeof kvs[0]) return fail("%s: one of f32, f16, bf16, q8_0, q4_0", argv[i]);
+            if (!strcmp(argv[i], "--kv")) kv = kv_v = kvs[k].t; /* --kv-v after --kv overrides V */
+            else kv_v = kvs[k].t;
         }
         else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
         else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
@@ -277,7 +279,7 @@ static int cmd_logits(int argc, char **argv) {
     for (int j = 0; j < nr; j++)
         if (rows[j] >= n) return fail("--rows: position %d is not below %d tokens", rows[j], n);
     ref_model m = {0};
-    int rc = open_model(&m, model, n, n, threads, kv) || decode(&m, tok, n, 0);
+    int rc = open_model(&m, model, n, n, threads, kv, kv_v) || decode(&m, tok, n, 0);
     if (!rc) {
         float *x = malloc((size_t)nr * (size_t)m.n_vocab * sizeof *x), *g = malloc((size_t)nr * sizeof *g);
         for (int j = 0; j < nr && x && g; j++) {
@@ -313,7 +315,7 @@ static int cmd_greedy(int argc, char **argv) {
     ref_model m = {0};
     float *st = malloc((size_t)steps * 2 * sizeof *st);
     int32_t *ids = malloc((size_t)steps * sizeof *ids);
-    int rc = !st || !ids ? fail("out of memory") : open_model(&m, model, n + steps, n, threads, GGML_TYPE_F32) || decode(&m, tok, n, 0);
+    int rc = !st || !ids ? fail("out of memory") : open_model(&m, model, n + steps, n, threads, GGML_TYPE_F32, GGML_TYPE_F32) || decode(&m, tok, n, 0);
     int last = n - 1;
     for (int s = 0; !rc && s < steps; s++) {
         const float *r = llama_get_logits_ith(m.ctx, last);
