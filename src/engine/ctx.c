@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cpus.h"
 #include "engine/ctx_impl.h"
 #include "quant/quant.h"
 
@@ -108,7 +109,7 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     c->hp = hp;
     c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : E0_CTX_DEFAULT_BATCH;
-    c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_physical_cores();
+    c->threads.n_decode = p && p->n_threads > 0 ? p->n_threads : e0_default_threads(); /* cores, at most the usable CPUs */
     c->threads.n_prefill = p && p->n_threads_prefill > 0 ? p->n_threads_prefill : c->threads.n_decode;
     c->q_dim = hp->n_head * hp->head_dim;
     c->kv_dim = hp->n_head_kv * hp->head_dim;

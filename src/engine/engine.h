@@ -19,7 +19,7 @@
 
 typedef struct e0_ctx_params {
     int n_ctx;     /* KV cache length; 0 = min(model context_length, 4096) */
-    int n_threads; /* decode threads; 0 = physical cores */
+    int n_threads; /* decode threads; 0 = physical cores, at most the usable CPUs */
     int n_threads_prefill; /* threads for chunks of more than one token; 0 = n_threads */
     int n_batch;   /* tokens per prefill chunk (experts stream once per chunk); 0 = E0_CTX_DEFAULT_BATCH */
     /* KV cache element types (quant.h ids): E0_TYPE_F32, F16, BF16, Q8_0 or Q4_0, as llama.cpp's

@@ -355,6 +355,11 @@ static e0_trace *parse(const char *name, const char *text, size_t len, e0_err *e
             t->n_filled++;
         }
     }
+    goto done;
+fail:
+    e0_trace_free(t);
+    t = NULL;
+done: /* the parse's own buffers, on both paths */
     free(rows);
     free(rids);
     free(rw);
@@ -362,15 +367,6 @@ static e0_trace *parse(const char *name, const char *text, size_t len, e0_err *e
     free(have);
     free(li_of);
     return t;
-fail:
-    free(rows);
-    free(rids);
-    free(rw);
-    free(keys);
-    free(have);
-    free(li_of);
-    e0_trace_free(t);
-    return NULL;
 }
 
 e0_trace *e0_trace_load(const char *path, e0_err *e) {
