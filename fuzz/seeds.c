@@ -1,12 +1,14 @@
 /* seeds.c — builds the seed corpora of the fuzz targets from ../shared (never committed; `make
  * fuzz` runs it into $(BUILD)/fuzz/corpus):
- *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages}/NNNN
+ *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages,trace}/NNNN
  *   gguf       tiny synth models of every architecture (whole), and the first 4 KiB and 64 KiB of
  *              every GGUF in SHARED/golden and SHARED/tokenizer (header, metadata, tensor infos)
  *   tokenizer  the cases of SHARED/tokenizer/ *.inp for every vocabulary selector (text and
  *              prompt modes) and the expected ids of the .out files (detokenize mode)
  *   jinja      every template with each of its cases' variables as the JSON context
  *   messages   every case's messages (JSON mode) and its texts (text mode), per template
+ *   trace      the first lines of every routing trace in SHARED/routing (header, a few steps),
+ *              and a small hand-made one with weights and a missing layer
  * The input formats are those described at the top of each fuzz_NAME.c. Without SHARED only
  * the synth models and a few built-in inputs are written. */
 #include <errno.h>
@@ -213,14 +215,48 @@ static void template_seeds(const char *shared) {
     put2("messages", 0, 1, 2, m, sizeof m - 1);
 }
 
+/* ---- trace ---- */
+
+/* The first n_lines lines of a file (whole lines, so the prefix is a valid trace when the file is). */
+static void trace_prefix(const char *path, int n_lines) {
+    size_t len;
+    char *data = fuzz_read_file(path, 256u << 20, &len);
+    if (!data) return;
+    size_t end = 0;
+    for (int l = 0; l < n_lines && end < len; l++) {
+        const char *nl = memchr(data + end, '\n', len - end);
+        end = nl ? (size_t)(nl - data) + 1 : len;
+    }
+    put("trace", data, end, NULL, 0);
+    free(data);
+}
+
+static void trace_seeds(const char *shared) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/routing", shared);
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l <= 4 || strcmp(de->d_name + l - 4, ".csv") != 0) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        trace_prefix(path, 12);
+        trace_prefix(path, 120);
+    }
+    if (d) closedir(d);
+    static const char t[] = "# E=8 k=2; hand-made\nseq,token,phase,layer,experts,weights\n"
+                            "0,0,0,0,3;1,0.75;0.25\n0,0,0,2,7;0,0.5;0.5\n0,1,1,0,2;3,1;0\n1,0,,2,5;6,0.6;0.4\n";
+    put("trace", t, sizeof t - 1, NULL, 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s SHARED OUTDIR\n", argv[0]);
         return 2;
     }
     out_dir = argv[2];
-    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages"};
-    for (int i = 0; i < 5; i++) {
+    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages", "/trace"};
+    for (int i = 0; i < 6; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s%s", out_dir, targets[i]);
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
@@ -231,6 +267,7 @@ int main(int argc, char **argv) {
     gguf_seeds(argv[1]);
     tokenizer_seeds(argv[1]);
     template_seeds(argv[1]);
+    trace_seeds(argv[1]);
     printf("fuzz_seeds: %d seed inputs in %s\n", n_written, out_dir);
     return 0;
 }

@@ -28,6 +28,7 @@ static void fr_fail(const char *fmt, ...) {
 #include "../fuzz/fuzz_jinja.c"
 #include "../fuzz/fuzz_messages.c"
 #include "../fuzz/fuzz_tokenizer.c"
+#include "../fuzz/fuzz_trace.c"
 
 /* Every file of tests/fuzz-regress/<name>, sorted; the number replayed. */
 static int replay(const char *name, int (*one)(const uint8_t *, size_t)) {
@@ -67,6 +68,10 @@ static void test_replay_jinja(void) {
     CHECK(fuzz_jinja_init() == 0);
     CHECK(replay("jinja", fuzz_jinja_one) > 0);
 }
+static void test_replay_trace(void) {
+    CHECK(fuzz_trace_init() == 0);
+    CHECK(replay("trace", fuzz_trace_one) > 0);
+}
 static void test_replay_messages(void) {
     CHECK(fuzz_messages_init() == 0);
     CHECK(replay("messages", fuzz_messages_one) > 0);
@@ -91,6 +96,7 @@ int main(void) {
     RUN(test_replay_tokenizer);
     RUN(test_replay_jinja);
     RUN(test_replay_messages);
+    RUN(test_replay_trace);
     RUN(test_checks_can_fail);
     return T_DONE();
 }

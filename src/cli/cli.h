@@ -19,6 +19,9 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_membw(int argc, char **argv);
 int cmd_diskbw(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `bench` with llama-bench's flags (-p -n -pg -d -r -o, comma lists): cmd_bench_llama.c. */
+bool cmd_bench_is_llama_style(int argc, char **argv);
+int cmd_bench_llama(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 
 /* Print "edge0-infer: <msg>" on stderr; return 1 (the exit status for errors). */
@@ -55,6 +58,8 @@ typedef struct cli_model_opts {
     e0_options opt;     /* --model-option key=value ... */
     e0_session session; /* filled by cli_load */
 } cli_model_opts;
+/* Defaults (options, KV types f16); done by the first cli_model_flag / cli_load too, once. */
+void cli_model_opts_init(cli_model_opts *o);
 /* If argv[*i] is a shared model flag, consume it (and its value): 1; not one: 0; bad value: -1
  * (message printed). */
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i);

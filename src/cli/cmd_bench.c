@@ -24,6 +24,8 @@ static void help(void) {
          "Prefills the prompt (with the model's chat template unless --raw), then decodes greedily:\n"
          "--warmup untimed steps, then --ntok timed steps (512 for --prompt short). Prints one JSON\n"
          "row per run on stdout (see docs/bench.md) and a summary on stderr.\n"
+         "With llama-bench's flags (-p, -n, -pg, -d, -r, -o) it measures as llama-bench does instead:\n"
+         "see `bench -p 512 --help`.\n"
          "  --prompt-fixture NAME  (also --prompt NAME, as before) a prompt from tests/fixtures/bench:\n"
          "                    long = library-report-prompt.txt (~3,000 tokens),\n"
          "                    medium = library-report-prompt-head.txt (~600, the default),\n"
@@ -255,6 +257,7 @@ static json_t *io_json(const e0_session *ses, const run_result *r) {
 }
 
 int cmd_bench(int argc, char **argv) {
+    if (cmd_bench_is_llama_style(argc, argv)) return cmd_bench_llama(argc, argv);
     bench_args a = {.warmup = 10, .ntok = 100, .runs = 1, .mode = "single", .duration = 60};
     int rc = parse_args(&a, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;

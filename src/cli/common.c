@@ -38,7 +38,7 @@ const char *cli_value(int argc, char **argv, int *i) {
 }
 
 /* The defaults of what cli_model_flag sets, once. */
-static void model_opts_init(cli_model_opts *o) {
+void cli_model_opts_init(cli_model_opts *o) {
     if (o->options_init) return;
     e0_options_init(&o->opt);
     o->type_k = o->type_v = E0_TYPE_F16; /* llama.cpp's default */
@@ -54,7 +54,7 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
     e0_err e;
     int64_t n;
-    model_opts_init(o);
+    cli_model_opts_init(o);
     if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
@@ -121,7 +121,7 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
         mp.progress = show_progress;
         mp.progress_user = (void *)o->model;
     }
-    model_opts_init(o);
+    cli_model_opts_init(o);
     /* never more threads than usable CPUs unless forced (one warning line); the defaults too */
     int threads = o->threads > 0 ? e0_threads_cap_warn(o->threads, "-t") : e0_default_threads();
     if (prefill_threads > 0) prefill_threads = e0_threads_cap_warn(prefill_threads, "--prefill-threads");
