@@ -2,7 +2,8 @@
  * built binary with ../shared/golden models: the tests each list combination makes (pp, tg, pg,
  * depths, threads, KV types), the fields of the json/jsonl/csv outputs and the markdown table,
  * the repetition samples and their statistics, and one clear error (exit 1) for bad lists,
- * formats, all-zero tests and a context too small. */
+ * formats, all-zero tests and a context too small. Also the prompt-driven `bench` (cmd_bench.c):
+ * its aggregate over --runs and its prefill progress. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -56,6 +57,9 @@ static void test_json_rows(void) {
         double avg = json_real_value(json_object_get(r, "avg_ts")), sd = json_real_value(json_object_get(r, "stddev_ts"));
         CHECKF(avg > 0 && fabs(avg - mean) <= 1e-9 * mean, "avg_ts %g, samples' mean %g", avg, mean);
         CHECKF(fabs(sd - sqrt(var)) <= 1e-6 * (1 + sd), "stddev_ts %g, samples' %g", sd, sqrt(var));
+        double lo = json_real_value(json_object_get(r, "min_ts")), hi = json_real_value(json_object_get(r, "max_ts")),
+               med = json_real_value(json_object_get(r, "median_ts"));
+        CHECKF(lo <= med && med <= hi && lo <= avg && avg <= hi, "min %g median %g mean %g max %g", lo, med, avg, hi);
         /* t/s of a sample = tokens / seconds */
         long long ns0 = (long long)json_integer_value(json_array_get(sns, 0));
         double ts0 = json_real_value(json_array_get(sts, 0));
@@ -92,6 +96,22 @@ static void test_combinations(void) {
     CHECK(strstr(out, "repetition 1/1") != NULL);
 }
 
+/* Ranges as llama-bench writes them. */
+static void test_ranges(void) {
+    CHECK(run("-m '%s' -p 2-8*2 -n 1-3+2 -r 1 --no-warmup -o jsonl", dense) == 0);
+    static const char *const names[] = {"\"pp2\"", "\"pp4\"", "\"pp8\"", "\"tg1\"", "\"tg3\""};
+    const char *p = out;
+    for (size_t i = 0; i < 5; i++) {
+        const char *q = strstr(p, names[i]);
+        CHECKF(q != NULL, "no %s in order in %.400s", names[i], out);
+        if (q) p = q;
+    }
+    CHECK(strstr(out, "\"pp16\"") == NULL && strstr(out, "\"tg2\"") == NULL);
+    CHECK(run("-m '%s' -p 8-2 -r 1", dense) == 1 && strstr(out, "goes down"));
+    CHECK(run("-m '%s' -p 0-8*2 -r 1", dense) == 1);
+    CHECK(run("-m '%s' -p 1-100000 -r 1", dense) == 1 && strstr(out, "at most"));
+}
+
 static void test_md_and_csv(void) {
     CHECK(run("-m '%s' -p 8 -n 2 -r 2", moe) == 0);
     CHECK(strstr(out, "| model ") == out);
@@ -123,6 +143,21 @@ static void test_errors(void) {
     CHECK(run("-p 8 --help") == 0 && strstr(out, "llama-bench"));
 }
 
+/* The prompt-driven bench: one JSON row per run, the medians and ranges over --runs, and prefill
+ * progress lines with --progress (stderr is not a terminal here). */
+static void test_prompt_bench_runs(void) {
+    CHECK(run("-m '%s' --prompt short --runs 3 --ntok 4 --warmup 0 --progress -b 32", moe) == 0);
+    int rows = 0, progress = 0;
+    for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        rows += *line == '{';
+        progress += !strncmp(line, "prefill: ", 9);
+    }
+    CHECKF(rows == 3 && progress >= 3, "%d rows, %d progress lines: %.600s", rows, progress, out);
+    CHECK(strstr(out, "3 runs: prefill median ") != NULL && strstr(out, "decode median ") != NULL);
+    CHECK(run("-m '%s' --prompt short --runs 1 --ntok 4 --warmup 0", moe) == 0);
+    CHECK(strstr(out, "runs: prefill median") == NULL && strstr(out, "prefill: ") == NULL);
+}
+
 int main(void) {
     snprintf(bin, sizeof bin, "%s/bin/edge0-infer", t_build());
     if (!t_need_shared("golden/stories260K.gguf", "golden/qwen3moe.gguf", NULL)) return T_DONE();
@@ -130,7 +165,9 @@ int main(void) {
     snprintf(moe, sizeof moe, "%s/golden/qwen3moe.gguf", t_shared());
     RUN(test_json_rows);
     RUN(test_combinations);
+    RUN(test_ranges);
     RUN(test_md_and_csv);
     RUN(test_errors);
+    RUN(test_prompt_bench_runs);
     return T_DONE();
 }

@@ -34,6 +34,7 @@ static void help(void) {
          "  --user-file F     the user's message from a file\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
          "  --breakdown       add the split of decode time per step part\n"
+         "  --progress        prefill progress on stderr even when it is not a terminal\n"
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
          "                    a warning unless E0_FORCE_THREADS=1 is set)\n"
@@ -89,7 +90,7 @@ typedef struct {
     const char *user_file, *prompt_name, *prompt_text, *mode;
     int64_t warmup, ntok, runs, prefill_threads;
     double duration;
-    bool breakdown, raw, ntok_given;
+    bool breakdown, raw, ntok_given, progress;
 } bench_args;
 
 static int parse_args(bench_args *a, int argc, char **argv) {
@@ -105,6 +106,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
         if (!strcmp(f, "--breakdown")) a->breakdown = true;
+        else if (!strcmp(f, "--progress")) a->progress = true;
         else if (!strcmp(f, "--raw")) a->raw = true;
         else if (!known) return cli_error("bench: unknown option '%s' (see --help)", f);
         else if (!(v = cli_value(argc, argv, &i))) return 1;
@@ -149,7 +151,24 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     const int64_t V = m->hp.n_vocab;
     e0_ctx_truncate(c, 0);
     double t0 = e0_now();
-    if (e0_eval(c, prompt, n_prompt, NULL, e) < 0) return -1;
+    /* chunk by chunk, as e0_eval would, to show progress on long prompts (a terminal or --progress) */
+    const int chunk = e0_ctx_n_batch(c);
+    const bool tty = isatty(STDERR_FILENO), show = (a->progress || tty) && n_prompt > chunk;
+    double shown = t0; /* not a terminal: a line a second */
+    for (int done = 0; done < n_prompt;) {
+        int k = n_prompt - done < chunk ? n_prompt - done : chunk;
+        if (e0_eval(c, prompt + done, k, NULL, e) < 0) {
+            if (show && tty) fputc('\n', stderr);
+            return -1;
+        }
+        done += k;
+        double now = e0_now();
+        if (show && (tty || now - shown >= 1.0 || done == n_prompt)) {
+            fprintf(stderr, "%sprefill: %d/%d tokens (%.0f tok/s)%s", tty ? "\r" : "", done, n_prompt, done / (now - t0),
+                    !tty || done == n_prompt ? "\n" : "");
+            shown = now;
+        }
+    }
     int tok = argmax(e0_ctx_logits(c), V);
     r->prefill_s = e0_now() - t0;
     for (int64_t k = 0; k < a->warmup; k++) {
@@ -292,6 +311,9 @@ int cmd_bench(int argc, char **argv) {
     if (!model_json) model_json = e0_unavailable("%s", e.msg);
     run_result r = {0};
     r.itl = malloc((size_t)a.ntok * sizeof(double));
+    double *pp = malloc((size_t)a.runs * sizeof *pp), *tg = malloc((size_t)a.runs * sizeof *tg);
+    int n_done = 0;
+    if (!r.itl || !pp || !tg) status = cli_error("bench: out of memory");
     for (int64_t run = 0; run < a.runs && !status; run++) {
         e0_energy_reading en0, en1;
         double *itl = r.itl;
@@ -302,6 +324,8 @@ int cmd_bench(int argc, char **argv) {
             break;
         }
         int n_itl = r.n_decode < a.ntok ? r.n_decode : (int)a.ntok;
+        pp[n_done] = pr.n / r.prefill_s;
+        tg[n_done++] = r.n_decode / r.decode_s;
         json_t *row = json_object();
         json_object_set_new(row, "run", json_integer(run + 1));
         json_object_set_new(row, "mode", json_string(a.mode));
@@ -366,6 +390,15 @@ int cmd_bench(int argc, char **argv) {
                 a.o.session.trace ? " | routing: " : "",
                 a.o.session.trace ? e0_session_routing_label(&a.o.session, routing, sizeof routing) : "");
     }
+    if (n_done > 1) {
+        /* the aggregate over --runs: medians and ranges, as docs/perf.md quotes them */
+        e0_summary sp, sd;
+        if (e0_summarize(pp, (size_t)n_done, &sp) == 0 && e0_summarize(tg, (size_t)n_done, &sd) == 0)
+            fprintf(stderr, "%d runs: prefill median %.1f tok/s (range %.1f-%.1f), decode median %.2f tok/s (range %.2f-%.2f)\n",
+                    n_done, sp.median, sp.min, sp.max, sd.median, sd.min, sd.max);
+    }
+    free(pp);
+    free(tg);
     free(r.itl);
     json_decref(model_json);
     json_decref(system_at_start);

@@ -1,7 +1,8 @@
 /* cmd_bench_llama.c — `bench` the way llama-bench measures: `edge0-infer bench -m F -p 512 -n 128`.
  *
  * Taken when any of -p, -n, -pg, -d, -r, -o is given (the prompt-driven `bench` of cmd_bench.c
- * otherwise). Every flag takes a comma list, as llama-bench's do, and every combination is run:
+ * otherwise). Every flag takes a comma list, as llama-bench's do, with ranges FIRST-LAST,
+ * FIRST-LAST+STEP and FIRST-LAST*MULT, and every combination is run:
  *   -p N,...      prompt-processing tests ppN: N random token ids prefilled (default 512)
  *   -n N,...      text-generation tests tgN: N single-token decode steps (default 128)
  *   -pg P,N       a combined test ppP+tgN (repeatable); t/s = (P + N) / time
@@ -22,6 +23,7 @@
 
 #include "cli.h"
 #include "engine/options.h"
+#include "measure/stats.h"
 #include "measure/sysinfo.h"
 #include "quant/quant.h"
 
@@ -64,7 +66,8 @@ static void help(void) {
          "         [-ctk T,...] [-ctv T,...] [-r R] [--no-warmup] [-o md|csv|json|jsonl] [--progress]\n"
          "         [--model-option k=v ...]\n"
          "llama-bench's measurements (taken when any of -p, -n, -pg, -d, -r, -o is given): every\n"
-         "combination of the lists is run, R repetitions after one untimed warm-up.\n"
+         "combination of the lists is run, R repetitions after one untimed warm-up. A list is\n"
+         "comma-separated and may hold ranges: 1-4 (1,2,3,4), 1-8+2 (1,3,5,7), 128-1024*2 (128,...,1024).\n"
          "  -p, --n-prompt N,...   prompt tests ppN: N random tokens prefilled (default 512; 0 = none)\n"
          "  -n, --n-gen N,...      generation tests tgN: N decode steps of one token (default 128; 0 = none)\n"
          "  -pg P,N                a combined test ppP+tgN (repeatable): t/s = (P + N) / time\n"
@@ -83,19 +86,41 @@ static void help(void) {
          "real prompt instead (see `bench --help`).");
 }
 
-/* "512,1024" into l (at most LB_MAX_LIST values in [lo, hi]). */
+/* One item of a list: N, or a range as llama-bench writes them: FIRST-LAST (step 1),
+ * FIRST-LAST+STEP, FIRST-LAST*MULT; appended to l. */
+static int parse_item(const char *flag, char *tok, int64_t lo, int64_t hi, lb_list *l) {
+    e0_err e;
+    char *dash = strchr(tok + 1, '-'); /* tok + 1: a leading '-' is a sign, refused by the range check */
+    int64_t first, last, step = 1;
+    char op = '+';
+    if (!dash) {
+        if (l->n == LB_MAX_LIST) return cli_error("%s: at most %d values", flag, LB_MAX_LIST);
+        return e0_parse_i64(tok, lo, hi, &l->v[l->n++], flag, &e) < 0 ? cli_error("%s", e.msg) : 0;
+    }
+    *dash = 0;
+    char *rest = dash + 1, *st = strpbrk(rest, "+*");
+    if (st) op = *st, *st = 0;
+    if (e0_parse_i64(tok, lo, hi, &first, flag, &e) < 0 || e0_parse_i64(rest, lo, hi, &last, flag, &e) < 0 ||
+        (st && e0_parse_i64(st + 1, op == '*' ? 2 : 1, hi > 1 ? hi : 2, &step, flag, &e) < 0))
+        return cli_error("%s", e.msg);
+    if (last < first) return cli_error("%s: range %lld-%lld goes down", flag, (long long)first, (long long)last);
+    if (op == '*' && first == 0) return cli_error("%s: a *MULT range cannot start at 0", flag);
+    for (int64_t v = first; v <= last; v = op == '*' ? v * step : v + step) {
+        if (l->n == LB_MAX_LIST) return cli_error("%s: at most %d values", flag, LB_MAX_LIST);
+        l->v[l->n++] = v;
+    }
+    return 0;
+}
+
+/* "512,1024", "128-1024*2", "1-4" into l (at most LB_MAX_LIST values in [lo, hi]). */
 static int parse_list(const char *flag, const char *s, int64_t lo, int64_t hi, lb_list *l) {
     l->n = 0;
     l->given = true;
     char buf[512];
     if (strlen(s) >= sizeof buf || !*s) return cli_error("%s: expected a comma list of numbers, got '%s'", flag, s);
     strcpy(buf, s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (l->n == LB_MAX_LIST) return cli_error("%s: at most %d values", flag, LB_MAX_LIST);
-        e0_err e;
-        if (e0_parse_i64(tok, lo, hi, &l->v[l->n], flag, &e) < 0) return cli_error("%s", e.msg);
-        l->n++;
-    }
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (parse_item(flag, tok, lo, hi, l)) return 1;
     if (l->n == 0) return cli_error("%s: expected a comma list of numbers, got '%s'", flag, s);
     return 0;
 }
@@ -375,6 +400,17 @@ static int run_instance(lb_args *a, const lb_test *tests, int n_tests, int inst,
         json_object_set_new(row, "stddev_ns", json_integer((json_int_t)sqrt(var_ns)));
         json_object_set_new(row, "avg_ts", json_real(mean_ts));
         json_object_set_new(row, "stddev_ts", json_real(sqrt(var_ts)));
+        /* the median and range of the samples (what docs/perf.md quotes) */
+        double *ts = malloc((size_t)a->reps * sizeof *ts), lo = INFINITY, hi = 0;
+        for (int64_t r = 0; ts && r < a->reps; r++) {
+            ts[r] = (double)n_tok / samples[r];
+            lo = fmin(lo, ts[r]);
+            hi = fmax(hi, ts[r]);
+        }
+        json_object_set_new(row, "median_ts", ts ? json_real(e0_median(ts, (size_t)a->reps)) : json_null());
+        json_object_set_new(row, "min_ts", json_real(lo));
+        json_object_set_new(row, "max_ts", json_real(hi));
+        free(ts);
         json_object_set_new(row, "samples_ns", sns);
         json_object_set_new(row, "samples_ts", sts);
         json_object_set_new(row, "memory_budget", e0_session_budget_json(s));
