@@ -4,6 +4,7 @@
 #define E0_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -18,6 +19,7 @@ int bench_report(int argc, char **argv);
 int bench_ab(int argc, char **argv);
 int bench_bound(int argc, char **argv);
 int bench_stream_row(int argc, char **argv);
+int bench_compare(int argc, char **argv);
 
 /* "edge0-bench: <msg>" on stderr; returns 1 (common.c). */
 int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,6 +54,29 @@ void proc_sleep(double s);
 json_t *proc_last_json_row(const char *text);
 /* A short description of how the process ended, e.g. "exit status 1: <last stderr line>". */
 void proc_describe_failure(const proc_result *r, char *buf, size_t cap);
+
+/* ---- one measured process (measure.c) ---- */
+typedef struct bench_job {
+    const char *label;  /* the configuration or engine; names the record and the raw files */
+    int index, total;   /* this is process index (1-based) of total, for progress lines */
+    char **argv;        /* NULL-terminated */
+    double timeout;     /* seconds */
+    double model_size;  /* bytes, for the free-memory condition (0 = unknown) */
+    const char *raw_dir;/* keep stdout/stderr as RAW_DIR/LABEL-INDEX.std{out,err}; NULL = not kept */
+} bench_job;
+/* Conditions check (a refused process is recorded, not started), snapshots before and after, the
+ * run: {"configuration", "index", "argv", "started_utc", "before", "conditions", "after",
+ * "wall_seconds", "exit_status", "status": ok|failed|refused|interrupted, "reason", "row"}. */
+json_t *bench_measure(const bench_job *j);
+/* mkdir -p; 0 or 1 with the error printed. */
+int bench_make_dir(const char *path);
+/* "2026-12-01T11:20:00Z" now. */
+json_t *bench_utc_now(void);
+/* The file's sha256 as a JSON string (cached: by path, size and mtime), or "unavailable: why". */
+json_t *bench_sha_json(const char *path, int cached);
+
+/* The model's training context from `CLI info --model F` ("context length: N"); 0 if unknown. */
+int64_t bench_model_context(const char *cli, const char *model);
 
 /* ---- metrics and reports (report_common.c) ---- */
 typedef struct metric_def {

@@ -1,5 +1,5 @@
 /* main.c — edge0-bench entry point: the measurement harness around `edge0-infer bench`
- * (sweep, report render/compare, ab). See docs/bench.md. */
+ * (sweep, compare, report render/compare, ab). See docs/bench.md. */
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
@@ -27,6 +27,8 @@ static void usage(FILE *f) {
           "                   writes report.json, report.md and report.svg\n"
           "  report render    print a report as Markdown\n"
           "  report compare   compare a report with a baseline (refuses when not comparable)\n"
+          "  compare          engines side by side (edge0, llama.cpp) on the same model and token ids,\n"
+          "                   processes alternated; one report, unlike comparisons refused\n"
           "  ab               paired A/B processes: the ratio per pair and a verdict when clear\n"
           "  bound            decode speed of a report next to the memory-bandwidth bound\n"
           "  stream-row       one row of the expert-streaming benchmark (disk-bandwidth bound)\n",
@@ -43,6 +45,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "sweep")) return bench_sweep(argc - 1, argv + 1);
     if (!strcmp(argv[1], "report")) return bench_report(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ab")) return bench_ab(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "compare")) return bench_compare(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bound")) return bench_bound(argc - 1, argv + 1);
     if (!strcmp(argv[1], "stream-row")) return bench_stream_row(argc - 1, argv + 1);
     bench_error("unknown command '%s'", argv[1]);

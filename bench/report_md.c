@@ -251,9 +251,56 @@ static void put_processes(e0_strbuf *b, const json_t *r) {
     }
 }
 
+/* A compare report (edge0-bench compare): the verdict, each engine's identity and the ratios to
+ * the first engine. */
+static void put_comparison(e0_strbuf *b, const json_t *r) {
+    const json_t *cmp = get(r, "comparison"), *configs = get(r, "configurations");
+    e0_sb_printf(b, "## Comparison\n\n");
+    if (json_is_false(get(cmp, "comparable"))) {
+        e0_sb_printf(b, "**Refused: these engines did not run alike, so their numbers are not compared.**\n\n");
+        size_t i;
+        const json_t *x;
+        json_array_foreach(get(cmp, "refused"), i, x) {
+            e0_sb_printf(b, "- ");
+            put_value(b, x);
+            e0_sb_printf(b, "\n");
+        }
+        e0_sb_printf(b, "\n");
+    }
+    e0_sb_printf(b, "Same prompt token ids (%lld), threads, context and greedy sampling; processes alternated.\n\n",
+                 (long long)json_integer_value(get(get(r, "protocol"), "prompt_tokens")));
+    e0_sb_printf(b, "| Engine | Version | Model sha256 | KV type | Prefill / first | Decode / first | First token / first |\n");
+    e0_sb_printf(b, "| --- | --- | --- | --- | --- | --- | --- |\n");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(configs, i, c) {
+        const json_t *id = get(c, "identity"), *eng = get(id, "engine"), *terms = get(id, "terms");
+        const json_t *ratio = get(get(cmp, "first_over_engine"), json_string_value(get(c, "name")));
+        e0_sb_printf(b, "| `");
+        put_value(b, get(c, "name"));
+        e0_sb_printf(b, "` | ");
+        put_value(b, get(eng, "git_commit") ? get(eng, "git_commit") : get(eng, "commit"));
+        e0_sb_printf(b, " | `%.16s` | ", json_string_value(get(id, "model_sha256")) ? json_string_value(get(id, "model_sha256")) : "?");
+        put_value(b, get(terms, "kv_type_k"));
+        static const char *const keys[] = {"prefill_tokens_per_second", "decode_tokens_per_second", "prefill_seconds"};
+        for (size_t k = 0; k < 3; k++) {
+            const json_t *v = get(ratio, keys[k]);
+            if (i == 0) e0_sb_printf(b, " | 1 (reference)");
+            else if (json_is_number(v)) e0_sb_printf(b, " | %.3gx", 1.0 / json_number_value(v));
+            else {
+                e0_sb_printf(b, " | ");
+                put_value(b, v);
+            }
+        }
+        e0_sb_printf(b, " |\n");
+    }
+    e0_sb_printf(b, "\n");
+}
+
 char *report_markdown(const json_t *r) {
     e0_strbuf b = {0};
     put_provenance(&b, r);
+    if (get(r, "comparison")) put_comparison(&b, r);
     put_results(&b, r);
     put_processes(&b, r);
     const json_t *w = get(r, "warnings");

@@ -161,37 +161,6 @@ static const char *prompt_file(const char *prompt) {
                                       : "library-report-prompt-head.txt";
 }
 
-static int make_dir(const char *path) {
-    char d[4096];
-    if (snprintf(d, sizeof d, "%s", path) >= (int)sizeof d) return bench_error("--out: path too long");
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(d, 0755) != 0 && errno != EEXIST) return bench_error("cannot create %s: %s", d, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(d, 0755) != 0 && errno != EEXIST) return bench_error("cannot create %s: %s", d, strerror(errno));
-    struct stat st;
-    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) return bench_error("%s is not a directory", d);
-    return 0;
-}
-
-static json_t *utc_now_json(void) {
-    time_t t = time(NULL);
-    struct tm tm;
-    char buf[32];
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
-static json_t *sha_json(const char *path, int cached) {
-    char hex[65];
-    e0_err e;
-    int rc = cached ? e0_sha256_file_cached(path, hex, &e) : e0_sha256_file(path, hex, &e);
-    return rc == 0 ? json_string(hex) : e0_unavailable("%s", e.msg);
-}
-
 /* argv for one process: cli bench --model F --user-file P --warmup W --ntok N --runs 1
  * <configuration args> <options>. Strings are owned by opts/argv-static storage or `nums`. */
 static char **bench_argv(const sweep_opts *o, int cfg, const char *prompt_path, char nums[2][32]) {
@@ -209,71 +178,16 @@ static char **bench_argv(const sweep_opts *o, int cfg, const char *prompt_path, 
     return v;
 }
 
-static json_t *argv_json(char **v) {
-    json_t *a = json_array();
-    for (; *v; v++) json_array_append_new(a, json_string(*v));
-    return a;
-}
-
-static void save_raw(const sweep_opts *o, const char *cfg, int k, const proc_result *r) {
-    char path[4200];
-    e0_err e;
-    snprintf(path, sizeof path, "%s/raw/%s-%d.stdout", o->out, cfg, k);
-    if (write_text_file(path, r->out ? r->out : "", &e)) bench_progress("warning: %s", e.msg);
-    snprintf(path, sizeof path, "%s/raw/%s-%d.stderr", o->out, cfg, k);
-    if (write_text_file(path, r->err ? r->err : "", &e)) bench_progress("warning: %s", e.msg);
-}
-
-/* One process of one configuration: conditions, snapshots, run, record. */
+/* One process of one configuration (measure.c does the conditions, snapshots and recording). */
 static json_t *measure_one(const sweep_opts *o, int cfg, int k, const char *prompt_path, double model_size) {
-    const char *name = CONFIGS[cfg].name;
-    char nums[2][32];
+    char nums[2][32], raw[4200];
     char **argv = bench_argv(o, cfg, prompt_path, nums);
     if (!argv) return NULL;
-    json_t *rec = json_pack("{s:s, s:i, s:o, s:o}", "configuration", name, "index", k, "argv", argv_json(argv),
-                            "started_utc", utc_now_json());
-    json_t *before = e0_system_json();
-    json_t *cond = conditions_check(before, model_size);
-    json_object_set_new(rec, "before", before);
-    json_object_set_new(rec, "conditions", cond);
-    size_t wi;
-    json_t *w;
-    json_array_foreach(json_object_get(cond, "warnings"), wi, w) bench_progress("  condition: %s", json_string_value(w));
-    const char *refused = json_string_value(json_object_get(cond, "refused"));
-    if (refused) {
-        bench_progress("%s %d/%lld: refused: %s", name, k, (long long)o->runs, refused);
-        json_object_set_new(rec, "status", json_string("refused"));
-        json_object_set_new(rec, "reason", json_string(refused));
-        free(argv);
-        return rec;
-    }
-    bench_progress("%s %d/%lld: running", name, k, (long long)o->runs);
-    proc_result r;
-    proc_run(argv, o->timeout, &r);
+    snprintf(raw, sizeof raw, "%s/raw", o->out);
+    bench_job j = {.label = CONFIGS[cfg].name, .index = k, .total = (int)o->runs, .argv = argv, .timeout = o->timeout,
+                   .model_size = model_size, .raw_dir = o->raw ? raw : NULL};
+    json_t *rec = bench_measure(&j);
     free(argv);
-    json_object_set_new(rec, "after", e0_system_json());
-    json_object_set_new(rec, "wall_seconds", json_real(r.wall_seconds));
-    json_object_set_new(rec, "exit_status", r.started && r.exited ? json_integer(r.exit_status) : json_null());
-    if (o->raw) save_raw(o, name, k, &r);
-    json_t *row = r.started && r.exited && r.exit_status == 0 ? proc_last_json_row(r.out) : NULL;
-    if (row) {
-        json_object_set_new(rec, "status", json_string("ok"));
-        json_object_set_new(rec, "reason", json_null());
-        json_object_set_new(rec, "row", row);
-        double d = 0, t = 0;
-        int hd = json_path_number(row, "decode_tokens_per_second", &d) == 0;
-        int ht = json_path_number(row, "prefill_seconds", &t) == 0;
-        bench_progress("%s %d/%lld: ok, decode %s%.2f tok/s, first token %s%.3f s", name, k, (long long)o->runs,
-                       hd ? "" : "(missing) ", d, ht ? "" : "(missing) ", t);
-    } else {
-        char why[512];
-        proc_describe_failure(&r, why, sizeof why);
-        json_object_set_new(rec, "status", json_string(r.interrupted ? "interrupted" : "failed"));
-        json_object_set_new(rec, "reason", json_string(why));
-        json_object_set_new(rec, "row", json_null());
-        bench_progress("%s %d/%lld: FAILED: %s", name, k, (long long)o->runs, why);
-    }
-    proc_result_free(&r);
     return rec;
 }
 
@@ -320,17 +234,6 @@ static json_t *configuration_json(int cfg, json_t *processes, json_t *warnings, 
                      same_as ? json_string(same_as) : json_null());
 }
 
-/* The model's training context, from `CLI info --model F` ("context length: N"); 0 if unknown. */
-static int64_t model_context(const sweep_opts *o) {
-    char *argv[] = {(char *)o->cli, "info", "--model", (char *)o->model, NULL};
-    proc_result r;
-    proc_run(argv, 120, &r);
-    const char *p = r.out ? strstr(r.out, "context length:") : NULL;
-    int64_t n = p ? strtoll(p + strlen("context length:"), NULL, 10) : 0;
-    proc_result_free(&r);
-    return n > 0 ? n : 0;
-}
-
 /* Leave out (under --configs all) or refuse (named explicitly) configurations whose context the
  * model does not have. 0, or 1 with the one-line error printed. */
 static int check_contexts(sweep_opts *o, json_t *warnings) {
@@ -338,7 +241,7 @@ static int check_contexts(sweep_opts *o, json_t *warnings) {
     for (int c = 0; c < o->n_configs; c++)
         if (CONFIGS[o->configs[c]].n_ctx > need) need = CONFIGS[o->configs[c]].n_ctx;
     if (!need) return 0;
-    int64_t have = model_context(o);
+    int64_t have = bench_model_context(o->cli, o->model);
     if (!have) return 0; /* unknown: let the processes say */
     int kept = 0;
     for (int c = 0; c < o->n_configs; c++) {
@@ -406,11 +309,11 @@ int bench_sweep(int argc, char **argv) {
         bench_error("--cli %s: not an executable file (%s)", o.cli, strerror(errno));
         goto out;
     }
-    if (make_dir(o.out)) goto out;
+    if (bench_make_dir(o.out)) goto out;
     if (o.raw) {
         char raw[4200];
         snprintf(raw, sizeof raw, "%s/raw", o.out);
-        if (make_dir(raw)) goto out;
+        if (bench_make_dir(raw)) goto out;
     }
     json_t *warnings = json_array();
     if (check_contexts(&o, warnings)) {
@@ -423,14 +326,14 @@ int bench_sweep(int argc, char **argv) {
     for (int i = 0; i < o.n_options; i++) json_array_append_new(options, json_string(o.options[i]));
     for (int c = 0; c < o.n_configs; c++) json_array_append_new(configs, json_string(CONFIGS[o.configs[c]].name));
     json_t *protocol = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:o}", "prompt", o.prompt, "prompt_file",
-                                 prompt_file(o.prompt), "prompt_sha256", sha_json(prompt_path, 0), "warmup",
+                                 prompt_file(o.prompt), "prompt_sha256", bench_sha_json(prompt_path, 0), "warmup",
                                  (json_int_t)o.warmup, "ntok", (json_int_t)o.ntok, "runs", (json_int_t)o.runs,
                                  "cooldown_seconds", o.cooldown, "configs", configs, "options", options);
-    json_t *identity = json_pack("{s:s, s:o, s:s, s:o}", "cli", o.cli, "cli_sha256", sha_json(o.cli, 0), "model_path",
-                                 o.model, "model_sha256", sha_json(o.model, 1));
+    json_t *identity = json_pack("{s:s, s:o, s:s, s:o}", "cli", o.cli, "cli_sha256", bench_sha_json(o.cli, 0), "model_path",
+                                 o.model, "model_sha256", bench_sha_json(o.model, 1));
     json_t *configurations = json_array();
     report = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "format", REPORT_FORMAT, "created_utc",
-                       utc_now_json(), "harness", e0_build_json(), "protocol", protocol, "device", e0_device_json(),
+                       bench_utc_now(), "harness", e0_build_json(), "protocol", protocol, "device", e0_device_json(),
                        "identity", identity, "configurations", configurations, "warnings", warnings);
     if (!report) {
         bench_error("out of memory");

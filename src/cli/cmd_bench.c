@@ -32,6 +32,9 @@ static void help(void) {
          "                    short = short-story-prompt.txt\n"
          "  --prompt-text TEXT  the user's message itself (what run -p takes)\n"
          "  --user-file F     the user's message from a file\n"
+         "  --tokens-file F   the prompt as token ids (separated by spaces, newlines or commas, as\n"
+         "                    `tokenize` prints them; no chat template): what `edge0-bench compare`\n"
+         "                    gives every engine\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
          "  --breakdown       add the split of decode time per step part\n"
          "  --progress        prefill progress on stderr even when it is not a terminal\n"
@@ -87,7 +90,7 @@ static json_t *tensor_types_json(const gguf_file *f) {
 
 typedef struct {
     cli_model_opts o;
-    const char *user_file, *prompt_name, *prompt_text, *mode;
+    const char *user_file, *prompt_name, *prompt_text, *tokens_file, *mode;
     int64_t warmup, ntok, runs, prefill_threads;
     double duration;
     bool breakdown, raw, ntok_given, progress;
@@ -101,7 +104,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         if (r) continue;
         const char *f = argv[i], *v;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return help(), -1;
-        static const char *const with_value[] = {"--user-file", "--prompt", "--prompt-fixture", "--prompt-text", "--mode", "--warmup",
+        static const char *const with_value[] = {"--user-file", "--prompt", "--prompt-fixture", "--prompt-text", "--tokens-file", "--mode", "--warmup",
                                                  "--ntok", "--runs", "--prefill-threads", "--duration"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
@@ -113,6 +116,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--user-file")) a->user_file = v;
         else if (!strcmp(f, "--prompt") || !strcmp(f, "--prompt-fixture")) a->prompt_name = v;
         else if (!strcmp(f, "--prompt-text")) a->prompt_text = v;
+        else if (!strcmp(f, "--tokens-file")) a->tokens_file = v;
         else if (!strcmp(f, "--mode")) a->mode = v;
         else if (!strcmp(f, "--warmup") && e0_parse_i64(v, 0, 1 << 20, &a->warmup, f, &e) < 0) return cli_error("%s", e.msg);
         else if (!strcmp(f, "--ntok") && e0_parse_i64(v, 1, 1 << 22, &a->ntok, f, &e) < 0) return cli_error("%s", e.msg);
@@ -122,8 +126,8 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--duration") && e0_parse_f64(v, 0.1, 86400, &a->duration, f, &e) < 0) return cli_error("%s", e.msg);
         if (!strcmp(f, "--ntok")) a->ntok_given = true;
     }
-    if (!!a->user_file + !!a->prompt_name + !!a->prompt_text > 1)
-        return cli_error("bench: give one of --user-file, --prompt-text or --prompt-fixture");
+    if (!!a->user_file + !!a->prompt_name + !!a->prompt_text + !!a->tokens_file > 1)
+        return cli_error("bench: give one of --user-file, --prompt-text, --prompt-fixture or --tokens-file");
     if (a->prompt_text && !*a->prompt_text) return cli_error("bench: --prompt-text is empty");
     if (a->prompt_name && !fixture_for(a->prompt_name))
         return cli_error("bench: --prompt-fixture (--prompt) must be long, medium or short (got '%s'; a text prompt is "
@@ -282,11 +286,13 @@ int cmd_bench(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     e0_err e;
     char prompt_path[PATH_MAX + 64];
-    char *text = a.user_file     ? e0_read_file(a.user_file, 16 << 20, NULL, &e)
+    char *text = a.tokens_file   ? e0_read_file(a.tokens_file, 64 << 20, NULL, &e)
+                 : a.user_file     ? e0_read_file(a.user_file, 16 << 20, NULL, &e)
                  : a.prompt_text ? strdup(a.prompt_text)
                                  : read_fixture(fixture_for(a.prompt_name ? a.prompt_name : "medium"), prompt_path,
                                                 sizeof prompt_path, &e);
     if (a.user_file) snprintf(prompt_path, sizeof prompt_path, "%s", a.user_file);
+    if (a.tokens_file) snprintf(prompt_path, sizeof prompt_path, "%s", a.tokens_file);
     if (a.prompt_text) snprintf(prompt_path, sizeof prompt_path, "(--prompt-text)");
     if (a.prompt_text && !text) e0_fail(&e, "out of memory");
     if (!text) return cli_error("bench: %s", e.msg);
@@ -297,8 +303,9 @@ int cmd_bench(int argc, char **argv) {
     double load0 = e0_now();
     if (cli_load_ex(&a.o, 0, (int)a.prefill_threads, &m, &c)) return free(text), json_decref(system_at_start), 1;
     double load_s = e0_now() - load0;
-    e0_prompt pr;
-    if (e0_prompt_build(m, text, a.raw, &pr, &e) < 0) {
+    e0_prompt pr = {0};
+    if (a.tokens_file ? cli_parse_ids(a.tokens_file, text, &pr.ids, &pr.n, &e) < 0 || (pr.n == 0 && e0_fail(&e, "%s: no token ids", a.tokens_file))
+                      : e0_prompt_build(m, text, a.raw, &pr, &e) < 0) {
         cli_unload(&a.o);
         free(text);
         json_decref(system_at_start);
