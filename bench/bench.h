@@ -20,6 +20,7 @@ int bench_ab(int argc, char **argv);
 int bench_bound(int argc, char **argv);
 int bench_stream_row(int argc, char **argv);
 int bench_compare(int argc, char **argv);
+int bench_load(int argc, char **argv);
 
 /* "edge0-bench: <msg>" on stderr; returns 1 (common.c). */
 int bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -77,6 +78,38 @@ json_t *bench_sha_json(const char *path, int cached);
 
 /* The model's training context from `CLI info --model F` ("context length: N"); 0 if unknown. */
 int64_t bench_model_context(const char *cli, const char *model);
+
+/* ---- HTTP/1.1 client for OpenAI-compatible servers (http.c; http:// only) ---- */
+typedef struct http_url {
+    char host[256], port[8];
+    char base[1024]; /* the URL's path without a trailing slash ("" or "/prefix") */
+} http_url;
+typedef struct http_request {
+    const http_url *url;
+    const char *method, *path; /* "POST", "/v1/completions" (appended to url->base) */
+    const char *body;          /* JSON or NULL */
+    const char *api_key;       /* Authorization: Bearer, or NULL */
+    double timeout;            /* seconds for the whole exchange (0 = 600) */
+    size_t max_body;           /* bytes; a longer body is an error */
+    int sse;                   /* a 200 response is an event stream: on_event per `data:` line */
+    int (*on_event)(void *user, const char *data, double t); /* t: CLOCK_MONOTONIC seconds; < 0 stops */
+    void *user;
+    int cancel_after_events;   /* > 0: close the connection after this many events (a client going away) */
+} http_request;
+typedef struct http_response {
+    int status;
+    char content_type[128];
+    char *body;        /* non-SSE (or non-200) body, NUL-terminated; NULL when empty */
+    size_t body_len, body_bytes;
+    int n_events, cancelled, timed_out;
+    double t_start, t_sent, t_headers, t_end; /* CLOCK_MONOTONIC seconds */
+} http_response;
+/* "http://host[:port][/prefix]" into u; -1 + error otherwise (https is refused: no TLS). */
+int http_parse_url(const char *url, http_url *u, e0_err *e);
+/* One request on its own connection; 0 when a response was received in full (any status; also
+ * when cancelled on purpose), -1 + error on a connection, timeout or protocol failure. */
+int http_request_run(const http_request *rq, http_response *rs, e0_err *e);
+void http_response_free(http_response *rs);
 
 /* ---- metrics and reports (report_common.c) ---- */
 typedef struct metric_def {

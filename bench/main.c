@@ -29,6 +29,8 @@ static void usage(FILE *f) {
           "  report compare   compare a report with a baseline (refuses when not comparable)\n"
           "  compare          engines side by side (edge0, llama.cpp) on the same model and token ids,\n"
           "                   processes alternated; one report, unlike comparisons refused\n"
+          "  load             Poisson arrivals against an OpenAI-compatible server: TTFT, TPOT, ITL,\n"
+          "                   throughput and goodput per request rate\n"
           "  ab               paired A/B processes: the ratio per pair and a verdict when clear\n"
           "  bound            decode speed of a report next to the memory-bandwidth bound\n"
           "  stream-row       one row of the expert-streaming benchmark (disk-bandwidth bound)\n",
@@ -46,6 +48,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "report")) return bench_report(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ab")) return bench_ab(argc - 1, argv + 1);
     if (!strcmp(argv[1], "compare")) return bench_compare(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "load")) return bench_load(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bound")) return bench_bound(argc - 1, argv + 1);
     if (!strcmp(argv[1], "stream-row")) return bench_stream_row(argc - 1, argv + 1);
     bench_error("unknown command '%s'", argv[1]);
