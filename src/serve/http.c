@@ -259,6 +259,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cs,
     int n_lp = 0;
     srv_update last = {0};
     bool oom = false, gone = false;
+    double next_check = 0;
     for (;;) {
         srv_update u;
         int w = srv_wait(h->sched, r, &cur, WAIT_MS, &u);
@@ -266,13 +267,16 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cs,
             oom = true;
             break;
         }
-        if (w == 0) {
+        double now = e0_now();
+        if (now >= next_check) { /* output may flow without pause: look at the socket every WAIT_MS */
+            next_check = now + WAIT_MS / 1000.0;
             if (peer_gone(fd)) {
+                if (w > 0) srv_update_free(&u);
                 gone = true;
                 break;
             }
-            continue;
         }
+        if (w == 0) continue;
         e0_sb_add(&text, u.text, u.text_len);
         int *ni = realloc(ids, (size_t)(n_ids + u.n_ids + 1) * sizeof *ids);
         srv_lp *nl = realloc(lp, (size_t)(n_lp + u.n_lp + 1) * sizeof *lp);
