@@ -141,7 +141,9 @@ static void test_endpoints(void) {
     json_t *t = json_loads(buf, 0, NULL);
     json_t *toks = json_object_get(t, "tokens");
     CHECKF(json_array_size(toks) > 0, "%s", buf);
-    char *d = json_dumps(json_pack("{s:O}", "tokens", toks), 0);
+    json_t *req = json_pack("{s:O}", "tokens", toks);
+    char *d = json_dumps(req, 0);
+    json_decref(req);
     CHECK(d && http("POST", "/detokenize", d, buf, sizeof buf) == 200 && strstr(buf, "\"Hello world\""));
     free(d);
     json_decref(t);
