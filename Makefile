@@ -25,7 +25,7 @@ LDFLAGS = -Wl,--as-needed
 LDLIBS_expert_read_bench = -luring
 # libedit (line editing and history in `chat` at a terminal): edge0-infer only. The chat test
 # drives it in a pseudo-terminal (forkpty, libutil).
-LDLIBS_edge0_infer = -ledit
+LDLIBS_edge0_infer = -ledit -lmicrohttpd
 LDLIBS_test_chat = -lutil
 
 # Build identity for src/measure/sysinfo_identity.c: git commit, dirty flag, compiler and flags, written to
@@ -37,7 +37,9 @@ E0_GIT_DIRTY := $(shell git rev-parse HEAD >/dev/null 2>&1 && { test -z "$$(git 
 E0_COMPILER := $(subst ",,$(shell $(CC) --version 2>/dev/null | head -n1))
 E0_BUILD_INFO := $(shell mkdir -p $(BUILD)/gen && printf '$(HASH)define E0_GIT_COMMIT "%s"\n$(HASH)define E0_GIT_DIRTY "%s"\n$(HASH)define E0_COMPILER "%s"\n$(HASH)define E0_CFLAGS "%s"\n' '$(E0_GIT_COMMIT)' '$(E0_GIT_DIRTY)' '$(E0_COMPILER)' '$(CFLAGS_COMMON)' > $(BUILD)/gen/e0_build_info.h.tmp && { cmp -s $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h && rm -f $(BUILD)/gen/e0_build_info.h.tmp || mv $(BUILD)/gen/e0_build_info.h.tmp $(BUILD)/gen/e0_build_info.h; })
 
-LIB_SRC   := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*'))
+LIB_SRC   := $(sort $(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/serve/*'))
+# src/serve (the HTTP server of `serve`) links into edge0-infer only, with libmicrohttpd; never into libedge0.a.
+SERVE_SRC := $(sort $(wildcard src/serve/*.c))
 CLI_SRC   := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -46,6 +48,7 @@ GEN_SRC   := $(BUILD)/gen/unicode_data.c
 
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(BUILD)/obj/gen/unicode_data.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
@@ -88,9 +91,9 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bin/edge0-infer: $(CLI_OBJ) $(LIB)
+$(BUILD)/bin/edge0-infer: $(CLI_OBJ) $(SERVE_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) $(LDLIBS_edge0_infer)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -o $@ $(CLI_OBJ) $(SERVE_OBJ) $(LIB) $(LDLIBS) $(LDLIBS_edge0_infer)
 
 $(BUILD)/bin/edge0-bench: $(BENCH_OBJ) $(LIB)
 	@mkdir -p $(dir $@)

@@ -24,7 +24,8 @@ set -eu
 # src/quant/x86 counts as src/quant; "gen" is the tables generated into $(BUILD)/gen.
 # The same table is in docs/design.md ("Layers"); change both together.
 ALLOWED='
-cli:        text text/jinja synth measure engine gguf quant base
+cli:        serve text text/jinja synth measure engine gguf quant base
+serve:      text text/jinja engine measure gguf quant base
 text:       text/jinja engine gguf quant base gen
 text/jinja: base gen
 synth:      engine gguf quant base

@@ -23,6 +23,7 @@ int cmd_bench(int argc, char **argv);
 bool cmd_bench_is_llama_style(int argc, char **argv);
 int cmd_bench_llama(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_serve(int argc, char **argv); /* serve.c */
 
 /* Print "edge0-infer: <msg>" on stderr; return 1 (the exit status for errors). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@ static const struct {
     {"logits", cmd_logits, "one batched prefill; write the logits of every position"},
     {"run", cmd_run, "generate text (or token ids) from a prompt"},
     {"chat", cmd_chat, "interactive conversation on stdin/stdout"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server (chat, completions, metrics)"},
     {"apply-template", cmd_template, "render a chat template for a list of messages"},
     {"synth", cmd_synth, "write a GGUF with deterministic random weights"},
     {"tokenize", cmd_tokenize, "print the token ids of stdin's text"},

@@ -1,0 +1,467 @@
+/* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
+ * Every field of a body is checked for its type and range before use; unknown fields are ignored
+ * (clients send many), fields we cannot honour (n > 1, tools, non-text content) are refused. */
+#include "serve/api.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "serve/output.h"
+#include "text/jinja/jinja.h"
+#include "text/prompt.h"
+
+#define MAX_STOP_BYTES 1024
+
+static int fail(srv_fail *f, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(srv_fail *f, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+    va_end(ap);
+    f->status = status;
+    f->type = status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error";
+    return -1;
+}
+
+void srv_job_free(srv_job *j) {
+    free(j->ids);
+    for (int i = 0; i < j->p.n_stop; i++) free(j->p.stop[i]);
+    memset(j, 0, sizeof *j);
+}
+
+/* The body as a JSON object. */
+static json_t *parse_body(const char *body, size_t len, srv_fail *f) {
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return fail(f, 400, "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line, je.column), NULL;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return fail(f, 400, "the body must be a JSON object"), NULL;
+    }
+    return root;
+}
+
+/* Optional number field in [lo, hi] (null or absent: *out unchanged). */
+static int get_num(json_t *o, const char *key, double lo, double hi, double *out, srv_fail *f) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v)) return fail(f, 400, "'%s' must be a number", key);
+    double d = json_number_value(v);
+    if (!isfinite(d) || d < lo || d > hi) return fail(f, 400, "'%s' must be between %g and %g (got %g)", key, lo, hi, d);
+    *out = d;
+    return 0;
+}
+static int get_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, srv_fail *f) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v)) return fail(f, 400, "'%s' must be an integer", key);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi) return fail(f, 400, "'%s' must be between %lld and %lld (got %lld)", key, (long long)lo, (long long)hi, (long long)x);
+    *out = x;
+    return 0;
+}
+static int get_bool(json_t *o, const char *key, bool *out, srv_fail *f) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_boolean(v)) return fail(f, 400, "'%s' must be true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int add_stop(srv_job *j, const char *s, size_t n, srv_fail *f) {
+    if (n == 0) return 0; /* an empty stop string would stop at once: ignored */
+    if (n > MAX_STOP_BYTES) return fail(f, 400, "a stop string is longer than %d bytes", MAX_STOP_BYTES);
+    if (memchr(s, 0, n)) return fail(f, 400, "a stop string contains a NUL character");
+    if (j->p.n_stop == SRV_MAX_STOP) return fail(f, 400, "at most %d stop strings", SRV_MAX_STOP);
+    char *c = strndup(s, n);
+    if (!c) return fail(f, 500, "out of memory");
+    j->p.stop[j->p.n_stop++] = c;
+    return 0;
+}
+
+/* Sampling, length, stop, logprobs and the extensions common to both endpoints. */
+static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
+    srv_params *p = &j->p;
+    p->sp = a->sp;
+    p->max_tokens = a->max_tokens;
+    p->top_logprobs = -1;
+    double d;
+    int64_t n;
+    d = p->sp.temp;
+    if (get_num(o, "temperature", 0, 100, &d, f) < 0) return -1;
+    p->sp.temp = (float)d;
+    d = p->sp.top_p;
+    if (get_num(o, "top_p", 0, 1, &d, f) < 0) return -1;
+    p->sp.top_p = (float)d;
+    d = p->sp.min_p;
+    if (get_num(o, "min_p", 0, 1, &d, f) < 0) return -1;
+    p->sp.min_p = (float)d;
+    d = p->sp.repeat_penalty;
+    if (get_num(o, "repeat_penalty", 1e-6, 100, &d, f) < 0) return -1;
+    p->sp.repeat_penalty = (float)d;
+    d = p->sp.presence_penalty;
+    if (get_num(o, "presence_penalty", -100, 100, &d, f) < 0) return -1;
+    p->sp.presence_penalty = (float)d;
+    d = p->sp.frequency_penalty;
+    if (get_num(o, "frequency_penalty", -100, 100, &d, f) < 0) return -1;
+    p->sp.frequency_penalty = (float)d;
+    n = p->sp.top_k;
+    if (get_int(o, "top_k", 0, 1 << 24, &n, f) < 0) return -1;
+    p->sp.top_k = (int)n;
+    n = p->sp.repeat_last_n;
+    if (get_int(o, "repeat_last_n", -1, 1 << 24, &n, f) < 0) return -1;
+    p->sp.repeat_last_n = n < 0 ? a->n_ctx : (int)n;
+    json_t *seed = json_object_get(o, "seed");
+    if (seed && !json_is_null(seed)) {
+        if (!json_is_integer(seed)) return fail(f, 400, "'seed' must be an integer");
+        p->sp.seed = (uint64_t)json_integer_value(seed);
+    } else if (!a->seed_fixed) {
+        static _Atomic uint64_t n_drawn;
+        p->sp.seed = (uint64_t)(e0_now() * 1e9) ^ (atomic_fetch_add(&n_drawn, 1) * 0x9E3779B97F4A7C15ull);
+    }
+    int64_t mt = -2;
+    if (get_int(o, "max_tokens", 1, 1 << 24, &mt, f) < 0) return -1;
+    if (get_int(o, "max_completion_tokens", 1, 1 << 24, &mt, f) < 0) return -1;
+    if (get_int(o, "n_predict", -1, 1 << 24, &mt, f) < 0) return -1; /* llama-server's name */
+    if (mt != -2) p->max_tokens = mt;
+    int64_t nc = 1;
+    if (get_int(o, "n", 1, 1 << 20, &nc, f) < 0) return -1;
+    if (nc != 1) return fail(f, 400, "'n' other than 1 is not supported");
+    if (get_bool(o, "stream", &j->stream, f) < 0 || get_bool(o, "ignore_eos", &p->ignore_eos, f) < 0 ||
+        get_bool(o, "return_tokens", &j->return_tokens, f) < 0)
+        return -1;
+    json_t *so = json_object_get(o, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so)) return fail(f, 400, "'stream_options' must be an object");
+        if (get_bool(so, "include_usage", &j->include_usage, f) < 0) return -1;
+    }
+    json_t *stop = json_object_get(o, "stop");
+    if (json_is_string(stop)) {
+        if (add_stop(j, json_string_value(stop), json_string_length(stop), f) < 0) return -1;
+    } else if (json_is_array(stop)) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(stop, i, s) {
+            if (!json_is_string(s)) return fail(f, 400, "'stop' must be a string or a list of strings");
+            if (add_stop(j, json_string_value(s), json_string_length(s), f) < 0) return -1;
+        }
+    } else if (stop && !json_is_null(stop)) return fail(f, 400, "'stop' must be a string or a list of strings");
+    if (j->chat) {
+        bool lp = false;
+        if (get_bool(o, "logprobs", &lp, f) < 0) return -1;
+        int64_t top = 0;
+        if (get_int(o, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &top, f) < 0) return -1;
+        if (json_object_get(o, "top_logprobs") && !json_is_null(json_object_get(o, "top_logprobs")) && !lp)
+            return fail(f, 400, "'top_logprobs' needs 'logprobs': true");
+        if (lp) j->logprobs = true, p->top_logprobs = (int)top;
+    } else {
+        int64_t lp = -1;
+        if (get_int(o, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &lp, f) < 0) return -1;
+        if (lp >= 0) j->logprobs = true, p->top_logprobs = (int)lp;
+    }
+    json_t *tools = json_object_get(o, "tools");
+    if (json_is_array(tools) && json_array_size(tools) > 0) return fail(f, 400, "'tools' (function calling) is not supported");
+    return 0;
+}
+
+/* A message's content as text: a string, null, or a list of {"type": "text", "text": ...} parts. */
+static int content_text(json_t *c, e0_strbuf *out, srv_fail *f) {
+    if (!c || json_is_null(c)) return 0;
+    if (json_is_string(c)) return e0_sb_add(out, json_string_value(c), json_string_length(c)) < 0 ? fail(f, 500, "out of memory") : 0;
+    if (!json_is_array(c)) return fail(f, 400, "a message's 'content' must be a string or a list of text parts");
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        const char *type = json_string_value(json_object_get(part, "type"));
+        json_t *t = json_object_get(part, "text");
+        if (!type || strcmp(type, "text") || !json_is_string(t))
+            return fail(f, 400, "only text content parts ({\"type\": \"text\", \"text\": ...}) are supported");
+        if (e0_sb_add(out, json_string_value(t), json_string_length(t)) < 0) return fail(f, 500, "out of memory");
+    }
+    return 0;
+}
+
+/* The messages as the template sees them: role, content as text, and the tool fields. */
+static json_t *clean_messages(json_t *msgs, srv_fail *f) {
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0)
+        return fail(f, 400, "'messages' must be a non-empty list"), NULL;
+    json_t *out = json_array();
+    if (!out) return fail(f, 500, "out of memory"), NULL;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (!json_is_object(m) || !role) {
+            fail(f, 400, "messages[%zu] must be an object with a string 'role'", i);
+            goto bad;
+        }
+        if (!strcmp(role, "developer")) role = "system"; /* OpenAI's newer name for it */
+        if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "tool")) {
+            fail(f, 400, "messages[%zu]: unknown role '%.40s' (system, user, assistant or tool)", i, role);
+            goto bad;
+        }
+        e0_strbuf text = {0};
+        if (content_text(json_object_get(m, "content"), &text, f) < 0) {
+            free(text.p);
+            goto bad;
+        }
+        json_t *c = json_pack("{s:s,s:s%}", "role", role, "content", text.p ? text.p : "", text.len);
+        free(text.p);
+        if (!c) {
+            fail(f, 500, "out of memory");
+            goto bad;
+        }
+        static const char *const keep[] = {"name", "tool_calls", "tool_call_id", "reasoning_content"};
+        for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+            json_t *v = json_object_get(m, keep[k]);
+            if (v) json_object_set(c, keep[k], v);
+        }
+        json_array_append_new(out, c);
+    }
+    return out;
+bad:
+    json_decref(out);
+    return NULL;
+}
+
+static const char *special_text(const e0_tokenizer *tok, int32_t id) {
+    size_t len;
+    const char *t = id >= 0 ? e0_tok_text(tok, id, &len) : NULL;
+    return t ? t : "";
+}
+
+/* Completions' prompt: a string, a list of token ids, or a list holding one of those. */
+static int completion_prompt(const srv_api *a, json_t *pr, e0_tokens *t, srv_fail *f) {
+    if (json_is_array(pr) && json_array_size(pr) == 1 && !json_is_integer(json_array_get(pr, 0))) pr = json_array_get(pr, 0);
+    if (json_is_string(pr)) {
+        e0_err e;
+        if (e0_tokenize(a->tok, json_string_value(pr), json_string_length(pr), true, true, t, &e) < 0)
+            return fail(f, 400, "cannot tokenize the prompt: %s", e.msg);
+        return 0;
+    }
+    if (!json_is_array(pr) || json_array_size(pr) == 0)
+        return fail(f, 400, "'prompt' must be a string or a non-empty list of token ids (one prompt per request)");
+    size_t n = json_array_size(pr), i;
+    if (n > (size_t)a->n_ctx) return fail(f, 400, "the prompt has %zu tokens; a slot's context holds %d", n, a->n_ctx);
+    t->ids = malloc(n * sizeof *t->ids);
+    if (!t->ids) return fail(f, 500, "out of memory");
+    t->cap = n;
+    json_t *v;
+    json_array_foreach(pr, i, v) {
+        if (!json_is_integer(v)) return fail(f, 400, "'prompt' lists must hold token ids only (one prompt per request)");
+        json_int_t id = json_integer_value(v);
+        if (id < 0 || id >= (json_int_t)e0_tok_n_vocab(a->tok))
+            return fail(f, 400, "prompt token %lld is not in the vocabulary (0..%u)", (long long)id, e0_tok_n_vocab(a->tok) - 1);
+        t->ids[t->n++] = (int32_t)id;
+    }
+    return 0;
+}
+
+int srv_parse_job(const srv_api *a, bool chat, const char *body, size_t len, srv_job *j, srv_fail *f) {
+    memset(j, 0, sizeof *j);
+    j->chat = chat;
+    json_t *o = parse_body(body, len, f);
+    if (!o) return -1;
+    int rc = parse_common(a, o, j, f);
+    e0_tokens t = {0};
+    if (rc == 0 && chat) {
+        json_t *msgs = clean_messages(json_object_get(o, "messages"), f);
+        char *text = NULL;
+        size_t tl = 0;
+        e0_err e;
+        if (!msgs) rc = -1;
+        else if (!a->tmpl) rc = fail(f, 400, "the model has no chat template (start serve with --chat-template-file)");
+        else if (jinja_render_chat(a->tmpl, a->tlen, msgs, true, special_text(a->tok, e0_tok_bos(a->tok)),
+                                   special_text(a->tok, e0_tok_eos(a->tok)), &text, &tl, &e) < 0)
+            rc = fail(f, 400, "chat template: %s", e.msg);
+        else if (e0_tokenize_prompt(a->tok, text, tl, true, &t, &e) < 0) rc = fail(f, 400, "cannot tokenize the prompt: %s", e.msg);
+        free(text);
+        json_decref(msgs);
+    } else if (rc == 0) {
+        json_t *pr = json_object_get(o, "prompt");
+        if (!pr) rc = fail(f, 400, "'prompt' is required");
+        else rc = completion_prompt(a, pr, &t, f);
+    }
+    json_decref(o);
+    if (rc == 0 && t.n == 0) rc = fail(f, 400, "the prompt is empty");
+    if (rc == 0 && (int64_t)t.n >= a->n_ctx)
+        rc = fail(f, 400, "the prompt has %zu tokens; a slot's context holds %d (leave room for the reply)", t.n, a->n_ctx);
+    if (rc < 0) {
+        e0_tokens_free(&t);
+        srv_job_free(j);
+        return -1;
+    }
+    j->ids = (int *)t.ids;
+    j->n = (int)t.n;
+    return 0;
+}
+
+json_t *srv_error_json(int status, const char *type, const char *msg) {
+    json_t *m = srv_json_text(msg, strlen(msg));
+    return json_pack("{s:{s:o,s:s,s:i}}", "error", "message", m ? m : json_string("?"), "type", type, "code", status);
+}
+
+const char *srv_finish_name(srv_finish f) {
+    return f == SRV_FINISH_STOP ? "stop" : f == SRV_FINISH_LENGTH ? "length" : NULL;
+}
+
+json_t *srv_usage_json(int n_prompt, int n_gen, int n_cached) {
+    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", n_prompt, "completion_tokens", n_gen, "total_tokens",
+                     n_prompt + n_gen, "prompt_tokens_details", "cached_tokens", n_cached);
+}
+
+/* A token's text and bytes for logprobs. */
+static json_t *token_entry(const srv_api *a, int id, float lp) {
+    size_t n;
+    const char *piece = e0_tok_piece(a->tok, id, false, &n);
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)piece[i]));
+    json_t *t = srv_json_text(piece, n);
+    return json_pack("{s:o,s:f,s:o}", "token", t ? t : json_string(""), "logprob", (double)lp, "bytes", bytes);
+}
+
+/* chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}; completions: the legacy
+ * {"tokens", "token_logprobs", "top_logprobs"} lists. */
+static json_t *logprobs_json(const srv_api *a, const srv_job *j, const srv_lp *lp, int n) {
+    if (j->chat) {
+        json_t *content = json_array();
+        for (int i = 0; i < n; i++) {
+            json_t *e = token_entry(a, lp[i].id, lp[i].lp), *top = json_array();
+            for (int k = 0; k < lp[i].n_top; k++) json_array_append_new(top, token_entry(a, lp[i].top_id[k], lp[i].top_lp[k]));
+            json_object_set_new(e, "top_logprobs", top);
+            json_array_append_new(content, e);
+        }
+        return json_pack("{s:o}", "content", content);
+    }
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array();
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const char *piece = e0_tok_piece(a->tok, lp[i].id, false, &len);
+        json_array_append_new(tokens, srv_json_text(piece, len));
+        json_array_append_new(lps, json_real(lp[i].lp));
+        json_t *top = json_object();
+        for (int k = 0; k < lp[i].n_top; k++) {
+            const char *tp = e0_tok_piece(a->tok, lp[i].top_id[k], false, &len);
+            json_t *key = srv_json_text(tp, len);
+            if (key) json_object_set_new(top, json_string_value(key), json_real(lp[i].top_lp[k]));
+            json_decref(key);
+        }
+        json_array_append_new(tops, top);
+    }
+    return json_pack("{s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops);
+}
+
+static json_t *ids_json(const int *ids, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+json_t *srv_response_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
+                          const int *ids, int n_ids, const srv_lp *lp, int n_lp) {
+    (void)n_lp;
+    json_t *text = srv_json_text(u->text ? u->text : "", u->text_len);
+    const char *fin = srv_finish_name(u->finish);
+    json_t *choice = j->chat ? json_pack("{s:i,s:{s:s,s:o},s:s?}", "index", 0, "message", "role", "assistant", "content", text,
+                                         "finish_reason", fin)
+                             : json_pack("{s:i,s:o,s:s?}", "index", 0, "text", text, "finish_reason", fin);
+    if (!choice) return NULL;
+    json_object_set_new(choice, "logprobs", j->logprobs ? logprobs_json(a, j, lp, n_lp) : json_null());
+    if (j->return_tokens) json_object_set_new(choice, "tokens", ids_json(ids, n_ids));
+    return json_pack("{s:s,s:s,s:i,s:s,s:[o],s:o}", "id", id, "object", j->chat ? "chat.completion" : "text_completion",
+                     "created", (json_int_t)created, "model", a->model_id, "choices", choice, "usage",
+                     srv_usage_json(u->n_prompt, u->n_gen, u->n_cached));
+}
+
+json_t *srv_chunk_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
+                       const char *finish, bool first) {
+    json_t *choice;
+    json_t *text = srv_json_text(u->text ? u->text : "", u->text_len);
+    if (j->chat) {
+        json_t *delta = json_object();
+        if (first) json_object_set_new(delta, "role", json_string("assistant"));
+        if (u->text_len || first) json_object_set_new(delta, "content", text);
+        else json_decref(text);
+        choice = json_pack("{s:i,s:o,s:s?}", "index", 0, "delta", delta, "finish_reason", finish);
+    } else choice = json_pack("{s:i,s:o,s:s?}", "index", 0, "text", text, "finish_reason", finish);
+    if (!choice) return NULL;
+    json_object_set_new(choice, "logprobs", j->logprobs && u->n_lp ? logprobs_json(a, j, u->lp, u->n_lp) : json_null());
+    if (j->return_tokens) json_object_set_new(choice, "tokens", ids_json(u->ids, u->n_ids));
+    json_t *c = json_pack("{s:s,s:s,s:i,s:s,s:[o]}", "id", id, "object", j->chat ? "chat.completion.chunk" : "text_completion",
+                          "created", (json_int_t)created, "model", a->model_id, "choices", choice);
+    if (c && j->include_usage) json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+json_t *srv_tokenize(const srv_api *a, const char *body, size_t len, srv_fail *f) {
+    json_t *o = parse_body(body, len, f);
+    if (!o) return NULL;
+    json_t *c = json_object_get(o, "content"), *res = NULL;
+    bool add_special = false, parse_special = true, pieces = false;
+    if (!json_is_string(c)) fail(f, 400, "'content' must be a string");
+    else if (get_bool(o, "add_special", &add_special, f) == 0 && get_bool(o, "parse_special", &parse_special, f) == 0 &&
+             get_bool(o, "with_pieces", &pieces, f) == 0) {
+        e0_tokens t = {0};
+        e0_err e;
+        if (e0_tokenize(a->tok, json_string_value(c), json_string_length(c), add_special, parse_special, &t, &e) < 0)
+            fail(f, 400, "cannot tokenize: %s", e.msg);
+        else {
+            json_t *arr = json_array();
+            for (size_t i = 0; i < t.n; i++) {
+                if (!pieces) {
+                    json_array_append_new(arr, json_integer(t.ids[i]));
+                    continue;
+                }
+                size_t n;
+                const char *p = e0_tok_piece(a->tok, t.ids[i], true, &n);
+                json_array_append_new(arr, json_pack("{s:i,s:o}", "id", t.ids[i], "piece", srv_json_text(p, n)));
+            }
+            res = json_pack("{s:o}", "tokens", arr);
+        }
+        e0_tokens_free(&t);
+    }
+    json_decref(o);
+    return res;
+}
+
+json_t *srv_detokenize(const srv_api *a, const char *body, size_t len, srv_fail *f) {
+    json_t *o = parse_body(body, len, f);
+    if (!o) return NULL;
+    json_t *ts = json_object_get(o, "tokens"), *res = NULL;
+    if (!json_is_array(ts)) fail(f, 400, "'tokens' must be a list of token ids");
+    else {
+        e0_strbuf sb = {0};
+        size_t i;
+        json_t *v;
+        bool ok = true;
+        json_array_foreach(ts, i, v) {
+            json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+            if (id < 0 || id >= (json_int_t)e0_tok_n_vocab(a->tok)) {
+                ok = false;
+                fail(f, 400, "tokens[%zu] is not a token id of the vocabulary (0..%u)", i, e0_tok_n_vocab(a->tok) - 1);
+                break;
+            }
+            size_t n;
+            const char *p = e0_tok_piece(a->tok, (int32_t)id, false, &n);
+            e0_sb_add(&sb, p, n);
+        }
+        if (ok && sb.oom) fail(f, 500, "out of memory");
+        else if (ok) res = json_pack("{s:o}", "content", srv_json_text(sb.p ? sb.p : "", sb.len));
+        free(sb.p);
+    }
+    json_decref(o);
+    return res;
+}
+
+json_t *srv_models_json(const srv_api *a, long created) {
+    const e0_hparams *hp = &a->m->hp;
+    return json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:{s:i,s:i,s:i,s:i}}]}", "object", "list", "data", "id", a->model_id, "object",
+                     "model", "created", (json_int_t)created, "owned_by", "edge0-infer", "meta", "n_ctx_train",
+                     (json_int_t)hp->n_ctx_train, "n_ctx_slot", a->n_ctx, "n_vocab", (json_int_t)hp->n_vocab, "n_embd",
+                     (json_int_t)hp->n_embd);
+}

@@ -1,0 +1,26 @@
+/* output.h — turning generated tokens into what a client sees: stop strings held back until
+ * they can no longer start (so they never leak, also across chunk boundaries), log-probabilities
+ * of a token and its best alternatives, and JSON strings from bytes that may not be valid UTF-8. */
+#ifndef E0_SERVE_OUTPUT_H
+#define E0_SERVE_OUTPUT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/sched.h"
+
+/* text[0..len) is the generated text, of which [0..from) has been released. Returns how far the
+ * text may be released now: up to the first complete stop string (then *stop_at is its offset),
+ * else everything but a tail that is the beginning of some stop string (*stop_at = -1). */
+size_t srv_stop_scan(const char *text, size_t len, size_t from, char *const *stop, int n_stop, long *stop_at);
+
+/* Natural-log softmax probability of `id` under logits[0..V) and the n_top (<= 20) most likely
+ * tokens (descending; ties: lower id). */
+void srv_logprobs(const float *logits, int64_t V, int id, int n_top, srv_lp *out);
+
+/* A JSON string of bytes s[0..n): each byte that is not part of valid UTF-8 becomes U+FFFD.
+ * NULL only when out of memory. */
+json_t *srv_json_text(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,129 @@
+// serve_client.mjs — clients of `edge0-infer serve` for tests/test_serve.c, run with node:
+//   node serve_client.mjs load URL     16 concurrent streaming clients, 64 requests, every 8th
+//                                      disconnecting mid-stream; each completed stream is checked
+//                                      against the same greedy request made alone (its ids)
+//   node serve_client.mjs openai URL NODE_PATH_DIR   the official `openai` package (installed
+//                                      there by the test): chat and completions, streamed and not,
+//                                      usage, stop strings, error statuses
+// Prints one line per check ("ok NAME" / "FAIL NAME: why") and exits 1 when any failed.
+let failed = 0;
+function check(name, cond, why) {
+  if (cond) console.log(`ok ${name}`);
+  else { failed++; console.log(`FAIL ${name}: ${why}`); }
+}
+
+const [mode, url, dir] = process.argv.slice(2);
+const prompts = ['Once upon a time', 'The quick brown fox', 'In a hole in the ground', 'It was a bright cold day'];
+const body = (p, extra) => JSON.stringify({ prompt: p, max_tokens: 24, temperature: 0, ignore_eos: true, return_tokens: true, ...extra });
+
+async function post(path, b, signal) {
+  return fetch(url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: b, signal });
+}
+
+// A streamed completion: its ids and text, or null when aborted.
+async function streamed(p, abortAfter) {
+  const ac = new AbortController();
+  const r = await post('/v1/completions', body(p, { stream: true }), ac.signal);
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '', ids = [], text = '', done = false, chunks = 0;
+  try {
+    for (;;) {
+      const { value, done: end } = await reader.read();
+      if (end) break;
+      buf += dec.decode(value, { stream: true });
+      let k;
+      while ((k = buf.indexOf('\n\n')) >= 0) {
+        const line = buf.slice(0, k); buf = buf.slice(k + 2);
+        if (!line.startsWith('data: ')) continue;
+        const d = line.slice(6);
+        if (d === '[DONE]') { done = true; continue; }
+        const j = JSON.parse(d);
+        if (j.error) throw new Error('stream error: ' + j.error.message);
+        for (const c of j.choices) { ids.push(...(c.tokens || [])); text += c.text; }
+        if (abortAfter && ++chunks >= abortAfter) { ac.abort(); return null; }
+      }
+    }
+  } catch (e) {
+    if (e.name === 'AbortError') return null;
+    throw e;
+  }
+  return { ids, text, done };
+}
+
+async function load() {
+  const ref = {};
+  for (const p of prompts) {
+    const j = await (await post('/v1/completions', body(p))).json();
+    ref[p] = { ids: j.choices[0].tokens, text: j.choices[0].text };
+  }
+  let next = 0, completed = 0, aborted = 0, bad = [];
+  async function client() {
+    while (next < 64) {
+      const i = next++;
+      const p = prompts[i % prompts.length];
+      const res = await streamed(p, i % 8 === 7 ? 3 : 0);
+      if (!res) { aborted++; continue; }
+      completed++;
+      if (!res.done || JSON.stringify(res.ids) !== JSON.stringify(ref[p].ids) || res.text !== ref[p].text)
+        bad.push(`request ${i}: done=${res.done} ids ${res.ids.length} text ${JSON.stringify(res.text).slice(0, 60)}`);
+    }
+  }
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: 16 }, client));
+  check('load_all_answered', completed + aborted === 64, `${completed} completed + ${aborted} aborted`);
+  check('load_aborted', aborted === 8, `${aborted} aborted`);
+  check('load_streams_equal_alone', bad.length === 0, bad.slice(0, 3).join('; '));
+  console.log(`# load: 64 requests in ${(Date.now() - t0) / 1000} s`);
+}
+
+async function openai() {
+  const { default: OpenAI } = await import(dir + '/node_modules/openai/index.mjs');
+  const client = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
+  const chat = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, temperature: 0 });
+  check('openai_chat', chat.object === 'chat.completion' && chat.choices[0].message.role === 'assistant' &&
+    typeof chat.choices[0].message.content === 'string' && chat.usage.completion_tokens > 0 &&
+    chat.usage.prompt_tokens > 0, JSON.stringify(chat).slice(0, 200));
+  const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8,
+    temperature: 0, stream: true, stream_options: { include_usage: true } });
+  let text = '', usage = null, finish = null;
+  for await (const c of stream) {
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) { text += ch.delta.content || ''; if (ch.finish_reason) finish = ch.finish_reason; }
+  }
+  check('openai_chat_stream', text === chat.choices[0].message.content && usage && usage.completion_tokens === chat.usage.completion_tokens &&
+    finish === chat.choices[0].finish_reason, `${JSON.stringify(text)} vs ${JSON.stringify(chat.choices[0].message.content)}, usage ${JSON.stringify(usage)}`);
+  const comp = await client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 12, temperature: 0 });
+  const full = comp.choices[0].text;
+  check('openai_completion', comp.object === 'text_completion' && full.length > 0, JSON.stringify(comp).slice(0, 200));
+  // a stop string from the middle of the text: the reply ends right before it
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 2);
+  const cut = full.slice(0, full.indexOf(stop));
+  const st = await client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 12, temperature: 0, stop: [stop] });
+  check('openai_stop', st.choices[0].text === cut && st.choices[0].finish_reason === 'stop', `${JSON.stringify(st.choices[0].text)} vs ${JSON.stringify(cut)} (stop ${JSON.stringify(stop)})`);
+  let s2 = '';
+  for await (const c of await client.completions.create({ model: 'm', prompt: 'Once upon a time', max_tokens: 12, temperature: 0, stop, stream: true }))
+    s2 += c.choices.map((x) => x.text).join('');
+  check('openai_stop_stream', s2 === cut, `${JSON.stringify(s2)} vs ${JSON.stringify(cut)}`);
+  for (const [name, f, status] of [
+    ['openai_error_400', () => client.chat.completions.create({ model: 'm', messages: [], max_tokens: 4 }), 400],
+    ['openai_error_400_type', () => client.completions.create({ model: 'm', prompt: 'x', temperature: 'hot' }), 400],
+    ['openai_error_404', () => client.get('/nothing-here'), 404],
+  ]) {
+    let got = null;
+    try { await f(); } catch (e) { got = e; }
+    check(name, got && got.status === status && got.error && typeof got.error.message === 'string', got ? `${got.status} ${got.message}` : 'no error');
+  }
+  const models = await client.models.list();
+  check('openai_models', models.data.length === 1 && typeof models.data[0].id === 'string', JSON.stringify(models));
+}
+
+try {
+  if (mode === 'load') await load();
+  else if (mode === 'openai') await openai();
+  else throw new Error('mode: load | openai');
+} catch (e) {
+  failed++;
+  console.log(`FAIL ${mode}: ${e.stack || e}`);
+}
+process.exit(failed ? 1 : 0);

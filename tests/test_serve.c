@@ -1,0 +1,468 @@
+/* test_serve.c — `edge0-infer serve` as users' clients see it: started on a free loopback port
+ * (--port 0, the port read from its stderr) with synth models made into build/test-serve, driven
+ * with curl and with node (tests/serve_client.mjs: a load test with fetch, and the official
+ * `openai` npm package installed at test time into build/test-serve/npm — skipped, never passed,
+ * when the registry cannot be reached). Checks: every endpoint, chat and completions streamed and
+ * not, stop strings, usage and cached tokens, /metrics against the requests made, every error
+ * status (400 401 404 405 413 429 503; 500 is not provoked), greedy ids equal to `run`'s alone and
+ * among 15 concurrent requests, client disconnects freeing slots, SIGTERM exiting 0. */
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "t.h"
+
+/* Paths are at most PATH_MAX but in practice short; commands are built with snprintf into buffers
+ * far larger than any real path, so a truncation (which would only make a check fail) is not a
+ * concern here. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+static char bin[PATH_MAX], dir[PATH_MAX], model[PATH_MAX], slow[PATH_MAX], root[PATH_MAX];
+static char url[128];
+static pid_t server;
+
+typedef struct srv {
+    pid_t pid;
+    char url[128];
+} srv;
+
+/* Start serve with args; its stderr goes to dir/NAME.log. 0 when it listens. */
+static int start(srv *s, const char *name, const char *args) {
+    char log[PATH_MAX + 64], cmd[8192];
+    snprintf(log, sizeof log, "%s/%s.log", dir, name);
+    snprintf(cmd, sizeof cmd, "exec %s serve --port 0 %s 2>%s", bin, args, log);
+    unlink(log);
+    s->pid = fork();
+    if (s->pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 600; i++) { /* up to 60 s */
+        FILE *f = fopen(log, "r");
+        char line[1024];
+        int port = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "listening on http://127.0.0.1:");
+            if (p) port = atoi(p + strlen("listening on http://127.0.0.1:"));
+        }
+        if (f) fclose(f);
+        if (port > 0) {
+            snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", port);
+            return 0;
+        }
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) return -1;
+        usleep(100000);
+    }
+    return -1;
+}
+
+/* SIGTERM and wait: the exit status (-1 when it did not exit by itself within 20 s). */
+static int stop(srv *s) {
+    kill(s->pid, SIGTERM);
+    for (int i = 0; i < 200; i++) {
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        usleep(100000);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    return -1;
+}
+
+/* One request with curl: the HTTP status, the body into out (cap bytes). extra: more curl flags. */
+static int http_x(const char *base, const char *method, const char *path, const char *body, const char *extra, char *out,
+                  size_t cap) {
+    static int seq;
+    char bf[PATH_MAX + 32], of[PATH_MAX + 32], cmd[PATH_MAX * 3];
+    snprintf(bf, sizeof bf, "%s/body%d", dir, seq);
+    snprintf(of, sizeof of, "%s/out%d", dir, seq++);
+    if (body) {
+        FILE *f = fopen(bf, "w");
+        if (!f) return -1;
+        fputs(body, f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "curl -s -N -o %s -w '%%{http_code}' -X %s %s %s%s%s '%s%s'", of, method, extra ? extra : "",
+             body ? "--data-binary @" : "", body ? bf : "", body ? " -H 'Content-Type: application/json'" : "", base, path);
+    char code[16] = "";
+    t_sh(cmd, code, sizeof code);
+    if (out) {
+        FILE *f = fopen(of, "r");
+        size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+        out[n] = 0;
+        if (f) fclose(f);
+    }
+    unlink(bf);
+    unlink(of);
+    return atoi(code);
+}
+static int http(const char *method, const char *path, const char *body, char *out, size_t cap) {
+    return http_x(url, method, path, body, NULL, out, cap);
+}
+
+static char buf[1 << 20];
+
+/* A metric's value from /metrics (-1 when absent). */
+static double metric(const char *base, const char *name) {
+    static char m[1 << 16];
+    if (http_x(base, "GET", "/metrics", NULL, NULL, m, sizeof m) != 200) return -1;
+    char key[256];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(m, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+/* "1 2 3" from `run --print-ids` vs a JSON array of ids. */
+static int ids_equal(const char *run_out, const json_t *arr) {
+    const char *p = run_out;
+    size_t i = 0;
+    for (;; i++) {
+        while (*p == ' ' || *p == '\n') p++;
+        if (!*p) break;
+        if (i >= json_array_size(arr) || json_integer_value(json_array_get(arr, i)) != strtol(p, (char **)&p, 10)) return 0;
+    }
+    return i == json_array_size(arr) && i > 0;
+}
+
+static json_t *choice0(const char *body) {
+    json_t *j = json_loads(body, 0, NULL);
+    json_t *c = json_incref(json_array_get(json_object_get(j, "choices"), 0));
+    json_decref(j);
+    return c;
+}
+
+static void test_endpoints(void) {
+    CHECK(http("GET", "/health", NULL, buf, sizeof buf) == 200 && strstr(buf, "\"ok\""));
+    CHECK(http("GET", "/v1/models", NULL, buf, sizeof buf) == 200 && strstr(buf, "\"chat.gguf\""));
+    CHECK(http("POST", "/tokenize", "{\"content\":\"Hello world\"}", buf, sizeof buf) == 200);
+    json_t *t = json_loads(buf, 0, NULL);
+    json_t *toks = json_object_get(t, "tokens");
+    CHECKF(json_array_size(toks) > 0, "%s", buf);
+    json_t *req = json_pack("{s:O}", "tokens", toks);
+    char *d = json_dumps(req, 0);
+    json_decref(req);
+    CHECK(d && http("POST", "/detokenize", d, buf, sizeof buf) == 200 && strstr(buf, "\"Hello world\""));
+    free(d);
+    json_decref(t);
+}
+
+/* Greedy ids equal `run`'s for the same prompt: chat (template) and completions (token ids). */
+static void test_greedy_equals_cli(void) {
+    char cmd[PATH_MAX * 2], ref[4096];
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p Hello --temp 0 -n 16 --print-ids -t 1 -c 1024 2>/dev/null", bin, model);
+    CHECK(t_sh(cmd, ref, sizeof ref) == 0);
+    CHECK(http("POST", "/v1/chat/completions",
+               "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,"
+               "\"return_tokens\":true}",
+               buf, sizeof buf) == 200);
+    json_t *c = choice0(buf);
+    CHECKF(ids_equal(ref, json_object_get(c, "tokens")), "run: %s server: %s", ref, buf);
+    json_decref(c);
+    snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 5,17,42,99,7 --temp 0 -n 16 --print-ids -t 1 -c 1024 2>/dev/null", bin, model);
+    CHECK(t_sh(cmd, ref, sizeof ref) == 0);
+    const char *req = "{\"prompt\":[5,17,42,99,7],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true}";
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    c = choice0(buf);
+    CHECKF(ids_equal(ref, json_object_get(c, "tokens")), "run: %s server: %s", ref, buf);
+    json_decref(c);
+
+    /* the same request among 15 concurrent others (different prompts, some sampled, some streamed) */
+    char script[16384];
+    int o = snprintf(script, sizeof script, "cd %s && ", dir);
+    for (int i = 0; i < 15; i++)
+        o += snprintf(script + o, sizeof script - o,
+                      "curl -s -o other%d -d '{\"prompt\":[%d,%d,3],\"max_tokens\":%d,\"temperature\":%s,\"stream\":%s,\"ignore_eos\":true}' "
+                      "%s/v1/completions & ",
+                      i, 10 + i, 20 + 3 * i, 8 + 4 * i, i % 3 ? "0" : "0.9", i % 2 ? "true" : "false", url);
+    o += snprintf(script + o, sizeof script - o,
+                  "curl -s -o target -d '%s' %s/v1/completions & wait; cat target", req, url);
+    CHECK(t_sh(script, buf, sizeof buf) == 0);
+    c = choice0(buf);
+    CHECKF(ids_equal(ref, json_object_get(c, "tokens")), "run: %s server among 15: %s", ref, buf);
+    json_decref(c);
+}
+
+/* Stop strings: cut before the first occurrence, never sent, also across stream chunks. */
+static void test_stop(void) {
+    const char *base = "{\"prompt\":\"Once upon a time\",\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true";
+    char req[1024];
+    snprintf(req, sizeof req, "%s}", base);
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    json_t *c = choice0(buf);
+    const char *full = json_string_value(json_object_get(c, "text"));
+    size_t n = full ? strlen(full) : 0;
+    CHECKF(n > 8, "%s", buf);
+    if (n <= 8) return json_decref(c);
+    /* a 3-byte stop string from the middle (ASCII only, so the JSON below stays simple) */
+    size_t at = n / 2;
+    while (at + 3 < n && ((unsigned char)full[at] >= 0x80 || (unsigned char)full[at + 1] >= 0x80 ||
+                          (unsigned char)full[at + 2] >= 0x80 || strchr("\"\\", full[at]) || strchr("\"\\", full[at + 1]) ||
+                          strchr("\"\\", full[at + 2]) || full[at] < 32 || full[at + 1] < 32 || full[at + 2] < 32))
+        at++;
+    char stop[4] = {full[at], full[at + 1], full[at + 2], 0};
+    size_t cut = (size_t)(strstr(full, stop) - full);
+    snprintf(req, sizeof req, "%s,\"stop\":[\"zzzz\",\"%s\"]}", base, stop);
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    json_t *s = choice0(buf);
+    const char *st = json_string_value(json_object_get(s, "text"));
+    CHECKF(st && strlen(st) == cut && !strncmp(st, full, cut), "stop '%s': %s (full %s)", stop, buf, full);
+    CHECK(!strcmp(json_string_value(json_object_get(s, "finish_reason")) ? json_string_value(json_object_get(s, "finish_reason")) : "", "stop"));
+    json_decref(s);
+    /* streamed: the deltas put together */
+    snprintf(req, sizeof req, "%s,\"stop\":\"%s\",\"stream\":true}", base, stop);
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    char joined[4096] = "";
+    int done = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strcmp(line, "data: [DONE]")) done++;
+        else if (!strncmp(line, "data: ", 6)) {
+            json_t *ch = choice0(line + 6);
+            const char *t = json_string_value(json_object_get(ch, "text"));
+            if (t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t);
+            json_decref(ch);
+        }
+    }
+    CHECKF(done == 1 && strlen(joined) == cut && !strncmp(joined, full, cut), "streamed '%s' vs %.*s", joined, (int)cut, full);
+    json_decref(c);
+}
+
+/* usage: prompt, completion and cached tokens; the second identical prompt reuses the cache. */
+static void test_usage_and_cache(void) {
+    const char *req = "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"What is a cache?\"}],"
+                      "\"max_tokens\":5,\"temperature\":0}";
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    json_t *a = json_loads(buf, 0, NULL);
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    json_t *b = json_loads(buf, 0, NULL);
+    json_t *ua = json_object_get(a, "usage"), *ub = json_object_get(b, "usage");
+    json_int_t pa = json_integer_value(json_object_get(ua, "prompt_tokens"));
+    json_int_t cb = json_integer_value(json_object_get(json_object_get(ub, "prompt_tokens_details"), "cached_tokens"));
+    CHECKF(pa > 10 && json_integer_value(json_object_get(ua, "completion_tokens")) == 5 &&
+               json_integer_value(json_object_get(ua, "total_tokens")) == pa + 5,
+           "%s", buf);
+    CHECKF(cb == pa - 1, "second request: cached %lld of %lld", (long long)cb, (long long)pa);
+    char *ta = json_dumps(json_object_get(json_array_get(json_object_get(a, "choices"), 0), "message"), JSON_SORT_KEYS);
+    char *tb = json_dumps(json_object_get(json_array_get(json_object_get(b, "choices"), 0), "message"), JSON_SORT_KEYS);
+    CHECKF(ta && tb && !strcmp(ta, tb), "cached prefix changed the reply: %s vs %s", ta, tb);
+    free(ta), free(tb);
+    json_decref(a), json_decref(b);
+    /* logprobs: the chosen token first among its alternatives under greedy */
+    CHECK(http("POST", "/v1/chat/completions",
+               "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3,\"temperature\":0,\"logprobs\":true,\"top_logprobs\":3}",
+               buf, sizeof buf) == 200);
+    json_t *c = choice0(buf);
+    json_t *lc = json_object_get(json_object_get(c, "logprobs"), "content");
+    CHECKF(json_array_size(lc) == 3, "%s", buf);
+    json_t *e0 = json_array_get(lc, 0), *top = json_object_get(e0, "top_logprobs");
+    CHECK(json_array_size(top) == 3 && json_real_value(json_object_get(e0, "logprob")) <= 0 &&
+          json_real_value(json_object_get(json_array_get(top, 0), "logprob")) == json_real_value(json_object_get(e0, "logprob")));
+    json_decref(c);
+}
+
+static void test_errors(void) {
+    static const struct {
+        const char *path, *body;
+        int status;
+    } cases[] = {
+        {"/v1/chat/completions", "{bad json", 400},
+        {"/v1/chat/completions", "[1,2]", 400},
+        {"/v1/chat/completions", "{\"messages\":\"hi\"}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e400}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":99999999999999999999999}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", 400},
+        {"/v1/completions", "{\"prompt\":[1,2,999999]}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"stop\":[1]}", 400},
+        {"/v1/completions", "{}", 400},
+        {"/detokenize", "{\"tokens\":[-1]}", 400},
+        {"/nothing", "{}", 404},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int st = http("POST", cases[i].path, cases[i].body, buf, sizeof buf);
+        json_t *j = json_loads(buf, 0, NULL), *e = json_object_get(j, "error");
+        CHECKF(st == cases[i].status && json_is_string(json_object_get(e, "message")) &&
+                   json_is_string(json_object_get(e, "type")) && json_integer_value(json_object_get(e, "code")) == st,
+               "%s %s: %d %s", cases[i].path, cases[i].body, st, buf);
+        json_decref(j);
+    }
+    CHECK(http("GET", "/v1/chat/completions", NULL, buf, sizeof buf) == 405);
+    CHECK(http("DELETE", "/health", NULL, buf, sizeof buf) == 405);
+    /* a prompt longer than a slot's context (1024 tokens) */
+    static char big[200000];
+    int o = snprintf(big, sizeof big, "{\"prompt\":[");
+    for (int i = 0; i < 1100; i++) o += snprintf(big + o, sizeof big - o, "%s%d", i ? "," : "", 5 + i % 100);
+    snprintf(big + o, sizeof big - o, "]}");
+    CHECK(http("POST", "/v1/completions", big, buf, sizeof buf) == 400 && strstr(buf, "context"));
+    /* a body over --max-body (64 KiB), with and without Content-Length */
+    memset(big, ' ', 100000);
+    big[0] = '{', big[99998] = '}', big[99999] = 0;
+    CHECK(http("POST", "/v1/completions", big, buf, sizeof buf) == 413);
+    CHECK(http_x(url, "POST", "/v1/completions", big, "-H 'Transfer-Encoding: chunked'", buf, sizeof buf) == 413);
+    /* an oversize header (curl reads it from a file) */
+    char hf[PATH_MAX + 16], hdr[PATH_MAX + 32];
+    snprintf(hf, sizeof hf, "%s/bighdr", dir);
+    FILE *f = fopen(hf, "w");
+    if (f) {
+        fputs("X-Big: ", f);
+        for (int i = 0; i < 80000; i++) fputc('a', f);
+        fputc('\n', f);
+        fclose(f);
+    }
+    snprintf(hdr, sizeof hdr, "-H @%s", hf);
+    int st = http_x(url, "GET", "/health", NULL, hdr, buf, sizeof buf);
+    CHECKF(st >= 400 && st < 500, "oversize header: %d", st);
+    /* the server is still fine */
+    CHECK(http("GET", "/health", NULL, buf, sizeof buf) == 200);
+}
+
+/* /metrics follows the requests made. */
+static void test_metrics(void) {
+    double ok0 = -1, comp0 = metric(url, "edge0_completion_tokens_total");
+    static char m[1 << 16];
+    http("GET", "/metrics", NULL, m, sizeof m);
+    const char *p = strstr(m, "edge0_requests_total{code=\"200\"} ");
+    ok0 = p ? atof(p + strlen("edge0_requests_total{code=\"200\"} ")) : -1;
+    const char *p4 = strstr(m, "edge0_requests_total{code=\"400\"} ");
+    double bad0 = p4 ? atof(p4 + strlen("edge0_requests_total{code=\"400\"} ")) : 0;
+    int total = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK(http("POST", "/v1/completions", "{\"prompt\":\"Hi there\",\"max_tokens\":7,\"temperature\":0,\"ignore_eos\":true}", buf,
+                   sizeof buf) == 200);
+        json_t *j = json_loads(buf, 0, NULL);
+        total += (int)json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
+        json_decref(j);
+    }
+    CHECK(http("POST", "/v1/completions", "{", buf, sizeof buf) == 400);
+    http("GET", "/metrics", NULL, m, sizeof m);
+    p = strstr(m, "edge0_requests_total{code=\"200\"} ");
+    double ok1 = p ? atof(p + strlen("edge0_requests_total{code=\"200\"} ")) : -1;
+    p4 = strstr(m, "edge0_requests_total{code=\"400\"} ");
+    double bad1 = p4 ? atof(p4 + strlen("edge0_requests_total{code=\"400\"} ")) : 0;
+    /* 3 completions + the first /metrics itself (counted after it was built) + the one metric() call */
+    CHECKF(ok1 - ok0 == 4, "200s: %g -> %g", ok0, ok1);
+    CHECKF(bad1 - bad0 == 1, "400s: %g -> %g", bad0, bad1);
+    CHECKF(metric(url, "edge0_completion_tokens_total") - comp0 == total && total == 21, "completion tokens %d", total);
+    CHECK(metric(url, "edge0_active_sequences") == 0 && metric(url, "edge0_queue_depth") == 0 &&
+          metric(url, "edge0_kv_cells_used") == 0 && metric(url, "edge0_slots") == 4);
+}
+
+/* The official openai package against the server (installed into build/test-serve/npm). */
+static void test_openai_npm(void) {
+    char cmd[PATH_MAX * 3], out[16384];
+    snprintf(cmd, sizeof cmd,
+             "test -f %s/npm/node_modules/openai/index.mjs || timeout 120 npm install --prefix %s/npm --no-audit --no-fund "
+             "--fetch-retries=1 --fetch-timeout=30000 openai@4.104.0 >%s/npm.log 2>&1",
+             dir, dir, dir);
+    if (t_sh("command -v node >/dev/null && command -v npm >/dev/null", NULL, 0) != 0) SKIP("node/npm not installed");
+    if (t_sh(cmd, NULL, 0) != 0) SKIP("npm install openai failed (registry unreachable? see %s/npm.log)", dir);
+    snprintf(cmd, sizeof cmd, "node %s/tests/serve_client.mjs openai %s %s/npm 2>&1", root, url, dir);
+    int rc = t_sh(cmd, out, sizeof out);
+    CHECKF(rc == 0 && !strstr(out, "FAIL"), "%s", out);
+    CHECKF(strstr(out, "ok openai_stop_stream"), "%s", out);
+}
+
+/* 16 concurrent streaming clients, 64 requests, 8 disconnecting mid-stream: all slots free after. */
+static void test_load(void) {
+    if (t_sh("command -v node >/dev/null", NULL, 0) != 0) SKIP("node not installed");
+    char cmd[PATH_MAX * 2], out[16384];
+    snprintf(cmd, sizeof cmd, "node %s/tests/serve_client.mjs load %s 2>&1", root, url);
+    int rc = t_sh(cmd, out, sizeof out);
+    CHECKF(rc == 0 && !strstr(out, "FAIL") && strstr(out, "ok load_streams_equal_alone"), "%s", out);
+    for (int i = 0; i < 50 && metric(url, "edge0_active_sequences") != 0; i++) usleep(100000);
+    CHECK(metric(url, "edge0_active_sequences") == 0 && metric(url, "edge0_queue_depth") == 0 &&
+          metric(url, "edge0_kv_cells_used") == 0);
+    CHECK(http("GET", "/health", NULL, buf, sizeof buf) == 200);
+}
+
+/* A slower model, one slot: 429 beyond --max-queue, 503 after --timeout, a disconnect frees the
+ * slot, 401 without the key; SIGTERM while a request runs: exits 0. */
+static void test_limits(void) {
+    srv s;
+    char args[PATH_MAX + 256];
+    snprintf(args, sizeof args, "-m %s -np 1 -c 4096 -t 1 --max-queue 1 --timeout 2 --api-key sekret", slow);
+    CHECK(start(&s, "slow", args) == 0);
+    const char *auth = "-H 'Authorization: Bearer sekret'";
+    CHECK(http_x(s.url, "GET", "/v1/models", NULL, NULL, buf, sizeof buf) == 401);
+    CHECK(http_x(s.url, "GET", "/v1/models", NULL, "-H 'Authorization: Bearer wrong'", buf, sizeof buf) == 401);
+    CHECK(http_x(s.url, "GET", "/health", NULL, NULL, buf, sizeof buf) == 200);
+    CHECK(http_x(s.url, "GET", "/v1/models", NULL, auth, buf, sizeof buf) == 200);
+    /* a long request (runs into the 2 s limit), a queued one, and one too many */
+    char script[4096];
+    const char *longreq = "{\"prompt\":[5,6,7],\"max_tokens\":4000,\"ignore_eos\":true,\"temperature\":0}";
+    snprintf(script, sizeof script,
+             "cd %s && (curl -s -o l1 -w '%%{http_code}' %s -d '%s' %s/v1/completions > c1 &) ; sleep 0.5; "
+             "(curl -s -o l2 -w '%%{http_code}' %s -d '%s' %s/v1/completions > c2 &); sleep 0.3; "
+             "curl -s -o l3 -w '%%{http_code}' %s -d '%s' %s/v1/completions; sleep 5; echo; cat c1; echo; cat c2",
+             dir, auth, longreq, s.url, auth, longreq, s.url, auth, longreq, s.url);
+    char out[256] = "";
+    t_sh(script, out, sizeof out);
+    CHECKF(!strncmp(out, "429\n503\n", 8), "third / first / second: %s", out); /* the second is queued then times out: 503 too */
+    /* a client that goes away mid-request frees the slot */
+    snprintf(script, sizeof script, "curl -s -m 0.7 %s -d '%s' %s/v1/completions >/dev/null", auth, longreq, s.url);
+    t_sh(script, NULL, 0);
+    usleep(500000);
+    static char m[1 << 16];
+    http_x(s.url, "GET", "/metrics", NULL, auth, m, sizeof m);
+    CHECKF(strstr(m, "\nedge0_active_sequences 0\n") && strstr(m, "\nedge0_sequences_cancelled_total 1\n"), "%s", m);
+    /* SIGTERM during a request: exit 0 */
+    snprintf(script, sizeof script, "(curl -s -m 10 %s -d '%s' %s/v1/completions >/dev/null &); sleep 0.5", auth, longreq, s.url);
+    t_sh(script, NULL, 0);
+    CHECK(stop(&s) == 0);
+}
+
+static void test_refuses_public_without_key(void) {
+    char cmd[PATH_MAX * 2], out[1024];
+    snprintf(cmd, sizeof cmd, "%s serve -m %s --host 0.0.0.0 --port 0 2>&1", bin, model);
+    CHECKF(t_sh(cmd, out, sizeof out) == 1 && strstr(out, "--api-key"), "%s", out);
+}
+
+int main(void) {
+    char build[PATH_MAX], shared[PATH_MAX];
+    if (!realpath(t_build(), build) || !realpath(t_shared(), shared) || !realpath(".", root)) {
+        printf("FAIL setup: no %s or %s\n", t_build(), t_shared());
+        return 1;
+    }
+    if (!t_need_shared("templates/Qwen-Qwen2.5-7B-Instruct.jinja", NULL)) return T_DONE();
+    snprintf(dir, sizeof dir, "%.900s/test-serve", build);
+    snprintf(bin, sizeof bin, "%.900s/bin/edge0-infer", build);
+    snprintf(model, sizeof model, "%.900s/chat.gguf", dir);
+    snprintf(slow, sizeof slow, "%.900s/slow.gguf", dir);
+    mkdir(dir, 0755);
+    static char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s synth --arch qwen3moe --out %s --seed 3 --chat-template-file %.900s/templates/Qwen-Qwen2.5-7B-Instruct.jinja >/dev/null"
+             " && %s synth --arch llama --out %s --seed 5 --n-layer 6 --n-embd 768 --n-ff 2048 --n-ctx 8192 >/dev/null",
+             bin, model, shared, bin, slow);
+    if (t_sh(cmd, NULL, 0) != 0) {
+        printf("FAIL setup: %s\n", cmd);
+        return 1;
+    }
+    srv s;
+    char args[PATH_MAX + 128];
+    snprintf(args, sizeof args, "-m %s -np 4 -c 4096 -t 1 --max-body 64KiB", model);
+    if (start(&s, "main", args) != 0) {
+        printf("FAIL setup: serve did not start (%s/main.log)\n", dir);
+        return 1;
+    }
+    server = s.pid;
+    snprintf(url, sizeof url, "%s", s.url);
+    RUN(test_endpoints);
+    RUN(test_greedy_equals_cli);
+    RUN(test_stop);
+    RUN(test_usage_and_cache);
+    RUN(test_errors);
+    RUN(test_metrics);
+    RUN(test_openai_npm);
+    RUN(test_load);
+    RUN(test_refuses_public_without_key);
+    t_begin("test_sigterm_exits_0");
+    CHECK(stop(&s) == 0);
+    t_end();
+    RUN(test_limits);
+    return T_DONE();
+}
