@@ -311,13 +311,22 @@ static void test_regex(void) {
         {"[\\r\\n]", "a\r\nb", "a|\r|\n|b"},
         {".", "ab", "a|b"},
         {"\\x41|\\u00e9", "A\xC3\xA9z", "A|\xC3\xA9|z"},
+        /* quantified groups: single-character ones (conjunctions of lookaheads and a class) loop */
+        {"((?=[\\p{L}])([^a-z]))+", "ABcD\xC3\xA9!", "AB|c|D\xC3\xA9|!"},
+        {"((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+", "HELLOworld ABCd", "HELLOworld| |ABCd"},
+        {"(?:(?![a-c])\\p{L})+", "xyaz", "xy|a|z"},
+        {"(a)+", "aab", "aa|b"},
+        /* bounded repeats of longer groups; ECMAScript leftmost alternative */
+        {"x(?:ab|a)?", "xabxax", "xab|xa|x"},
+        {"(?:ab){2,3}", "abababababx", "ababab|abab|x"},
+        {"(?:ab){2}", "abab ab", "abab| ab"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *got = split(cases[i].pat, cases[i].text);
         CHECKF(!strcmp(got, cases[i].want), "pattern %s on \"%s\": got \"%s\" want \"%s\"", cases[i].pat, cases[i].text,
                got, cases[i].want);
     }
-    const char *bad[] = {"(a)+", "\\p{Xx}", "\\p{Lu}", "[a-", "a{3,1}", "(?<=a)", "\\b", "a*?", "(ab", "ab)", "*a", "[z-a]"};
+    const char *bad[] = {"(ab)+", "(?:a|b)*", "(?=a)+", "\\p{Xx}", "\\p{Lu}", "[a-", "a{3,1}", "(?<=a)", "\\b", "a*?", "(ab", "ab)", "*a", "[z-a]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         e0_err e = {{0}};
         e0_regex *r = e0_regex_compile(bad[i], &e);
