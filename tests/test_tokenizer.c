@@ -311,13 +311,22 @@ static void test_regex(void) {
         {"[\\r\\n]", "a\r\nb", "a|\r|\n|b"},
         {".", "ab", "a|b"},
         {"\\x41|\\u00e9", "A\xC3\xA9z", "A|\xC3\xA9|z"},
+        /* quantified groups: single-character ones (conjunctions of lookaheads and a class) loop */
+        {"((?=[\\p{L}])([^a-z]))+", "ABcD\xC3\xA9!", "AB|c|D\xC3\xA9|!"},
+        {"((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+", "HELLOworld ABCd", "HELLOworld| |ABCd"},
+        {"(?:(?![a-c])\\p{L})+", "xyaz", "xy|a|z"},
+        {"(a)+", "aab", "aa|b"},
+        /* bounded repeats of longer groups; ECMAScript leftmost alternative */
+        {"x(?:ab|a)?", "xabxax", "xab|xa|x"},
+        {"(?:ab){2,3}", "abababababx", "ababab|abab|x"},
+        {"(?:ab){2}", "abab ab", "abab| ab"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *got = split(cases[i].pat, cases[i].text);
         CHECKF(!strcmp(got, cases[i].want), "pattern %s on \"%s\": got \"%s\" want \"%s\"", cases[i].pat, cases[i].text,
                got, cases[i].want);
     }
-    const char *bad[] = {"(a)+", "\\p{Xx}", "\\p{Lu}", "[a-", "a{3,1}", "(?<=a)", "\\b", "a*?", "(ab", "ab)", "*a", "[z-a]"};
+    const char *bad[] = {"(ab)+", "(?:a|b)*", "(?=a)+", "\\p{Xx}", "\\p{Lu}", "[a-", "a{3,1}", "(?<=a)", "\\b", "a*?", "(ab", "ab)", "*a", "[z-a]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         e0_err e = {{0}};
         e0_regex *r = e0_regex_compile(bad[i], &e);
@@ -348,6 +357,16 @@ static void test_pretokenizers(void) {
         {"deepseek-llm", "ab, cd  ", "ab|,| cd|  "},
         {"deepseek-llm", "x\xe3\x80\x80!", "x|\xe3\x80\x80!"},
         {"deepseek-llm", "\xe1\xbf\x93\xe2\x84\xaa" "1", "\xe1\xbf\x93\xe2\x84\xaa|1"}, /* U+1FD3 U+212A are in the class */
+        {"gpt-4o", "HTTPServer isn't 12345", "HTTPServer| isn't| |123|45"},
+        /* llama.cpp's o200k: a non-ASCII letter is both "upper" and "lower", so "ÉCOLE" splits after É */
+        {"llama4", "\xc3\x89" "COLE \xc3\xa9" "cole", "\xc3\x89|COLE| \xc3\xa9" "cole"},
+        {"tekken", "HTTPServer isn't", "HTTPServer| isn|'t"},
+        {"kimi-k2", "ab\xe4\xb8\xad\xe6\x96\x87" "cd 12345", "ab|\xe4\xb8\xad\xe6\x96\x87|" "cd| |123|45"},
+        {"qwen35", "Cafe\xcc\x81 12", "Cafe\xcc\x81| |1|2"},
+        {"qwen2", "Cafe\xcc\x81 12", "Cafe|\xcc\x81| |1|2"},
+        {"deepseek-v3", "ab,cd 12345 \xe4\xb8\xad\xe6\x96\x87", "ab|,cd| |123|45| |\xe4\xb8\xad\xe6\x96\x87"},
+        {"seed-coder", "a\r\n!!\n", "a|\r\n|!!|\n"},
+        {"gemma4", "a b\n\nc", "a b|\n\n|c"},
     };
     const char *words[] = {"a"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -381,7 +400,8 @@ static void test_pretokenizers(void) {
 /* Long whitespace runs that a naive backtracker handles in quadratic time (deepseek-llm's \\s+$
  * against 100k spaces not at the end): must stay linear. */
 static void test_pretokenizer_long_runs(void) {
-    const char *pres[] = {"deepseek-llm", "llama3", "gpt-2", "qwen2", "default", "falcon"};
+    const char *pres[] = {"deepseek-llm", "llama3", "gpt-2", "qwen2", "default", "falcon", "gpt-4o", "tekken", "kimi-k2",
+                          "qwen35", "deepseek-v3", "gemma4"};
     const char *words[] = {"a"};
     size_t n = 100000;
     char *text = malloc(n + 2);

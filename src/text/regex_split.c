@@ -1,5 +1,12 @@
 /* regex_split.c — compile a split pattern into a small tree and match it by backtracking over
- * code points; split chunks the way llama.cpp's unicode_regex_split_stl does. */
+ * code points; split chunks the way llama.cpp's unicode_regex_split_stl does.
+ *
+ * Quantified groups: a group that can only ever match one code point — lookaheads on that same
+ * code point followed by one single-character atom, e.g. ((?=[\p{L}])([^a-z])) of the o200k and
+ * tekken patterns — is compiled into a single-character node whose test is the conjunction of
+ * those classes ("terms"), so X* over it is an iterative loop like [..]*. Any other group may
+ * carry a bounded quantifier (?, {n,m}), matched by recursion (depth <= m); an unbounded one is
+ * a compile error. */
 #include "text/regex_split.h"
 
 #include <stdlib.h>
@@ -26,12 +33,20 @@ typedef struct rx_class {
 
 enum node_kind { ND_CLASS, ND_GROUP, ND_LOOK, ND_START, ND_END };
 struct rx_alt;
+/* One test of a single-character node made from a group: the code point must match cls
+ * (negated: must not). */
+typedef struct rx_term {
+    const rx_class *cls;
+    int negated;
+} rx_term;
 typedef struct rx_node {
     int kind;
-    int min, max;        /* ND_CLASS repetition; max < 0 means unbounded */
-    int loop_id;         /* ND_CLASS with max < 0: index of its memo slot */
-    rx_class cls;        /* ND_CLASS */
-    struct rx_alt *alt;  /* ND_GROUP, ND_LOOK */
+    int min, max;        /* ND_CLASS / ND_GROUP repetition; max < 0 means unbounded (ND_CLASS only) */
+    int loop_id;         /* ND_CLASS with max < 0: index of its memo slot; -1 = no memo */
+    rx_class cls;        /* ND_CLASS (unused when n_terms > 0) */
+    rx_term *terms;      /* ND_CLASS made from a group: all must hold (they point into alt) */
+    int n_terms;
+    struct rx_alt *alt;  /* ND_GROUP, ND_LOOK; a group turned into an ND_CLASS keeps it (owner) */
     int look_negated;    /* ND_LOOK */
 } rx_node;
 
@@ -57,6 +72,7 @@ typedef struct parser {
     size_t n, i;
     int icase;
     int depth;
+    int in_rep;  /* inside a repeated group: loops there get no memo */
     int n_loops;
     e0_err *e;
     const char *src;
@@ -271,6 +287,89 @@ static int parse_quant(parser *ps, rx_node *nd) {
 
 static int is_quant(uint32_t c) { return c == '*' || c == '+' || c == '?' || c == '{'; }
 
+static void set_loop_id(parser *ps, rx_node *nd) {
+    nd->loop_id = nd->max < 0 && !ps->in_rep ? ps->n_loops++ : -1;
+}
+
+/* ps->i is just inside a group's '(' (after any "?:"): whether a quantifier follows its ')'.
+ * Skips escapes and classes; an unbalanced pattern answers 0 (the parser reports it). */
+static int group_is_quantified(const parser *ps) {
+    int depth = 1, in_class = 0;
+    for (size_t i = ps->i; i < ps->n; i++) {
+        uint32_t c = ps->p[i];
+        if (c == '\\') {
+            i++;
+            continue;
+        }
+        if (in_class) {
+            if (c == ']') in_class = 0;
+            continue;
+        }
+        if (c == '[') {
+            in_class = 1;
+            if (i + 1 < ps->n && ps->p[i + 1] == '^') i++;
+            if (i + 1 < ps->n && ps->p[i + 1] == ']') i++; /* a leading ']' is literal */
+        } else if (c == '(') {
+            depth++;
+        } else if (c == ')' && --depth == 0) {
+            return i + 1 < ps->n && is_quant(ps->p[i + 1]);
+        }
+    }
+    return 0;
+}
+
+/* The terms of a single-character alternative list (see the file comment), appended to
+ * t[*n..cap); returns 1 if a is one, 0 if not. */
+static int single_char_terms(const rx_alt *a, rx_term *t, int *n, int cap) {
+    if (a->n != 1) return 0;
+    const rx_seq *s = &a->seqs[0];
+    int have_char = 0;
+    for (int i = 0; i < s->n; i++) {
+        const rx_node *nd = &s->nodes[i];
+        if (have_char) return 0; /* nothing may follow the character */
+        if (nd->kind == ND_LOOK) {
+            int n0 = *n;
+            if (!single_char_terms(nd->alt, t, n, cap)) return 0;
+            if (nd->look_negated) { /* not(all of them): expressible only for one term */
+                if (*n - n0 != 1) return 0;
+                t[n0].negated = !t[n0].negated;
+            }
+        } else if (nd->kind == ND_CLASS && nd->min == 1 && nd->max == 1) {
+            if (nd->n_terms) {
+                if (*n + nd->n_terms > cap) return 0;
+                for (int k = 0; k < nd->n_terms; k++) t[(*n)++] = nd->terms[k];
+            } else {
+                if (*n >= cap) return 0;
+                t[(*n)++] = (rx_term){&nd->cls, 0};
+            }
+            have_char = 1;
+        } else if (nd->kind == ND_GROUP && nd->min == 1 && nd->max == 1) {
+            if (!single_char_terms(nd->alt, t, n, cap)) return 0;
+            have_char = 1;
+        } else {
+            return 0;
+        }
+    }
+    return have_char;
+}
+
+#define MAX_TERMS 8
+
+/* A quantified group that matches exactly one code point becomes an ND_CLASS loop over its
+ * terms (keeping the subtree they point into). Others stay ND_GROUP. */
+static int group_to_class(parser *ps, rx_node *nd) {
+    rx_term t[MAX_TERMS];
+    int n = 0;
+    if (!single_char_terms(nd->alt, t, &n, MAX_TERMS)) return 0;
+    nd->terms = malloc((size_t)n * sizeof *nd->terms);
+    if (!nd->terms) return perr(ps, "out of memory");
+    memcpy(nd->terms, t, (size_t)n * sizeof *t);
+    nd->n_terms = n;
+    nd->kind = ND_CLASS;
+    set_loop_id(ps, nd);
+    return 0;
+}
+
 static int parse_seq(parser *ps, rx_seq *seq) {
     uint32_t c;
     while (peek(ps, 0, &c) && c != '|' && c != ')') {
@@ -300,13 +399,24 @@ static int parse_seq(parser *ps, rx_seq *seq) {
                 }
             }
             if (++ps->depth > MAX_DEPTH) return perr(ps, "groups nested too deeply");
+            /* A group followed by a quantifier is parsed as repeated (its inner loops get no
+             * memo); look ahead for the quantifier by finding the matching ')'. */
+            int rep = nd->kind == ND_GROUP && group_is_quantified(ps);
+            ps->in_rep += rep;
             nd->alt = parse_alt(ps);
+            ps->in_rep -= rep;
             ps->depth--;
             ps->icase = saved_icase;
             if (!nd->alt) return -1;
             if (!peek(ps, 0, &q) || q != ')') return perr(ps, "missing ')'");
             ps->i++;
-            if (peek(ps, 0, &q) && is_quant(q)) return perr(ps, "quantified groups are not supported");
+            if (peek(ps, 0, &q) && is_quant(q)) {
+                if (nd->kind == ND_LOOK) return perr(ps, "quantified lookahead");
+                if (parse_quant(ps, nd) < 0) return -1;
+                if (group_to_class(ps, nd) < 0) return -1;
+                if (nd->kind == ND_GROUP && nd->max < 0)
+                    return perr(ps, "unbounded quantifier on a group longer than one character");
+            }
             continue;
         }
         if (c == '^' || c == '$') {
@@ -331,7 +441,7 @@ static int parse_seq(parser *ps, rx_seq *seq) {
                 if (r == 2) {
                     if (cls_add(ps, &nd->cls, it) < 0) return -1;
                     if (parse_quant(ps, nd) < 0) return -1;
-                    if (nd->max < 0) nd->loop_id = ps->n_loops++;
+                    set_loop_id(ps, nd);
                     continue;
                 }
             } else if (c == ']' || c == '}') {
@@ -342,7 +452,7 @@ static int parse_seq(parser *ps, rx_seq *seq) {
             if (cls_add(ps, &nd->cls, it) < 0) return -1;
         }
         if (parse_quant(ps, nd) < 0) return -1;
-        if (nd->max < 0) nd->loop_id = ps->n_loops++;
+        set_loop_id(ps, nd);
     }
     return 0;
 }
@@ -382,6 +492,7 @@ static void free_alt(rx_alt *a) {
         rx_seq *s = &a->seqs[i];
         for (int j = 0; j < s->n; j++) {
             free(s->nodes[j].cls.items);
+            free(s->nodes[j].terms);
             free_alt(s->nodes[j].alt);
         }
         free(s->nodes);
@@ -481,31 +592,61 @@ static int class_match(const rx_class *cls, uint32_t c) {
     return cls->negated ? !m : m;
 }
 
+/* The code point test of a single-character node. */
+static int node_match(const rx_node *nd, uint32_t c) {
+    if (!nd->n_terms) return class_match(&nd->cls, c);
+    for (int i = 0; i < nd->n_terms; i++)
+        if (class_match(nd->terms[i].cls, c) == nd->terms[i].negated) return 0;
+    return 1;
+}
+
+/* What to match after a sequence ends: node idx of seq, then `up`. A repetition frame (rep set)
+ * resumes the repeated group node seq->nodes[idx] after `count` iterations, the last of which
+ * started at `start`. */
 typedef struct frame {
     const rx_seq *seq;
     int idx;
     const struct frame *up;
+    int rep, count;
+    size_t start;
 } frame;
 
 static long m_alt(mctx *m, const rx_alt *a, size_t pos, const frame *k);
+static long m_seq(mctx *m, const rx_seq *seq, int idx, size_t pos, const frame *k);
+
+/* Greedy repetition of the group node seq->nodes[idx] after `done` iterations (ECMAScript: an
+ * iteration beyond the minimum must not match the empty string). */
+static long m_rep(mctx *m, const rx_seq *seq, int idx, int done, size_t pos, const frame *k) {
+    const rx_node *nd = &seq->nodes[idx];
+    if (done < nd->max) {
+        frame f = {seq, idx, k, 1, done + 1, pos};
+        long r = m_alt(m, nd->alt, pos, &f);
+        if (r != -1) return r;
+    }
+    return done >= nd->min ? m_seq(m, seq, idx + 1, pos, k) : -1;
+}
 
 static long m_seq(mctx *m, const rx_seq *seq, int idx, size_t pos, const frame *k) {
     if (++m->steps > MAX_STEPS) return -2;
     if (idx == seq->n) {
         if (!k) return (long)pos;
+        if (k->rep) {
+            if (pos == k->start && k->count > k->seq->nodes[k->idx].min) return -1; /* empty iteration */
+            return m_rep(m, k->seq, k->idx, k->count, pos, k->up);
+        }
         return m_seq(m, k->seq, k->idx, pos, k->up);
     }
     const rx_node *nd = &seq->nodes[idx];
     switch (nd->kind) {
     case ND_CLASS: {
         /* Greedy: take as many as allowed, then give back one at a time. */
-        loop_memo *lm = nd->max < 0 && m->memo ? &m->memo[nd->loop_id] : NULL;
+        loop_memo *lm = nd->loop_id >= 0 && m->memo ? &m->memo[nd->loop_id] : NULL;
         size_t cnt = 0;
         if (lm && lm->valid && pos >= lm->run_lo && pos <= lm->run_hi) {
             cnt = lm->run_hi - pos;
         } else {
             size_t lim = nd->max < 0 ? m->n - pos : (size_t)nd->max;
-            while (cnt < lim && pos + cnt < m->n && class_match(&nd->cls, m->s[pos + cnt])) cnt++;
+            while (cnt < lim && pos + cnt < m->n && node_match(nd, m->s[pos + cnt])) cnt++;
             m->steps += cnt;
             if (lm) *lm = (loop_memo){true, pos, pos + cnt, pos + cnt + 1};
         }
@@ -523,7 +664,8 @@ static long m_seq(mctx *m, const rx_seq *seq, int idx, size_t pos, const frame *
         return -1;
     }
     case ND_GROUP: {
-        frame f = {seq, idx + 1, k};
+        if (nd->min != 1 || nd->max != 1) return m_rep(m, seq, idx, 0, pos, k);
+        frame f = {seq, idx + 1, k, 0, 0, 0};
         return m_alt(m, nd->alt, pos, &f);
     }
     case ND_LOOK: {

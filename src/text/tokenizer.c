@@ -202,9 +202,11 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
         e0_fail(e, "tokenizer: tokenizer.ggml.model is missing");
         return NULL;
     }
-    int model = !strcmp(d->model, "llama") ? E0_TOK_SPM : !strcmp(d->model, "gpt2") ? E0_TOK_BPE : 0;
+    /* "gemma4" is llama.cpp's SPM-style BPE: a BPE vocabulary whose pre-tokenizer is always gemma4. */
+    bool gemma4 = !strcmp(d->model, "gemma4");
+    int model = !strcmp(d->model, "llama") ? E0_TOK_SPM : !strcmp(d->model, "gpt2") || gemma4 ? E0_TOK_BPE : 0;
     if (!model) {
-        e0_fail(e, "tokenizer: unsupported tokenizer model '%s' (supported: llama, gpt2)", d->model);
+        e0_fail(e, "tokenizer: unsupported tokenizer model '%s' (supported: llama, gpt2, gemma4)", d->model);
         return NULL;
     }
     if (d->n_tokens == 0 || !d->tokens) {
@@ -232,7 +234,7 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
     }
     t->model = model;
     t->n = (uint32_t)d->n_tokens;
-    const char *pre = d->pre && *d->pre ? d->pre : "default";
+    const char *pre = gemma4 ? "gemma4" : d->pre && *d->pre ? d->pre : "default";
     t->pre_name = strdup(pre);
     t->score = tok_alloc(t, t->n * sizeof *t->score);
     t->attr = tok_alloc(t, t->n);
@@ -256,11 +258,12 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
     t->add_space_prefix = model == E0_TOK_SPM;
     t->add_bos = model == E0_TOK_SPM;
     t->add_eos = false;
+    if (gemma4) dbos = deos = -1; /* no default special ids */
     if (model == E0_TOK_BPE) {
-        if (!d->pre || !*d->pre) /* as llama.cpp: usable, but probably not what the model was trained with */
+        if (!gemma4 && (!d->pre || !*d->pre)) /* as llama.cpp: usable, but probably not what the model was trained with */
             fprintf(stderr, "edge0-infer: warning: BPE vocabulary without tokenizer.ggml.pre; using 'default'\n");
         if (tok_bpe_init(t, d, e) < 0) goto fail; /* sets add_bos/ignore_merges per pre */
-        if (!strcmp(pre, "chatglm-bpe") || !strcmp(pre, "glm4")) dbos = -1;
+        if (t->no_default_bos) dbos = -1;
     }
     if (check_id(t, d->bos, "BOS", dbos, &t->bos, e) < 0 || check_id(t, d->eos, "EOS", deos, &t->eos, e) < 0 ||
         check_id(t, d->unk, "UNK", dunk, &t->unk, e) < 0 || check_id(t, d->pad, "PAD", -1, &t->pad, e) < 0 ||
@@ -270,6 +273,7 @@ e0_tokenizer *e0_tokenizer_create(const e0_tokenizer_desc *d, e0_err *e) {
     if (d->add_space_prefix >= 0) t->add_space_prefix = d->add_space_prefix;
     if (d->add_bos >= 0) t->add_bos = d->add_bos;
     if (d->add_eos >= 0) t->add_eos = d->add_eos;
+    if (t->force_bos) t->add_bos = true; /* llama.cpp's Gemma 4 workaround */
     if (t->add_bos && t->bos < 0) {
         e0_fail(e, "tokenizer: add_bos_token is true but there is no BOS token");
         goto fail;
@@ -376,10 +380,11 @@ e0_tokenizer *e0_tokenizer_from_gguf(const gguf_file *f, e0_err *e) {
         goto done;
     }
     d.types = data;
-    if (!strcmp(model->s, "gpt2")) {
+    if (!strcmp(model->s, "gpt2") || !strcmp(model->s, "gemma4")) {
         r = gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_STR, &data, &d.n_merges, e);
         if (r < 0) goto done;
-        if (r == 0) {
+        /* Kimi-K2's files may have no merges (llama.cpp accepts that for this pre only). */
+        if (r == 0 && !(pre && !strcmp(pre->s, "kimi-k2") && !strcmp(model->s, "gpt2"))) {
             e0_fail(e, "tokenizer: BPE vocabulary without tokenizer.ggml.merges");
             goto done;
         }

@@ -1,15 +1,26 @@
 /* tokenizer.h — text <-> token ids from a model's GGUF vocabulary, matching llama.cpp.
  *
- * Two tokenizer models:
+ * Three tokenizer models:
  *  - SentencePiece ("llama"): score-driven bigram merging, byte fallback to <0xNN> tokens,
  *    spaces escaped as U+2581 "▁" and a leading space added (tokenizer.ggml.add_space_prefix,
  *    default on) at the start of the text and after every special token.
  *  - Byte-level BPE ("gpt2"): a pre-tokenizer regex list chosen by tokenizer.ggml.pre splits the
  *    text, bytes are mapped to GPT-2's printable code points and merged by merge rank.
- *    Known pre values (pre_table in tokenizer_bpe.c, ~40 names): default, gpt-2, llama-bpe
- *    (llama3), qwen2, deepseek-llm, deepseek-coder, falcon, starcoder, mpt, refact and the other
- *    names llama.cpp maps onto those same regex lists. Any other value is an error; a missing one means "default" (with a warning on
- *    stderr, as llama.cpp).
+ *    Known pre values: the table in tokenizer_bpe.c (one row per regex list and flags, ~90 names),
+ *    every BPE pre-tokenizer of the pinned llama.cpp used by an LLM we run: default, gpt-2, olmo,
+ *    mpt, llama-bpe (llama3), dbrx, glm4/chatglm-bpe, jais-2, qwen2, deepseek-r1-qwen, grok-2,
+ *    qwen35, laguna, deepseek-llm, deepseek-coder, deepseek-v3 (hunyuan-dense, joyai-llm),
+ *    falcon, starcoder/smollm/refact/command-r, bloom/poro-chat, viking, tekken, gpt-4o/llama4/
+ *    minimax-m2, kimi-k2, bailingmoe, seed-coder, minicpm5, sarvam-moe, and their aliases. Any
+ *    other value is an error; a missing one means "default" (with a warning on stderr, as
+ *    llama.cpp). Not in the table (no LLM of ours uses them): youtu and tiny_aya (\p{Lu}-style
+ *    classes), exaone-moe (an unbounded multi-character group), superbpe (empty matches), afmoe
+ *    (a custom digit splitter), chameleon, granite-embed-multi-97m, whitespace (embeddings).
+ *  - SPM-style BPE ("gemma4", and pre sarvam-moe): no GPT-2 byte mapping; ' ' becomes "▁", the
+ *    text is split only into newline / non-newline runs, symbols are UTF-8 characters merged by
+ *    rank, a symbol that is not a token falls back to <0xNN> tokens; gemma4 takes a run of
+ *    newlines that is a token whole and always adds BOS (llama.cpp's workaround).
+ *  Out of scope: WordPiece ("bert") and Unigram ("t5"), used only by embedding models.
  *
  * Special tokens: control (token_type 3) and unknown (2) tokens are recognised in the text only
  * when parse_special is set; user-defined tokens (4) are always recognised — both exactly like
@@ -31,8 +42,8 @@
  *
  * Not done (no effect on the shared test vocabularies): llama.cpp's per-model LSTRIP/RSTRIP
  * attributes (phi-3, jina <mask>), its clean_up_tokenization_spaces pass in llama_detokenize (this
- * detokenizer concatenates pieces, like llama.cpp's streaming output), and pre-tokenizers outside
- * the table above (gpt-4o, tekken, kimi-k2, ... need quantified groups or custom splitters).
+ * detokenizer concatenates pieces, like llama.cpp's streaming output), and the pre-tokenizers
+ * listed above as not in the table.
  *
  * A tokenizer is immutable after creation and may be used from several threads at once. */
 #ifndef E0_TOKENIZER_H

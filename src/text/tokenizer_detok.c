@@ -23,7 +23,8 @@ static size_t render(const e0_tokenizer *t, uint32_t id, char *out) {
         memcpy(out, s, n);
         return n;
     }
-    if (t->model == E0_TOK_SPM && (a & ATTR_BYTE) && !(a & ATTR_NORMAL)) {
+    bool spm_text = t->model == E0_TOK_SPM || t->bpe_raw; /* "▁" for spaces, <0xNN> bytes */
+    if (spm_text && (a & ATTR_BYTE) && !(a & ATTR_NORMAL)) {
         if (n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' && hexdig(s[3]) >= 0 && hexdig(s[4]) >= 0) {
             out[0] = (char)(hexdig(s[3]) * 16 + hexdig(s[4]));
             return 1;
@@ -32,7 +33,7 @@ static size_t render(const e0_tokenizer *t, uint32_t id, char *out) {
         return n;
     }
     if (!(a & (ATTR_NORMAL | ATTR_BYTE))) return 0; /* unused, undefined */
-    if (t->model == E0_TOK_SPM) {
+    if (spm_text) {
         for (size_t i = 0; i < n;) {
             if (i + 3 <= n && !memcmp(s + i, "\xe2\x96\x81", 3)) {
                 out[o++] = ' ';

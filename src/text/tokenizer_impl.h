@@ -60,6 +60,10 @@ struct e0_tokenizer {
 
     int32_t bos, eos, eot, eom, unk, pad, sep;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    /* BPE pre-tokenizer flags (pre_table in tokenizer_bpe.c): bpe_raw = SPM-style BPE (gemma4:
+     * no GPT-2 byte mapping, ' ' escaped as U+2581, <0xNN> byte fallback); newline_words = a
+     * word of newlines that is a token is taken whole; no_default_bos / force_bos: BOS rules. */
+    bool bpe_raw, newline_words, no_default_bos, force_bos;
 
     /* special-token candidates (control, user-defined, unknown), longest text first */
     int32_t *special;
@@ -99,6 +103,8 @@ int tok_bpe_fragment(const e0_tokenizer *t, const char *text, size_t len, e0_tok
  * reset first). Exposed for tests. */
 int tok_bpe_split(const e0_tokenizer *t, const char *text, size_t len, e0_lens *out, e0_err *e);
 
+/* Whether tokenizer.ggml.pre names a known BPE pre-tokenizer. */
+bool tok_pre_known(const char *name);
 /* Set up the BPE side (pre-tokenizer regexes, byte map, merges). */
 int tok_bpe_init(e0_tokenizer *t, const e0_tokenizer_desc *d, e0_err *e);
 /* Build the piece pool (after attributes are final). */
