@@ -11,6 +11,7 @@
 
 #include "engine/kernels.h"
 #include "quant/quant.h"
+#include "quant/quant_iq2.h"
 #include "t.h"
 
 /* ---- deterministic random numbers ---- */
@@ -44,6 +45,7 @@ static const float_fields k_fields[] = {
     {E0_TYPE_Q5_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_0, 1, {{0, 2}}},        {E0_TYPE_Q8_1, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q2_K, 2, {{80, 2}, {82, 2}}}, {E0_TYPE_Q3_K, 1, {{108, 2}}},    {E0_TYPE_Q4_K, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{0, 4}}},
+    {E0_TYPE_IQ2_XXS, 1, {{0, 2}}},      {E0_TYPE_IQ1_S, 1, {{0, 2}}},       {E0_TYPE_IQ1_M, 0, {{0, 0}}}, /* IQ1_M: below */
 };
 
 static const float_fields *fields_of(int type) {
@@ -84,6 +86,8 @@ static int fill_blocks(int type, uint8_t *dst, int64_t nblocks, int mode) {
                 memcpy(p, &f, 4);
             }
         }
+        if (type == E0_TYPE_IQ1_M) /* its fp16 d is the top nibbles of the 4 scale words: make it finite */
+            blk[IQ1M_SC + 7] = (uint8_t)((blk[IQ1M_SC + 7] & 0x0f) | (mode == FILL_RANDOM ? 0x20 : 0x60));
     }
     return 1;
 }

@@ -553,6 +553,37 @@ static void test_synth(void) {
     }
 }
 
+/* IQ2 / IQ1 types (llamacpp-ref quantizes them with a synthetic imatrix): one dense and one MoE
+ * architecture, logits and greedy ids, and dequantization of llama.cpp's blocks. */
+static const char *const iq2_types[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"};
+
+static void test_synth_iq2(void) {
+    static const char *const archs[] = {"llama", "qwen3moe"};
+    for (int ai = 0; ai < 2; ai++) {
+        int a = 0;
+        while (a < N_ARCH && strcmp(synth_archs[a].name, archs[ai])) a++;
+        char f32[PATH], sha[65] = "", label[256];
+        int ok = unavailable[0] || a == N_ARCH ? 0 : synth_f32(a, f32, sizeof f32, sha) == 0;
+        for (size_t q = 0; q < sizeof iq2_types / sizeof iq2_types[0]; q++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", archs[ai], iq2_types[q]);
+            if (!unavailable[0] && (!ok || synth_quant(f32, sha, iq2_types[q], qpath, sizeof qpath))) {
+                t_begin(label);
+                CHECKF(0, "synth or llamacpp-ref quantize to %s failed", iq2_types[q]);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0, 1);
+            char dl[256];
+            sfmt(dl, sizeof dl, "dequant/%s/%s", iq2_types[q], archs[ai]);
+            if (begin(dl)) {
+                check_dequant(dl, qpath);
+                t_end();
+            }
+        }
+    }
+}
+
 /* ---- tokenizers ---- */
 
 static void test_tokenizers(void) {
@@ -641,6 +672,7 @@ int main(void) {
     test_tokenizers();
     test_real_models();
     test_synth();
+    test_synth_iq2();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
     return T_DONE();
 }

@@ -23,10 +23,17 @@ static int files_equal(const char *a, const char *b) {
     return system(cmd) == 0;
 }
 
+static void identical_at(const char *model, const char *name, int k, int x);
+
 static void identical_to_resident(const char *name, int k, int x) {
-    char model[512], ref[600], out[600], cmd[4096], ids_ref[8192], ids[8192];
-    const char *B = t_build();
+    char model[512];
     snprintf(model, sizeof model, "%s/golden/%s.gguf", t_shared(), name);
+    identical_at(model, name, k, x);
+}
+
+static void identical_at(const char *model, const char *name, int k, int x) {
+    char ref[600], out[600], cmd[4096], ids_ref[8192], ids[8192];
+    const char *B = t_build();
     snprintf(ref, sizeof ref, "%s/stream-ref.bin", B);
     snprintf(out, sizeof out, "%s/stream-out.bin", B);
     const char *tokens = "1,17,99,200,3,45,511,260,7,8,9,10,300,301,302,44,45,46,47,1,2,3,4,5,6,100,101,102,103,104,105";
@@ -61,6 +68,20 @@ static void test_actual_identical(void) {
     identical_to_resident("llama-moe", 2, 8);
     identical_to_resident("qwen2moe", 4, 8);
     identical_to_resident("qwen3moe", 4, 16);
+}
+
+/* The IQ2 / IQ1 types: a synth qwen3moe model per type (8 experts, 2 used; an expert matrix is
+ * 256 rows of one block: 66, 74, 82, 50 or 56 x 256 bytes, never a multiple of 4096). */
+static void test_actual_identical_iq2(void) {
+    static const char *const types[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"};
+    for (int i = 0; i < 5; i++) {
+        char model[512], cmd[1024];
+        snprintf(model, sizeof model, "%s/stream-%s.gguf", t_build(), types[i]);
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch qwen3moe --type %s --seed 11 --out %s", t_build(), types[i], model);
+        CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+        identical_at(model, types[i], 2, 8);
+        unlink(model);
+    }
 }
 
 static e0_session open_session(const char *model, const char *const *kv, int n_kv) {
@@ -169,6 +190,7 @@ int main(void) {
                        "golden/stories260K-moe4.gguf", NULL))
         return T_DONE();
     RUN(test_actual_identical);
+    RUN(test_actual_identical_iq2);
     RUN(test_predicted_quality);
     RUN(test_truncated_after_load);
     return T_DONE();

@@ -15,7 +15,7 @@
  *   tokenize VOCAB [--no-special] [--parse-special] [FILE...]
  *       llama_tokenize of each FILE (or stdin), one line of ids per input. --no-special: no
  *       BOS/EOS even if the vocabulary adds them.
- *   quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]
+ *   quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]   (iq* TYPEs: with a synthetic imatrix)
  *       llama_model_quantize: every tensor llama.cpp quantizes becomes TYPE (pure), or its
  *       recipe for TYPE with --mix (q4_k_m ...); --type-map overrides by tensor name (first
  *       match wins; llama.cpp's own fallbacks for rows that do not fit a block still apply).
@@ -433,7 +433,55 @@ static const struct {
     {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},   {"q2_k_s", LLAMA_FTYPE_MOSTLY_Q2_K_S}, {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S},
     {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
     {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    /* IQ2 / IQ1 (the file type whose default tensor type is the named one: IQ2_M's is IQ2_S) */
+    {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS}, {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_M},
+    {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},     {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},
 };
+
+/* llama.cpp refuses the IQ2 / IQ1 types without an importance matrix (and ggml asserts one for
+ * IQ2_XXS, IQ2_XS, IQ1_S on every tensor). For those a synthetic one: every tensor of IN with 2+
+ * dimensions gets ne0 * ne2 deterministic values in [0.5, 1.5) (a fixed hash of the column), like
+ * per-column activation energies. Returns the NULL-terminated list (owned by *keep), or NULL. */
+typedef struct {
+    struct llama_model_imatrix_data *list;
+    int n;
+} imatrix_keep;
+
+static struct llama_model_imatrix_data *synth_imatrix(const char *in, imatrix_keep *keep) {
+    struct ggml_context *ctx = NULL;
+    struct gguf_init_params gp = {.no_alloc = true, .ctx = &ctx};
+    struct gguf_context *g = gguf_init_from_file(in, gp);
+    if (!g) return NULL;
+    const int64_t nt = gguf_get_n_tensors(g);
+    keep->list = calloc((size_t)nt + 1, sizeof *keep->list);
+    keep->n = 0;
+    for (int64_t i = 0; keep->list && i < nt; i++) {
+        const char *name = gguf_get_tensor_name(g, i);
+        const struct ggml_tensor *t = ggml_get_tensor(ctx, name);
+        if (!t || ggml_n_dims(t) < 2) continue;
+        const size_t n = (size_t)(t->ne[0] * t->ne[2]);
+        float *v = malloc(n * sizeof *v);
+        char *nm = strdup(name);
+        if (!v || !nm) {
+            free(v);
+            free(nm);
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) v[k] = 0.5f + (float)((k * 2654435761u + 12345u) % 1000u) / 1000.0f;
+        keep->list[keep->n++] = (struct llama_model_imatrix_data){nm, v, n};
+    }
+    gguf_free(g);
+    ggml_free(ctx);
+    return keep->list;
+}
+
+static void imatrix_free(imatrix_keep *keep) {
+    for (int i = 0; keep->list && i < keep->n; i++) {
+        free((void *)keep->list[i].name);
+        free((void *)keep->list[i].data);
+    }
+    free(keep->list);
+}
 
 static int cmd_quantize(int argc, char **argv) {
     if (argc < 3) return fail("quantize needs IN OUT TYPE");
@@ -470,7 +518,10 @@ static int cmd_quantize(int argc, char **argv) {
     ov[n_ov].pattern = NULL;
     ov[n_ov].type = GGML_TYPE_COUNT;
     if (n_ov) qp.tt_overrides = ov;
+    imatrix_keep keep = {NULL, 0};
+    if (!rc && !strncasecmp(type, "iq", 2) && !(qp.imatrix = synth_imatrix(in, &keep))) rc = fail("cannot read %s", in);
     if (!rc && llama_model_quantize(in, out, &qp) != 0) rc = fail("llama_model_quantize %s -> %s (%s) failed", in, out, type);
+    imatrix_free(&keep);
     free(copy);
     return rc;
 }

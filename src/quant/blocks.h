@@ -106,4 +106,53 @@ _Static_assert(sizeof(e0_block_q5_K) == 2 * 2 + 12 + QK_K / 8 + QK_K / 2, "q5_K 
 _Static_assert(sizeof(e0_block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "q6_K block size");
 _Static_assert(sizeof(e0_block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "q8_K block size");
 
+/* ---- IQ2 / IQ1 super-blocks (256 elements; grids and signs: quant_iq2.h) ----
+ * Each group of 8 weights is one entry of a grid of 8-vectors (magnitudes 8/25/43 for IQ2,
+ * -1/0/+1 for IQ1); IQ2 adds 8 sign bits per group (IQ2_XXS/XS: 7 stored, the 8th makes the
+ * count of minus signs even), IQ1 a shift of +-1/8 per group of 8 (IQ1_M) or 32 (IQ1_S).
+ *  iq2_xxs  qs = 8 x (4 bytes: grid index of groups 0..3, 4 bytes: 4 x 7 sign bits + 4-bit scale)
+ *  iq2_xs   qs[32] = 9-bit grid index | 7 sign bits << 9; scales[8] = two 4-bit scales
+ *  iq2_s    qs[0..31] low 8 bits of the 10-bit index, qs[32..63] 8 sign bits; qh[8]: 2 high bits
+ *           per group; scales[8] as iq2_xs
+ *  iq1_s    qs[32] low 8 bits of the 11-bit index; qh[8]: 3 high bits per group, 3-bit scale at
+ *           bit 12, shift sign at bit 15
+ *  iq1_m    qs[32] as iq1_s; qh[16]: per group pair 3+1 bits (index, shift sign) x 2; scales[8]:
+ *           four 16-bit words = 4 x 3-bit scales each, their top nibbles = the fp16 d
+ * Read through byte offsets (quant_iq2.c), any alignment. */
+typedef struct {
+    uint16_t d;
+    uint16_t qs[QK_K / 8];
+} e0_block_iq2_xxs;
+
+typedef struct {
+    uint16_t d;
+    uint16_t qs[QK_K / 8];
+    uint8_t scales[QK_K / 32];
+} e0_block_iq2_xs;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t scales[QK_K / 32];
+} e0_block_iq2_s;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK_K / 8];
+    uint16_t qh[QK_K / 32];
+} e0_block_iq1_s;
+
+typedef struct {
+    uint8_t qs[QK_K / 8];
+    uint8_t qh[QK_K / 16];
+    uint8_t scales[QK_K / 32];
+} e0_block_iq1_m;
+
+_Static_assert(sizeof(e0_block_iq2_xxs) == 2 + QK_K / 4, "iq2_xxs block size");
+_Static_assert(sizeof(e0_block_iq2_xs) == 2 + QK_K / 4 + QK_K / 32, "iq2_xs block size");
+_Static_assert(sizeof(e0_block_iq2_s) == 2 + QK_K / 4 + QK_K / 16, "iq2_s block size");
+_Static_assert(sizeof(e0_block_iq1_s) == 2 + QK_K / 8 + QK_K / 16, "iq1_s block size");
+_Static_assert(sizeof(e0_block_iq1_m) == QK_K / 8 + QK_K / 16 + QK_K / 32, "iq1_m block size");
+
 #endif

@@ -11,6 +11,7 @@
 #include "base/cpu.h"
 #include "quant/gemm.h"
 #include "quant/quant_basic.h"
+#include "quant/quant_iq2.h"
 #include "quant/quant_k.h"
 
 /* Kernel columns list their levels in order: scalar, avx2, avx512. */
@@ -101,6 +102,38 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot = {e0_vec_dot_q6_K_ref, e0_vec_dot_q6_K_avx2, e0_vec_dot_q6_K_avx512},
         .vec_dot_4 = {NULL, e0_vec_dot_4_q6_K_avx2, e0_vec_dot_4_q6_K_avx512},
         .gemm = {NULL, e0_gemm_q6_K_avx2, NULL},
+    },
+    /* ---- IQ2 / IQ1 grid types (quant_iq2.c) ---- */
+    [E0_TYPE_IQ2_XXS] = {
+        .name = "iq2_xxs", .block_size = QK_K, .type_size = sizeof(e0_block_iq2_xxs), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq2_xxs_to_float, .from_float_ref = e0_iq2_xxs_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq2_xxs_ref, e0_vec_dot_iq2_xxs_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_iq2_xxs_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq2_xxs_avx2, NULL},
+    },
+    [E0_TYPE_IQ2_XS] = {
+        .name = "iq2_xs", .block_size = QK_K, .type_size = sizeof(e0_block_iq2_xs), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq2_xs_to_float, .from_float_ref = e0_iq2_xs_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq2_xs_ref, e0_vec_dot_iq2_xs_avx2, NULL},
+    },
+    [E0_TYPE_IQ2_S] = {
+        .name = "iq2_s", .block_size = QK_K, .type_size = sizeof(e0_block_iq2_s), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq2_s_to_float, .from_float_ref = e0_iq2_s_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq2_s_ref, e0_vec_dot_iq2_s_avx2, NULL},
+    },
+    [E0_TYPE_IQ1_S] = {
+        .name = "iq1_s", .block_size = QK_K, .type_size = sizeof(e0_block_iq1_s), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq1_s_to_float, .from_float_ref = e0_iq1_s_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq1_s_ref, e0_vec_dot_iq1_s_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_iq1_s_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq1_s_avx2, NULL},
+    },
+    [E0_TYPE_IQ1_M] = {
+        .name = "iq1_m", .block_size = QK_K, .type_size = sizeof(e0_block_iq1_m), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq1_m_to_float, .from_float_ref = e0_iq1_m_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq1_m_ref, e0_vec_dot_iq1_m_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_iq1_m_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq1_m_avx2, NULL},
     },
     /* the AVX2 Q8_K quantizer writes the reference's bytes */
     [E0_TYPE_Q8_K] = {

@@ -39,6 +39,11 @@ enum e0_type {
     E0_TYPE_Q5_K = 13,
     E0_TYPE_Q6_K = 14,
     E0_TYPE_Q8_K = 15,
+    E0_TYPE_IQ2_XXS = 16,
+    E0_TYPE_IQ2_XS = 17,
+    E0_TYPE_IQ1_S = 19,
+    E0_TYPE_IQ2_S = 22,
+    E0_TYPE_IQ1_M = 29,
     E0_TYPE_BF16 = 30,
     E0_TYPE_COUNT = 40 /* table size; ids >= this are unknown */
 };

@@ -20,9 +20,11 @@
  * The fp16 block scale comes from the target variance divided by the expected squares of the
  * other factors (computed below from the same discrete distributions the generator uses). */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "quant/quant.h"
+#include "quant/quant_iq2.h"
 #include "synth/synth_impl.h"
 
 #define WORDS_PER_BLOCK 32 /* counter stride per block; every type uses fewer words */
@@ -200,6 +202,92 @@ static void gen_q6_K(uint64_t key, uint64_t b, float base, uint8_t *dst) {
     memcpy(dst, &y, sizeof y);
 }
 
+/* ---- IQ2 / IQ1 grid types: random grid indices, signs and shift signs (every index value
+ * is a grid entry), random sub-block scales ls in IQ2_LS_LO..15 / IQ1_LS_LO..7, and d set so
+ * that E[w^2] = std^2. base_scale sees these rows as "codes = 2, no sub-block scales"
+ * (E[(q - z)^2] = 1/2), so d = base * jitter * iq_norm(type), iq_norm = 1 / sqrt(2 E[m^2]) with
+ * m the per-element factor w / d of the type (from the grids' mean squares). ---- */
+
+enum { IQ2_LS_LO = 8, IQ1_LS_LO = 4 };
+
+static double grid_mean_sq(const uint64_t *g, int n, int is_signed) {
+    double s = 0;
+    for (int e = 0; e < n; e++)
+        for (int j = 0; j < 8; j++) {
+            const double v = is_signed ? (double)(int8_t)(g[e] >> (8 * j)) : (double)(uint8_t)(g[e] >> (8 * j));
+            s += v * v;
+        }
+    return s / (8.0 * n);
+}
+
+static pthread_once_t iq_once = PTHREAD_ONCE_INIT;
+static float iq_norms[5]; /* IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M */
+
+static void iq_norms_init(void) {
+    double ls2 = 0, l1 = 0; /* E[(0.5 + ls)^2 / 16] for IQ2, E[(2 ls + 1)^2] for IQ1 */
+    for (int ls = IQ2_LS_LO; ls <= 15; ls++) ls2 += (0.5 + ls) * (0.5 + ls) / 16 / (16 - IQ2_LS_LO);
+    for (int ls = IQ1_LS_LO; ls <= 7; ls++) l1 += (2.0 * ls + 1) * (2.0 * ls + 1) / (8 - IQ1_LS_LO);
+    const double g1 = grid_mean_sq(e0_iq1s_grid, 2048, 1) + (double)E0_IQ1_DELTA * E0_IQ1_DELTA;
+    const double m2[5] = {ls2 * grid_mean_sq(e0_iq2xxs_grid, 256, 0), ls2 * grid_mean_sq(e0_iq2xs_grid, 512, 0),
+                          ls2 * grid_mean_sq(e0_iq2s_grid, 1024, 0), l1 * g1, l1 * g1};
+    for (int k = 0; k < 5; k++) iq_norms[k] = (float)(1 / sqrt(2 * m2[k]));
+}
+
+static float iq_norm(int k) {
+    pthread_once(&iq_once, iq_norms_init);
+    return iq_norms[k];
+}
+
+static void gen_iq2_xxs(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[8 + 1 + 1];
+    block_words(key, b, 10, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 8);
+    memcpy(dst + IQ2XXS_QS, w, 64);
+    for (int ib = 0; ib < 8; ib++) { /* the top nibble of each sub-block's second word: ls */
+        uint8_t *hi = dst + IQ2XXS_QS + 8 * ib + 7;
+        *hi = (uint8_t)((*hi & 0x0f) | (IQ2_LS_LO + (ctl[ib] & 7)) << 4);
+    }
+    e0_wr16(dst, fp16_nonzero(base * iq_norm(0) * jitter((uint8_t)w[9])));
+}
+
+static void gen_iq2_xs_s(int s_type, uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[9 + 2 + 1];
+    block_words(key, b, 12, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 9);
+    memcpy(dst + 2, w, 72); /* qs (and for IQ2_S signs, qh), scales overwritten below */
+    uint8_t *sc = dst + (s_type ? IQ2S_SC : IQ2XS_SC);
+    for (int j = 0; j < 8; j++)
+        sc[j] = (uint8_t)((IQ2_LS_LO + (ctl[2 * j] & 7)) | (IQ2_LS_LO + (ctl[2 * j + 1] & 7)) << 4);
+    e0_wr16(dst, fp16_nonzero(base * iq_norm(s_type ? 2 : 1) * jitter((uint8_t)w[11])));
+}
+static void gen_iq2_xs(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_iq2_xs_s(0, key, b, base, dst); }
+static void gen_iq2_s(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_iq2_xs_s(1, key, b, base, dst); }
+
+static void gen_iq1_s(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[4 + 2 + 1 + 1];
+    block_words(key, b, 8, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 6);
+    memcpy(dst + IQ1S_QS, w, 32);
+    uint16_t r[8];
+    memcpy(r, w + 4, sizeof r);
+    for (int ib = 0; ib < 8; ib++) /* 12 random index bits, ls, random shift sign */
+        e0_wr16(dst + IQ1S_QH + 2 * ib, (uint16_t)((r[ib] & 0x8fff) | (IQ1_LS_LO + (ctl[ib] & 3)) << 12));
+    e0_wr16(dst, fp16_nonzero(base * iq_norm(3) * jitter((uint8_t)w[7])));
+}
+
+static void gen_iq1_m(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[6 + 2 + 1];
+    block_words(key, b, 9, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 6);
+    memcpy(dst + IQ1M_QS, w, 48); /* qs and qh: indices and shift signs */
+    const uint16_t h = fp16_nonzero(base * iq_norm(4) * jitter((uint8_t)w[8]));
+    for (int k = 0; k < 4; k++) {
+        uint16_t word = (uint16_t)(((h >> (4 * k)) & 0xf) << 12);
+        for (int j = 0; j < 4; j++) word |= (uint16_t)((IQ1_LS_LO + (ctl[4 * k + j] & 3)) << (3 * j));
+        e0_wr16(dst + IQ1M_SC + 2 * k, word);
+    }
+}
+
 /* ---- the per-type rows ---- */
 
 /* llama_ftype values; the K-quants map to their "_S" (uniform) variant. Fallbacks are llama.cpp's
@@ -223,6 +311,12 @@ static const synth_type types[E0_TYPE_COUNT] = {
                       .sc_lo = Q4K_SC_LO, .sc_bits = Q4K_SC_BITS},
     [E0_TYPE_Q6_K] = {.file_type = 18, .fallback = E0_TYPE_Q8_0, .gen = gen_q6_K, .codes = 64,
                       .sc_lo = Q6K_S_LO, .sc_bits = Q6K_S_BITS},
+    /* IQ types: llama.cpp falls back to IQ4_NL (not in this engine yet: Q4_0) */
+    [E0_TYPE_IQ2_XXS] = {.file_type = 19, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_xxs, .codes = 2},
+    [E0_TYPE_IQ2_XS] = {.file_type = 20, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_xs, .codes = 2},
+    [E0_TYPE_IQ2_S] = {.file_type = 28, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_s, .codes = 2},
+    [E0_TYPE_IQ1_S] = {.file_type = 24, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_s, .codes = 2},
+    [E0_TYPE_IQ1_M] = {.file_type = 31, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_m, .codes = 2},
 };
 
 const synth_type *synth_type_of(uint32_t type) {
