@@ -171,7 +171,7 @@ static void test_greedy_equals_cli(void) {
 
     /* the same request among 15 concurrent others (different prompts, some sampled, some streamed) */
     char script[16384];
-    int o = snprintf(script, sizeof script, "cd %s && ", dir);
+    int o = snprintf(script, sizeof script, "cd %s || exit 1; ", dir); /* every curl below runs in dir */
     for (int i = 0; i < 15; i++)
         o += snprintf(script + o, sizeof script - o,
                       "curl -s -o other%d -d '{\"prompt\":[%d,%d,3],\"max_tokens\":%d,\"temperature\":%s,\"stream\":%s,\"ignore_eos\":true}' "
