@@ -433,6 +433,10 @@ static const struct {
     {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},   {"q2_k_s", LLAMA_FTYPE_MOSTLY_Q2_K_S}, {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S},
     {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
     {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    /* non-linear 4-bit, FP4 (mxfp4: llama.cpp's MXFP4_MOE, all MXFP4 when pure), ternary, 1/2-bit */
+    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS}, {"mxfp4", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
+    {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},   {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},   {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
+    {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},     {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
 };
 
 static int cmd_quantize(int argc, char **argv) {
