@@ -46,6 +46,8 @@ static const float_fields k_fields[] = {
     {E0_TYPE_Q2_K, 2, {{80, 2}, {82, 2}}}, {E0_TYPE_Q3_K, 1, {{108, 2}}},    {E0_TYPE_Q4_K, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{0, 4}}},
     {E0_TYPE_IQ2_XXS, 1, {{0, 2}}},      {E0_TYPE_IQ1_S, 1, {{0, 2}}},       {E0_TYPE_IQ1_M, 0, {{0, 0}}}, /* IQ1_M: below */
+    /* iq4_xs: fp16 d at 0; mxfp4: only an E8M0 byte (every value finite), so no field to fix */
+    {E0_TYPE_IQ4_XS, 1, {{0, 2}}}, {E0_TYPE_MXFP4, 0, {{0, 0}}},
 };
 
 static const float_fields *fields_of(int type) {

@@ -584,6 +584,110 @@ static void test_synth_iq2(void) {
     }
 }
 
+/* ---- the newer tensor types (issue 11): IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0 ----
+ * On one dense (llama) and one MoE (qwen3moe) synth model each: the file is written by llama.cpp's
+ * quantizer (pure; NVFP4, which llama_model_quantize has no file type for, through a tensor-type
+ * override of every tensor), then logits and greedy ids as for the other types, our dequantization
+ * of its blocks bit for bit, and our reference quantizer on the same F32 rows writing exactly its
+ * bytes. */
+static const struct {
+    const char *name, *qtype, *map; /* llamacpp-ref quantize TYPE [--type-map MAP] */
+} new_types[] = {
+    {"iq4_nl", "iq4_nl", NULL}, {"iq4_xs", "iq4_xs", NULL}, {"mxfp4", "mxfp4", NULL}, {"nvfp4", "q8_0", ".*=nvfp4"},
+    {"tq1_0", "tq1_0", NULL},   {"tq2_0", "tq2_0", NULL},   {"q1_0", "q1_0", NULL},   {"q2_0", "q2_0", NULL},
+};
+
+static int synth_quant_new(const char *f32_path, const char *f32_sha, int k, char *path, size_t cap) {
+    char key[64], prefix[PATH], cmd[CMD];
+    sfmt(key, sizeof key, "quant-%s", new_types[k].name);
+    int hit = cache_prefix(f32_sha, key, prefix, sizeof prefix);
+    sfmt(path, cap, "%s.gguf", prefix);
+    if (hit && is_file(path)) {
+        n_cached++;
+        return 0;
+    }
+    if (new_types[k].map)
+        sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s --type-map '%s'", ref_tool, f32_path, prefix, new_types[k].qtype,
+             new_types[k].map);
+    else sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s", ref_tool, f32_path, prefix, new_types[k].qtype);
+    return cache_fill(prefix, cmd);
+}
+
+/* Every tensor of q_path stored in `type`: our from_float_ref of the F32 model's rows gives
+ * llama.cpp's bytes. */
+static void check_quantizer_bytes(const char *label, const char *f32_path, const char *q_path, const char *type_name) {
+    e0_err e;
+    gguf_file *f = gguf_open(f32_path, &e), *q = f ? gguf_open(q_path, &e) : NULL;
+    CHECKF(f && q, "%s: %s", label, e.msg);
+    int n_checked = 0;
+    for (uint64_t i = 0; q && i < q->n_tensors; i++) {
+        const gguf_tensor *t = &q->tensors[i];
+        const e0_type_traits *tr = e0_type_traits_of(t->type);
+        if (!tr || strcmp(tr->name, type_name)) continue;
+        const gguf_tensor *src = gguf_find_tensor(f, t->name);
+        CHECKF(src && src->type == E0_TYPE_F32 && src->nelements == t->nelements, "%s: %s: no F32 source", label, t->name);
+        if (!src || src->type != E0_TYPE_F32 || src->nelements != t->nelements) continue;
+        const int64_t ne0 = (int64_t)t->ne[0], rows = (int64_t)(t->nelements / t->ne[0]);
+        const size_t rb = e0_row_size(t->type, ne0);
+        float *x = malloc(src->nbytes);
+        uint8_t *want = malloc(t->nbytes), *got = malloc(t->nbytes);
+        int ok = x && want && got && rb * (size_t)rows == t->nbytes && gguf_read(f, src->offset, x, src->nbytes, &e) == 0 &&
+                 gguf_read(q, t->offset, want, t->nbytes, &e) == 0;
+        CHECKF(ok, "%s: %s: could not read the tensors", label, t->name);
+        if (ok) {
+            int64_t bad = 0, first = -1;
+            for (int64_t r = 0; r < rows; r++) {
+                tr->from_float_ref(x + r * ne0, got + (size_t)r * rb, ne0);
+                if (memcmp(got + (size_t)r * rb, want + (size_t)r * rb, rb) && bad++ == 0) first = r;
+            }
+            CHECKF(bad == 0, "%s: %s: %lld of %lld rows quantized differently from llama.cpp, first %lld", label, t->name,
+                   (long long)bad, (long long)rows, (long long)first);
+            n_checked++;
+        }
+        free(x), free(want), free(got);
+    }
+    if (q) printf("  %s: %d %s tensors quantized to llama.cpp's bytes\n", label, n_checked, type_name);
+    CHECKF(!q || n_checked > 0, "%s: no %s tensor", label, type_name);
+    if (q) gguf_close(q);
+    if (f) gguf_close(f);
+}
+
+static void test_synth_new_types(void) {
+    for (int a = 0; a < N_ARCH; a++) {
+        if (strcmp(synth_archs[a].name, "llama") && strcmp(synth_archs[a].name, "qwen3moe")) continue;
+        char f32[PATH], sha[65] = "", label[256];
+        if (!unavailable[0] && synth_f32(a, f32, sizeof f32, sha) != 0) {
+            sfmt(label, sizeof label, "synth/%s/f32", synth_archs[a].name);
+            t_begin(label);
+            CHECKF(0, "edge0-infer synth %s failed", synth_archs[a].args);
+            t_end();
+            continue;
+        }
+        for (int k = 0; k < (int)(sizeof new_types / sizeof new_types[0]); k++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, new_types[k].name);
+            if (!unavailable[0] && synth_quant_new(f32, sha, k, qpath, sizeof qpath)) {
+                t_begin(label);
+                CHECKF(0, "llamacpp-ref quantize to %s failed", new_types[k].name);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0, 1);
+            char dl[256];
+            sfmt(dl, sizeof dl, "dequant/%s/%s", new_types[k].name, synth_archs[a].name);
+            if (begin(dl)) {
+                check_dequant(dl, qpath);
+                t_end();
+            }
+            sfmt(dl, sizeof dl, "quantize/%s/%s", new_types[k].name, synth_archs[a].name);
+            if (begin(dl)) {
+                check_quantizer_bytes(dl, f32, qpath, new_types[k].name);
+                t_end();
+            }
+        }
+    }
+}
+
 /* ---- tokenizers ---- */
 
 static void test_tokenizers(void) {
@@ -673,6 +777,7 @@ int main(void) {
     test_real_models();
     test_synth();
     test_synth_iq2();
+    test_synth_new_types();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
     return T_DONE();
 }

@@ -246,7 +246,10 @@ static void test_every_arch_and_type(void) {
 }
 
 static const uint32_t quant_types[] = {E0_TYPE_Q4_0, E0_TYPE_Q4_1, E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q8_0,
-                                       E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
+                                       E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K,
+                                       /* non-linear 4-bit, FP4, ternary, 1/2-bit */
+                                       E0_TYPE_IQ4_NL, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_NVFP4, E0_TYPE_TQ1_0,
+                                       E0_TYPE_TQ2_0, E0_TYPE_Q1_0, E0_TYPE_Q2_0};
 #define N_QUANT (sizeof quant_types / sizeof quant_types[0])
 
 /* Blocks drawn directly: dequantized mean ~0 and std within 5% of the target, for small and
@@ -331,6 +334,20 @@ static void test_fallback_types(void) {
     CHECK(synth_fallback_type(E0_TYPE_Q6_K, 80) == E0_TYPE_F16);
     CHECK(synth_fallback_type(E0_TYPE_Q4_0, 80) == E0_TYPE_F16);
     CHECK(synth_fallback_type(E0_TYPE_Q4_K, 512) == E0_TYPE_Q4_K);
+    /* the newer types, as llama.cpp's tensor_type_fallback (Q1_0 / NVFP4: llama.cpp refuses, F16 here) */
+    CHECK(synth_fallback_type(E0_TYPE_IQ4_XS, 96) == E0_TYPE_IQ4_NL);
+    CHECK(synth_fallback_type(E0_TYPE_IQ4_XS, 80) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_IQ4_NL, 80) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_MXFP4, 80) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_TQ1_0, 96) == E0_TYPE_Q4_0);
+    CHECK(synth_fallback_type(E0_TYPE_TQ2_0, 96) == E0_TYPE_Q4_0);
+    CHECK(synth_fallback_type(E0_TYPE_Q2_0, 96) == E0_TYPE_Q4_0);
+    CHECK(synth_fallback_type(E0_TYPE_Q1_0, 96) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_NVFP4, 96) == E0_TYPE_F16);
+    CHECK(synth_fallback_type(E0_TYPE_NVFP4, 128) == E0_TYPE_NVFP4);
+    synth_params q = small(E0_ARCH_QWEN3MOE, E0_TYPE_IQ4_XS, 96);
+    q.n_ff_exp = 80;
+    check_model(&q, "f2.gguf");
 }
 
 static uint8_t *slurp(const char *path, size_t *n) {

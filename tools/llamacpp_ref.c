@@ -436,6 +436,10 @@ static const struct {
     /* IQ2 / IQ1 (the file type whose default tensor type is the named one: IQ2_M's is IQ2_S) */
     {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS}, {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_M},
     {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},     {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},
+    /* non-linear 4-bit, FP4 (mxfp4: llama.cpp's MXFP4_MOE, all MXFP4 when pure), ternary, 1/2-bit */
+    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS}, {"mxfp4", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
+    {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},   {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},   {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
+    {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},     {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
 };
 
 /* llama.cpp refuses the IQ2 / IQ1 types without an importance matrix (and ggml asserts one for

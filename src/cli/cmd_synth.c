@@ -18,6 +18,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: edge0-infer synth --arch %s --out FILE [options]\n"
             "  --type T              weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k\n"
+            "                        iq4_nl iq4_xs mxfp4 nvfp4 tq1_0 tq2_0 q1_0 q2_0\n"
             "                        (default q4_k; a tensor whose rows do not fit T falls back as llama.cpp does)\n"
             "  --shape S             %s (default tiny)\n"
             "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"

@@ -155,4 +155,62 @@ _Static_assert(sizeof(e0_block_iq2_s) == 2 + QK_K / 4 + QK_K / 16, "iq2_s block 
 _Static_assert(sizeof(e0_block_iq1_s) == 2 + QK_K / 8 + QK_K / 16, "iq1_s block size");
 _Static_assert(sizeof(e0_block_iq1_m) == QK_K / 8 + QK_K / 16 + QK_K / 32, "iq1_m block size");
 
+/* ---- non-linear 4-bit, FP4 and 1/2-bit/ternary blocks (quant_iq4.c, quant_tern.c) ----
+ * Elements per block, bytes per block and field offsets, all as in ggml-common.h. Small blocks
+ * are read through byte offsets (any alignment); the 256-element ones also as structs.
+ *  iq4_nl  d (fp16), qs[16]: value = d * kvalues_iq4nl[nibble]; byte j: element j (low nibble)
+ *          and j + 16 (high nibble), as in Q4_0.                                  4.5 bpw
+ *  iq4_xs  256 elements, eight sub-blocks of 32 with 6-bit scales ls (low 4 bits in scales_l,
+ *          nibble j%2 of byte j/2; high 2 bits in scales_h bits 2j..2j+1): value =
+ *          d * (ls - 32) * kvalues_iq4nl[nibble]; qs as eight iq4_nl-packed groups. 4.25 bpw
+ *  mxfp4   e (E8M0 exponent), qs[16] packed like iq4_nl: value = 2^(e-128) * kvalues_fp4[nibble]
+ *          (kvalues_fp4 = twice the E2M1 values, hence the half scale).          4.25 bpw
+ *  nvfp4   64 elements: d[4] UE4M3 scales (one per 16), qs[32]; sub-block s uses bytes
+ *          8s..8s+7: element j (low nibble) and j + 8 (high nibble).              4.5 bpw
+ *  tq1_0   256 elements: qs[48] hold 5 trits per byte, qh[4] 4 trits per byte, then d (fp16);
+ *          trit n of byte b is ((uint8_t)(b * 3^n) * 3) >> 8, value = (trit - 1) * d.  1.6875 bpw
+ *  tq2_0   256 elements: qs[64] 2-bit codes (element 128*(j/32) + 32*l + j%32 in bits 2l of
+ *          byte j), then d (fp16); value = (code - 1) * d.                        2.0625 bpw
+ *  q1_0    128 elements: d (fp16), qs[16] one bit per element (bit j%8 of byte j/8):
+ *          value = bit ? d : -d.                                                  1.125 bpw
+ *  q2_0    64 elements: d (fp16), qs[16] 2-bit codes (bits 2*(j%4) of byte j/4):
+ *          value = (code - 1) * d.                                                2.25 bpw */
+
+#define E0_QK_IQ4_NL 32
+#define E0_QK_MXFP4 32
+#define E0_QK_NVFP4 64
+#define E0_QK_NVFP4_SUB 16
+#define E0_QK_Q1_0 128
+#define E0_QK_Q2_0 64
+
+enum {
+    IQ4_NL_SIZE = 18, IQ4_NL_QS = 2,       /* d, qs[16] */
+    MXFP4_SIZE = 17, MXFP4_QS = 1,         /* e, qs[16] */
+    NVFP4_SIZE = 36, NVFP4_QS = 4,         /* d[4] (UE4M3), qs[32] */
+    Q1_0_SIZE = 18, Q1_0_QS = 2,           /* d, qs[16] */
+    Q2_0_SIZE = 18, Q2_0_QS = 2,           /* d, qs[16] */
+};
+
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[QK_K / 64];
+    uint8_t qs[QK_K / 2];
+} e0_block_iq4_xs;
+
+typedef struct {
+    uint8_t qs[(QK_K - 4 * QK_K / 64) / 5]; /* 48 bytes, 5 trits each */
+    uint8_t qh[QK_K / 64];                 /* 4 bytes, 4 trits each */
+    uint16_t d;
+} e0_block_tq1_0;
+
+typedef struct {
+    uint8_t qs[QK_K / 4];
+    uint16_t d;
+} e0_block_tq2_0;
+
+_Static_assert(sizeof(e0_block_iq4_xs) == 2 + 2 + QK_K / 64 + QK_K / 2, "iq4_xs block size");
+_Static_assert(sizeof(e0_block_tq1_0) == 2 + QK_K / 64 + (QK_K - 4 * QK_K / 64) / 5, "tq1_0 block size");
+_Static_assert(sizeof(e0_block_tq2_0) == 2 + QK_K / 4, "tq2_0 block size");
+
 #endif

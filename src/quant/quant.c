@@ -12,7 +12,9 @@
 #include "quant/gemm.h"
 #include "quant/quant_basic.h"
 #include "quant/quant_iq2.h"
+#include "quant/quant_iq4.h"
 #include "quant/quant_k.h"
+#include "quant/quant_tern.h"
 
 /* Kernel columns list their levels in order: scalar, avx2, avx512. */
 static const e0_type_traits table[E0_TYPE_COUNT] = {
@@ -141,6 +143,52 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q8_K_to_float, .from_float_ref = e0_q8_K_from_float_ref,
         .from_float = {NULL, e0_quantize_q8_K_avx2, NULL},
         .vec_dot = {e0_vec_dot_q8_K_ref, NULL, NULL},
+    },
+
+    /* ---- non-linear 4-bit and FP4 (quant_iq4.c; IQ4_XS and MXFP4 kernels in x86/gemm_iq4_avx2.c) ---- */
+    [E0_TYPE_IQ4_NL] = {
+        .name = "iq4_nl", .block_size = E0_QK_IQ4_NL, .type_size = IQ4_NL_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_iq4_nl_to_float, .from_float_ref = e0_iq4_nl_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq4_nl_ref, e0_vec_dot_iq4_nl_avx2, NULL},
+    },
+    [E0_TYPE_IQ4_XS] = {
+        .name = "iq4_xs", .block_size = QK_K, .type_size = sizeof(e0_block_iq4_xs), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq4_xs_to_float, .from_float_ref = e0_iq4_xs_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq4_xs_ref, e0_vec_dot_iq4_xs_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq4_xs_avx2, NULL},
+    },
+    [E0_TYPE_MXFP4] = {
+        .name = "mxfp4", .block_size = E0_QK_MXFP4, .type_size = MXFP4_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_mxfp4_to_float, .from_float_ref = e0_mxfp4_from_float_ref,
+        .vec_dot = {e0_vec_dot_mxfp4_ref, e0_vec_dot_mxfp4_avx2, NULL},
+        .gemm = {NULL, e0_gemm_mxfp4_avx2, NULL},
+    },
+    [E0_TYPE_NVFP4] = {
+        .name = "nvfp4", .block_size = E0_QK_NVFP4, .type_size = NVFP4_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_nvfp4_to_float, .from_float_ref = e0_nvfp4_from_float_ref,
+        .vec_dot = {e0_vec_dot_nvfp4_ref, e0_vec_dot_nvfp4_avx2, NULL},
+    },
+
+    /* ---- ternary and 1/2-bit (quant_tern.c) ---- */
+    [E0_TYPE_TQ1_0] = {
+        .name = "tq1_0", .block_size = QK_K, .type_size = sizeof(e0_block_tq1_0), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_tq1_0_to_float, .from_float_ref = e0_tq1_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_tq1_0_ref, e0_vec_dot_tq1_0_avx2, NULL},
+    },
+    [E0_TYPE_TQ2_0] = {
+        .name = "tq2_0", .block_size = QK_K, .type_size = sizeof(e0_block_tq2_0), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_tq2_0_to_float, .from_float_ref = e0_tq2_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_tq2_0_ref, e0_vec_dot_tq2_0_avx2, NULL},
+    },
+    [E0_TYPE_Q1_0] = {
+        .name = "q1_0", .block_size = E0_QK_Q1_0, .type_size = Q1_0_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q1_0_to_float, .from_float_ref = e0_q1_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_q1_0_ref, e0_vec_dot_q1_0_avx2, NULL},
+    },
+    [E0_TYPE_Q2_0] = {
+        .name = "q2_0", .block_size = E0_QK_Q2_0, .type_size = Q2_0_SIZE, .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q2_0_to_float, .from_float_ref = e0_q2_0_from_float_ref,
+        .vec_dot = {e0_vec_dot_q2_0_ref, e0_vec_dot_q2_0_avx2, NULL},
     },
 };
 

@@ -45,7 +45,16 @@ enum e0_type {
     E0_TYPE_IQ2_S = 22,
     E0_TYPE_IQ1_M = 29,
     E0_TYPE_BF16 = 30,
-    E0_TYPE_COUNT = 40 /* table size; ids >= this are unknown */
+    /* non-linear 4-bit and FP4 (quant_iq4.c), ternary and 1/2-bit (quant_tern.c) */
+    E0_TYPE_IQ4_NL = 20,
+    E0_TYPE_IQ4_XS = 23,
+    E0_TYPE_TQ1_0 = 34,
+    E0_TYPE_TQ2_0 = 35,
+    E0_TYPE_MXFP4 = 39,
+    E0_TYPE_NVFP4 = 40,
+    E0_TYPE_Q1_0 = 41,
+    E0_TYPE_Q2_0 = 42,
+    E0_TYPE_COUNT = 43 /* table size; ids >= this are unknown */
 };
 
 /* SIMD levels, each including the ones below it:

@@ -25,6 +25,7 @@
 
 #include "quant/quant.h"
 #include "quant/quant_iq2.h"
+#include "quant/quant_iq4.h"
 #include "synth/synth_impl.h"
 
 #define WORDS_PER_BLOCK 32 /* counter stride per block; every type uses fewer words */
@@ -59,6 +60,7 @@ static double code_sq_centered(int n) { return ((double)n * n - 1) / 12; }
 /* Sub-block scale ranges (kept well inside the bit width so min jitter never overflows). */
 enum { Q2K_SC_LO = 7, Q2K_SC_BITS = 3, Q3K_S_LO = 16, Q3K_S_BITS = 4, Q4K_SC_LO = 31, Q4K_SC_BITS = 5,
        Q6K_S_LO = 32, Q6K_S_BITS = 6 };
+enum { IQ4XS_S_LO = 16, IQ4XS_S_BITS = 4 }; /* iq4_xs: |ls - 32| in 16..31 */
 
 /* The min jitter j of control byte c (bits 6-7): -1, 0, 0, +1 (mean 0, E[j^2] = 1/2). */
 static inline int min_jitter(uint8_t c) {
@@ -288,6 +290,90 @@ static void gen_iq1_m(uint64_t key, uint64_t b, float base, uint8_t *dst) {
     }
 }
 
+/* ---- non-linear 4-bit, FP4, ternary and 1/2-bit types: random codes (every byte pattern is a
+ * valid block), a random-sign block scale; the code values' mean square is the row's code_sq ---- */
+
+static const int8_t kv_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t kv_fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static double mean_sq_table(const int8_t *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)v[i] * v[i];
+    return s / n;
+}
+
+/* codes at dst + code_off (code_bytes), then an fp16 d with random sign at dst + d_off */
+static void gen_signed_d(uint64_t key, uint64_t b, float base, uint8_t *dst, int code_off, int code_bytes, int d_off) {
+    uint64_t w[9];
+    const int code_words = (code_bytes + 7) / 8;
+    block_words(key, b, code_words + 1, w);
+    const uint64_t ctl = w[code_words];
+    e0_wr16(dst + d_off, (uint16_t)(fp16_nonzero(base * jitter((uint8_t)ctl)) | ((ctl >> 8 & 1) << 15)));
+    memcpy(dst + code_off, w, (size_t)code_bytes);
+}
+
+static void gen_iq4_nl(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_signed_d(key, b, base, dst, IQ4_NL_QS, 16, 0); }
+static void gen_q1_0(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_signed_d(key, b, base, dst, Q1_0_QS, 16, 0); }
+static void gen_q2_0(uint64_t key, uint64_t b, float base, uint8_t *dst) { gen_signed_d(key, b, base, dst, Q2_0_QS, 16, 0); }
+static void gen_tq1_0(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    gen_signed_d(key, b, base, dst, 0, (int)offsetof(e0_block_tq1_0, d), (int)offsetof(e0_block_tq1_0, d));
+}
+static void gen_tq2_0(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    gen_signed_d(key, b, base, dst, 0, (int)offsetof(e0_block_tq2_0, d), (int)offsetof(e0_block_tq2_0, d));
+}
+
+/* iq4_xs: sub-block scales ls - 32 = +-(IQ4XS_S_LO .. +15), random sign, as q3_K's; d > 0. */
+static void gen_iq4_xs(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[16 + 1 + 1];
+    block_words(key, b, 18, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 16);
+    e0_block_iq4_xs y;
+    memcpy(y.qs, w, sizeof y.qs);
+    memset(y.scales_l, 0, sizeof y.scales_l);
+    uint16_t sh = 0;
+    for (int j = 0; j < 8; j++) {
+        const int mag = IQ4XS_S_LO + (ctl[j] & ((1 << IQ4XS_S_BITS) - 1));
+        const int ls = 32 + ((ctl[j] & 0x80) ? -mag : mag);
+        y.scales_l[j / 2] |= (uint8_t)((ls & 0xF) << (4 * (j % 2)));
+        sh |= (uint16_t)((ls >> 4) << (2 * j));
+    }
+    y.scales_h = sh;
+    y.d = fp16_nonzero(base * jitter((uint8_t)w[17]));
+    memcpy(dst, &y, sizeof y);
+}
+
+/* E[jitter^2] of the 256 control-byte values, in closed form (midpoints of [0.75, 1.25]). */
+#define JITTER_SQ (1.0 + (0.25 / 12.0) * (1.0 - 1.0 / 65536.0))
+
+/* mxfp4: the scale 2^(e - 128) (code values doubled) must be a power of two, so each block takes
+ * one of the two exponents around the target, with the probability that gives the target mean
+ * square (base^2 * E[jitter^2], as for the other types). */
+static void gen_mxfp4(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[3];
+    block_words(key, b, 3, w);
+    const double t = (double)base * base * JITTER_SQ;
+    int a;
+    frexp(t, &a); /* t = m * 2^a, m in [0.5, 1): 4^k <= t < 4^(k + 1) for k = floor((a - 1) / 2) */
+    const int k = (a - 1) >= 0 ? (a - 1) / 2 : -((2 - a) / 2);
+    const double lo = ldexp(1, 2 * k), p = (4 * lo - t) / (3 * lo); /* P(exponent k) */
+    const int up = (double)(uint8_t)w[2] + 0.5 >= p * 256;
+    int e = 128 + k + up;
+    dst[0] = (uint8_t)(e < 2 ? 2 : e > 254 ? 254 : e);
+    memcpy(dst + MXFP4_QS, w, 16);
+}
+
+/* nvfp4: four UE4M3 sub-block scales (the nearest code to the jittered target; never 0). */
+static void gen_nvfp4(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[5];
+    block_words(key, b, 5, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 4);
+    for (int s = 0; s < 4; s++) {
+        const uint8_t c = e0_fp32_to_ue4m3(2.0f * base * jitter(ctl[s])); /* the decoded scale is half the code's value */
+        dst[s] = c ? c : 1;
+    }
+    memcpy(dst + NVFP4_QS, w, 32);
+}
+
 /* ---- the per-type rows ---- */
 
 /* llama_ftype values; the K-quants map to their "_S" (uniform) variant. Fallbacks are llama.cpp's
@@ -317,6 +403,17 @@ static const synth_type types[E0_TYPE_COUNT] = {
     [E0_TYPE_IQ2_S] = {.file_type = 28, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_s, .codes = 2},
     [E0_TYPE_IQ1_S] = {.file_type = 24, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_s, .codes = 2},
     [E0_TYPE_IQ1_M] = {.file_type = 31, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_m, .codes = 2},
+    /* llama.cpp's fallbacks: IQ4_XS -> IQ4_NL, TQ1_0 / TQ2_0 / Q2_0 -> Q4_0; the 32-element types
+     * go to F16; Q1_0 and NVFP4 have none in llama.cpp (it refuses such a tensor): F16 here. */
+    [E0_TYPE_IQ4_NL] = {.file_type = 25, .fallback = E0_TYPE_F16, .gen = gen_iq4_nl, .codes = 16},
+    [E0_TYPE_IQ4_XS] = {.file_type = 30, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq4_xs, .codes = 16,
+                        .sc_lo = IQ4XS_S_LO, .sc_bits = IQ4XS_S_BITS},
+    [E0_TYPE_MXFP4] = {.file_type = 38, .fallback = E0_TYPE_F16, .gen = gen_mxfp4, .codes = 16},
+    [E0_TYPE_NVFP4] = {.file_type = 39, .fallback = E0_TYPE_F16, .gen = gen_nvfp4, .codes = 16},
+    [E0_TYPE_TQ1_0] = {.file_type = 36, .fallback = E0_TYPE_Q4_0, .gen = gen_tq1_0, .codes = 3},
+    [E0_TYPE_TQ2_0] = {.file_type = 37, .fallback = E0_TYPE_Q4_0, .gen = gen_tq2_0, .codes = 4},
+    [E0_TYPE_Q1_0] = {.file_type = 40, .fallback = E0_TYPE_F16, .gen = gen_q1_0, .codes = 2},
+    [E0_TYPE_Q2_0] = {.file_type = 41, .fallback = E0_TYPE_Q4_0, .gen = gen_q2_0, .codes = 4},
 };
 
 const synth_type *synth_type_of(uint32_t type) {
@@ -329,12 +426,27 @@ int synth_blocks_supported(uint32_t type) {
     return st && st->gen;
 }
 
+/* E[value^2] per unit block scale of the types whose codes are not evenly spaced around a zero
+ * point (0: the others, computed from codes / centered): code tables, and for the ternary and
+ * 2-bit ones the decoded distribution of random bytes (TQ1_0: trits 0/1/2 for 86/85/85 of the
+ * 256 byte values (or their multiples by 3^n, a permutation), value trit - 1; TQ2_0 / Q2_0:
+ * codes 0..3 uniform, values -1..2; Q1_0: +-1). */
+static double code_sq_of(const synth_type *st) {
+    if (st == &types[E0_TYPE_IQ4_NL] || st == &types[E0_TYPE_IQ4_XS]) return mean_sq_table(kv_iq4nl, 16);
+    if (st == &types[E0_TYPE_MXFP4] || st == &types[E0_TYPE_NVFP4]) return mean_sq_table(kv_fp4, 16);
+    if (st == &types[E0_TYPE_TQ1_0]) return 171.0 / 256.0;
+    if (st == &types[E0_TYPE_TQ2_0] || st == &types[E0_TYPE_Q2_0]) return 1.5;
+    if (st == &types[E0_TYPE_Q1_0]) return 1.0;
+    return 0;
+}
+
 /* The block scale (before jitter) that gives weights of standard deviation `std`:
  * E[w^2] / E[d^2] = E[f^2] * E[(q - z)^2], times E[sc^2] for the types with sub-block scales,
  * plus (zero point * j)^2 for those with jittered mins (the K affine types). */
 static float base_scale(const synth_type *st, double std) {
     double f2 = mean_jitter_sq();
     double per_d2 = st->centered ? code_sq_centered(st->codes) : code_sq_signed(st->codes);
+    if (code_sq_of(st) > 0) per_d2 = code_sq_of(st); /* non-uniform code values */
     if (st->sc_bits) {
         const double sc2 = mean_sq(st->sc_lo, st->sc_lo + (1 << st->sc_bits) - 1), zp = (st->codes - 1) / 2.0;
         per_d2 = st->centered ? sc2 * per_d2 + zp * zp * 0.5 : sc2 * per_d2;

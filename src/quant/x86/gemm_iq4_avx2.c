@@ -1,0 +1,129 @@
+/* gemm_iq4_avx2.c — AVX2+FMA kernels of IQ4_XS (against Q8_K) and MXFP4 (against Q8_0): the
+ * one-token vec_dot and the prefill GEMM (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
+ * rows against up to E0_GEMM_TOKENS activation rows), on the plain block layout.
+ *
+ * Both are one always-inlined function of (rows, tokens); vec_dot is its 1 x 1 instance. So
+ * per (row, token) the operations, and the float accumulation order, are the same whatever the
+ * batch, and gemm is bit-identical to vec_dot by construction (tests/test_quant_iq4.c checks it
+ * with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
+ * once per row (16-entry table in a vpshufb: code -> int8 value) and kept with their absolute
+ * values; each token's activations stream past them. int8 x int8 products use the sign trick
+ * (|v| times y with v's sign, vpmaddubsw), exact for activations in -127..127 (what the Q8
+ * quantizers write); the integer sums are exact and the float work is one product of scales and
+ * one fma per block. */
+#include "quant/quant_iq4.h"
+#include "quant/x86/simd.h"
+
+#define MAXT E0_GEMM_TOKENS
+#define MAXR E0_GEMM_ROWS
+#define AI static inline __attribute__((always_inline))
+
+/* Signed products of the int8 values v (|v| given) with activations y, summed in pairs (int16). */
+AI __m256i dot_pairs(__m256i v, __m256i vabs, __m256i y) { return _mm256_maddubs_epi16(vabs, _mm256_sign_epi8(y, v)); }
+
+/* ---- IQ4_XS: per super-block, eight sub-blocks of 32 with scales ls - 32 ---- */
+
+#define XS_BYTES sizeof(e0_block_iq4_xs)
+
+AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
+                      size_t s_stride) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl));
+    __m256 acc[MAXR][MAXT];
+    float yd[MAXT] = {0};
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * XS_BYTES;
+            e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * XS_BYTES, (unsigned)XS_BYTES);
+            const float dx = h2f(x + offsetof(e0_block_iq4_xs, d));
+            const uint32_t sh = e0_rd16(x + offsetof(e0_block_iq4_xs, scales_h));
+            const uint8_t *sl = x + offsetof(e0_block_iq4_xs, scales_l), *qs = x + offsetof(e0_block_iq4_xs, qs);
+            __m256i v[8], vabs[8], sc[8];
+            #pragma GCC unroll 8
+            for (int ib = 0; ib < 8; ib++) {
+                v[ib] = _mm256_shuffle_epi8(tbl, nibbles32(qs + 16 * ib));
+                vabs[ib] = _mm256_sign_epi8(v[ib], v[ib]);
+                const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+                sc[ib] = _mm256_set1_epi16((short)(ls - 32));
+            }
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
+                __m256i sum = _mm256_setzero_si256();
+                #pragma GCC unroll 8
+                for (int ib = 0; ib < 8; ib++) {
+                    const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(dot_pairs(v[ib], vabs[ib], y), sc[ib]));
+                }
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * yd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+}
+
+void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a) { iq4_xs_kernel(n, 1, w, 0, 1, a, 0, s, 0); }
+
+void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                         size_t s_stride) {
+    iq4_xs_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride);
+}
+
+/* ---- MXFP4: 32-element blocks with an E8M0 scale, against Q8_0; groups of up to 4 blocks ---- */
+
+#define MXG 4
+
+/* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
+AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                    __m256 acc[MAXR][MAXT]) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_fp4));
+    float yd[MXG][MAXT];
+    for (int b = 0; b < gb; b++)
+        for (int t = 0; t < nt; t++) yd[b][t] = h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE);
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * MXFP4_SIZE;
+        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)(gb * MXFP4_SIZE));
+        __m256i v[MXG], vabs[MXG];
+        float dx[MXG];
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++) {
+            const uint8_t *blk = x + (size_t)b * MXFP4_SIZE;
+            v[b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + MXFP4_QS));
+            vabs[b] = _mm256_sign_epi8(v[b], v[b]);
+            dx[b] = e0_e8m0_to_fp32_half(blk[0]);
+        }
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
+            __m256 ac = acc[r][t];
+            #pragma GCC unroll 4
+            for (int b = 0; b < gb; b++) {
+                const __m256i yq = _mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS));
+                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot_pairs(v[b], vabs[b], yq), _mm256_set1_epi16(1)));
+                ac = _mm256_fmadd_ps(_mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
+            }
+            acc[r][t] = ac;
+        }
+    }
+}
+
+AI void mxfp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
+                     size_t s_stride) {
+    const int64_t nb = n / E0_QK_MXFP4;
+    __m256 acc[MAXR][MAXT];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + MXG <= nb; i += MXG) mxfp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc);
+    for (; i < nb; i++) mxfp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+}
+
+void e0_vec_dot_mxfp4_avx2(int64_t n, float *s, const void *w, const void *a) { mxfp4_kernel(n, 1, w, 0, 1, a, 0, s, 0); }
+
+void e0_gemm_mxfp4_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                        size_t s_stride) {
+    mxfp4_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride);
+}
