@@ -39,6 +39,14 @@ typedef struct e0_layer {
     e0_weight gate_exps, up_exps, down_exps;    /* routed experts */
     const float *shexp_gate_inp;                /* qwen2moe: shared expert gate [n_embd] */
     e0_weight gate_shexp, up_shexp, down_shexp; /* qwen2moe shared expert */
+    /* gpt-oss (NULL otherwise); the ffn_norm slot holds its post_attention_norm. The expert
+     * biases are small (X * (2F + E) floats per layer) and always resident, also when the expert
+     * matrices stream. */
+    const float *bo;                            /* attn_output.bias [n_embd] */
+    const float *sinks;                         /* attn_sinks [n_head] */
+    const float *router_b;                      /* ffn_gate_inp.bias [n_expert] */
+    const float *gate_exps_b, *up_exps_b;       /* [n_expert][n_ff_exp] */
+    const float *down_exps_b;                   /* [n_expert][n_embd] */
 } e0_layer;
 
 typedef struct e0_model_params {

@@ -37,6 +37,11 @@ typedef struct synth_params {
     int quantize;              /* 1: quantized types from float weights via the reference quantizer
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
+    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere) */
+    int64_t n_swa;             /* attention.sliding_window (required there) */
+    int64_t swa_period;        /* attention.sliding_window_pattern; 0: not written (the arch's default) */
+    double yarn_factor;        /* rope.scaling.type yarn with this factor; 0: no rope.scaling keys */
+    int64_t yarn_orig_ctx;     /* rope.scaling.original_context_length; 0: not written */
     int progress;              /* print progress lines on stderr */
 } synth_params;
 
