@@ -8,7 +8,8 @@
  *   logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--kv T] [--kv-v T]: KV cache types (K and V; --kv-v: V only; f32 by default; llama.cpp needs flash attention, which this tool keeps off, for a quantized V)
  *       F: for each row p of LIST, the n_vocab float32 logits after position p. G: for each row,
  *       one float32: the smallest, over the MoE layers, gap between the k-th and (k+1)-th
- *       largest router logits divided by their std (k = experts used; +inf without MoE).
+ *       largest router logits divided by their std (k = experts used; +inf without MoE; gpt-oss:
+ *       the logits plus the router bias, which the experts are chosen on).
  *   greedy MODEL --tokens IDS -n N [--stats F]
  *       N greedy ids (one line). F: per step two float32, the top-1 minus top-2 logit margin over
  *       the row's std, and the router gap (as above) of the position that produced the row.
@@ -110,6 +111,10 @@ typedef struct {
     int k;          /* experts used per token; 0 = not a MoE model */
     int n_tok;      /* tokens in the batch being computed */
     float gap[4096];
+    /* gpt-oss: experts are chosen on "ffn_moe_logits_biased-L" (router logits + bias); when those
+     * exist their gaps replace the unbiased ones after the batch (decode) */
+    float gap_b[4096];
+    bool biased;
 } route_state;
 
 static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
@@ -119,6 +124,9 @@ static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     if (!want) return true;
     int64_t ne = t->ne[0], nt = t->ne[1];
     if (ne <= rs->k || nt > rs->n_tok) return true;
+    const bool biased = strncmp(t->name, "ffn_moe_logits_biased", 21) == 0;
+    float *gaps = biased ? rs->gap_b : rs->gap;
+    rs->biased |= biased;
     float *buf = malloc((size_t)(ne * nt) * sizeof *buf);
     if (!buf) return false;
     ggml_backend_tensor_get(t, buf, 0, ggml_nbytes(t));
@@ -144,7 +152,7 @@ static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
             top[pos] = x;
         }
         float g = sd > 0 ? (float)((top[kk - 2] - top[kk - 1]) / sd) : 0.0f;
-        if (g < rs->gap[j]) rs->gap[j] = g;
+        if (g < gaps[j]) gaps[j] = g;
     }
     free(buf);
     return true;
@@ -224,8 +232,10 @@ static int decode(ref_model *m, const int32_t *tokens, int n, int pos0) {
     }
     b.n_tokens = n;
     m->route.n_tok = n;
-    for (int i = 0; i < n; i++) m->route.gap[i] = INFINITY;
+    for (int i = 0; i < n; i++) m->route.gap[i] = m->route.gap_b[i] = INFINITY;
+    m->route.biased = false;
     int rc = llama_decode(m->ctx, b);
+    if (m->route.biased) memcpy(m->route.gap, m->route.gap_b, (size_t)n * sizeof m->route.gap[0]);
     llama_batch_free(b);
     return rc ? fail("llama_decode failed (%d)", rc) : 0;
 }
