@@ -111,22 +111,20 @@ typedef struct {
     int k;          /* experts used per token; 0 = not a MoE model */
     int n_tok;      /* tokens in the batch being computed */
     float gap[4096];
-    /* gpt-oss: experts are chosen on "ffn_moe_logits_biased-L" (router logits + bias); when those
-     * exist their gaps replace the unbiased ones after the batch (decode) */
-    float gap_b[4096];
-    bool biased;
+    /* gpt-oss: experts are chosen on the router logits + bias, a tensor llama.cpp's graph ends up
+     * naming "ffn_moe_probs-L" (softmax-weight gating: the probs are the biased logits) */
+    const char *name; /* "ffn_moe_logits", or "ffn_moe_probs" for gpt-oss */
 } route_state;
 
 static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     route_state *rs = user;
-    bool want = rs->k > 0 && strncmp(t->name, "ffn_moe_logits", 14) == 0 && t->type == GGML_TYPE_F32;
+    bool want = rs->k > 0 && strncmp(t->name, rs->name, strlen(rs->name)) == 0 && t->name[strlen(rs->name)] == '-' &&
+                t->type == GGML_TYPE_F32;
     if (ask) return want;
     if (!want) return true;
     int64_t ne = t->ne[0], nt = t->ne[1];
     if (ne <= rs->k || nt > rs->n_tok) return true;
-    const bool biased = strncmp(t->name, "ffn_moe_logits_biased", 21) == 0;
-    float *gaps = biased ? rs->gap_b : rs->gap;
-    rs->biased |= biased;
+    float *gaps = rs->gap;
     float *buf = malloc((size_t)(ne * nt) * sizeof *buf);
     if (!buf) return false;
     ggml_backend_tensor_get(t, buf, 0, ggml_nbytes(t));
@@ -194,6 +192,7 @@ static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, in
     llama_model_meta_val_str(m->model, "general.architecture", arch, sizeof arch);
     snprintf(key, sizeof key, "%s.expert_used_count", arch);
     m->route.k = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
+    m->route.name = !strcmp(arch, "gpt-oss") ? "ffn_moe_probs" : "ffn_moe_logits";
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)((n_ctx + 255) / 256 * 256);
     cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
@@ -232,10 +231,8 @@ static int decode(ref_model *m, const int32_t *tokens, int n, int pos0) {
     }
     b.n_tokens = n;
     m->route.n_tok = n;
-    for (int i = 0; i < n; i++) m->route.gap[i] = m->route.gap_b[i] = INFINITY;
-    m->route.biased = false;
+    for (int i = 0; i < n; i++) m->route.gap[i] = INFINITY;
     int rc = llama_decode(m->ctx, b);
-    if (m->route.biased) memcpy(m->route.gap, m->route.gap_b, (size_t)n * sizeof m->route.gap[0]);
     llama_batch_free(b);
     return rc ? fail("llama_decode failed (%d)", rc) : 0;
 }
