@@ -7,6 +7,9 @@
  *   embed -> per layer [RMSNorm -> q,k,v (+bias) -> (q/k norm) -> RoPE -> KV cache -> causal
  *   attention -> output projection -> residual -> RMSNorm -> FFN (dense SwiGLU, or routed
  *   experts (+ shared expert)) -> residual] -> final RMSNorm -> logits.
+ * gpt-oss adds (attn_ext.c): YaRN RoPE, attention sinks, sliding-window layers (their KV rows
+ * in rings: e0_kv_layer_row0 / e0_kv_slot), attn_output and per-expert biases, the router bias
+ * with a softmax over the selected experts (route.c) and the clamped SwiGLU.
  * Matrix products take activations converted to each weight type's vec_dot_type (like
  * llama.cpp); the xq cache below keeps those conversions so q, k and v share one.
  * Routed experts are computed grouped by expert: every (token, slot) pair that chose expert x is

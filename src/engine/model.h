@@ -1,7 +1,7 @@
 /* model.h — a loaded model: the weights of each layer, and loading them.
  *
  * A model is a GGUF file's tensors bound to the roles they play in one of the architectures of
- * the table in arch.h (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe). Every
+ * the table in arch.h (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss). Every
  * hyperparameter comes from the `<arch>.*` keys and every tensor's shape is checked against them
  * (both as the table says) before any weight is read. Dense weights are read (pread) into
  * memory the engine owns; routed expert tensors are resident too unless the expert cache

@@ -1,7 +1,8 @@
 /* synth.h — deterministic random-weight GGUF models (`edge0-infer synth`).
  *
  * A synth model has exactly the tensor names, shapes and metadata llama.cpp expects for its
- * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe),
+ * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe,
+ * gpt-oss),
  * a usable tokenizer (the row's kind: SentencePiece-style for llama, byte-level BPE for qwen*),
  * and weights drawn from a counter-based PRNG keyed by (seed, tensor name, element index): any
  * tensor, any row, can be generated on its own, so the file is written streaming, in parallel,
