@@ -147,10 +147,11 @@ enum e0_tensor {
     E0_T_FFN_GATE, E0_T_FFN_UP, E0_T_FFN_DOWN,
     E0_T_FFN_GATE_INP, E0_T_FFN_GATE_EXPS, E0_T_FFN_UP_EXPS, E0_T_FFN_DOWN_EXPS,
     E0_T_FFN_GATE_INP_SHEXP, E0_T_FFN_GATE_SHEXP, E0_T_FFN_UP_SHEXP, E0_T_FFN_DOWN_SHEXP,
-    E0_T_OUTPUT_NORM, E0_T_OUTPUT,
-    /* gpt-oss (after the others so that their files' tensor order stays as it was) */
+    /* gpt-oss (after the other layer tensors: the files of the other architectures, which do
+     * not have them, keep their tensor order) */
     E0_T_ATTN_OUT_BIAS, E0_T_ATTN_SINKS, E0_T_ATTN_POST_NORM, E0_T_FFN_GATE_INP_BIAS,
     E0_T_FFN_GATE_EXPS_BIAS, E0_T_FFN_UP_EXPS_BIAS, E0_T_FFN_DOWN_EXPS_BIAS,
+    E0_T_OUTPUT_NORM, E0_T_OUTPUT,
     E0_T_COUNT
 };
 
