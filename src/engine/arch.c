@@ -167,6 +167,9 @@ static int read_swa_and_rope_scaling(kv_reader *r, e0_hparams *hp) {
         if (get_float(r, E0_KV_ROPE_FREQ_BASE_SWA, false, &hp->rope_base_swa) < 0) return -1;
     }
     if (!a->rope_scaling) return 0;
+    if (hp->n_rot != hp->head_dim) /* llama.cpp's openai-moe sizes q, k, v by rope.dimension_count */
+        return e0_fail(e, "%s: rope.dimension_count %lld differs from attention.key_length %lld (not supported for %s)",
+                       f->path, (long long)hp->n_rot, (long long)hp->head_dim, a->name);
     char full[160];
     const gguf_string *type;
     int rc = gguf_get_str(f, e0_arch_key(a, E0_KV_ROPE_SCALING_TYPE, full, sizeof full), &type, e);
