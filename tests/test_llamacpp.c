@@ -13,6 +13,7 @@
  *   real/NAME        ../shared/real-models/NAME: logits on a few token cases, 64 greedy ids
  *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
+ *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
  *                    without special tokens */
@@ -323,6 +324,8 @@ static void setup(void) {
 
 /* Begin a case; 0 when it must be skipped (llama.cpp unavailable), already reported. */
 static int begin(const char *name) {
+    const char *only = getenv("E0_LLAMACPP_ONLY"); /* development: only the cases whose name contains it */
+    if (only && *only && !strstr(name, only)) return 0;
     t_begin(name);
     if (!unavailable[0]) return 1;
     t_skip("%s", unavailable);
@@ -688,6 +691,55 @@ static void test_synth_new_types(void) {
     }
 }
 
+/* ---- gpt-oss synth models ----
+ * Shapes with odd head counts, GQA ratios (3, 1, 7), sliding windows shorter than the prompts
+ * (3..9 positions, patterns 2 and 3), YaRN on and off, more experts; each as written (F32) and
+ * quantized by llama.cpp (q8_0, q4_0 and f16 for every matrix, experts included). */
+static const struct {
+    const char *name, *args;
+} gptoss_shapes[] = {
+    {"gpt-oss-gqa3-yarn", "--arch gpt-oss --n-layer 4 --n-head 6 --n-head-kv 2 --n-swa 4 --yarn-factor 8 --yarn-orig-ctx 128"},
+    {"gpt-oss-mha5-swa3", "--arch gpt-oss --n-layer 3 --n-head 5 --n-head-kv 5 --n-swa 3 --swa-period 3"},
+    {"gpt-oss-mqa7-x16", "--arch gpt-oss --n-layer 2 --n-embd 192 --n-head 7 --n-head-kv 1 --head-dim 32 --n-expert 16 "
+                         "--n-expert-used 4 --n-ff-exp 96 --n-swa 9 --yarn-factor 32 --yarn-orig-ctx 64"},
+};
+static const char *const gptoss_types[] = {"q8_0", "q4_0", "f16"};
+
+static void test_synth_gptoss(void) {
+    for (size_t a = 0; a < sizeof gptoss_shapes / sizeof gptoss_shapes[0]; a++) {
+        char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
+        sfmt(label, sizeof label, "synth/%s/f32", gptoss_shapes[a].name);
+        sfmt(dir, sizeof dir, "%s/models", cache);
+        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, gptoss_shapes[a].name);
+        int ok = 0;
+        if (!unavailable[0]) {
+            mkdir(cache, 0755);
+            mkdir(dir, 0755);
+            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+                 gptoss_shapes[a].args, f32);
+            ok = t_sh(cmd, NULL, 0) == 0 && model_sha(f32, sha) == 0;
+            if (!ok) {
+                t_begin(label);
+                CHECKF(0, "edge0-infer synth %s failed", gptoss_shapes[a].args);
+                t_end();
+                continue;
+            }
+        }
+        check_model(label, f32, 0, 1);
+        for (size_t q = 0; q < sizeof gptoss_types / sizeof gptoss_types[0]; q++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", gptoss_shapes[a].name, gptoss_types[q]);
+            if (!unavailable[0] && synth_quant(f32, sha, gptoss_types[q], qpath, sizeof qpath)) {
+                t_begin(label);
+                CHECKF(0, "llamacpp-ref quantize to %s failed", gptoss_types[q]);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0, 1);
+        }
+    }
+}
+
 /* ---- tokenizers ---- */
 
 static void test_tokenizers(void) {
@@ -778,6 +830,7 @@ int main(void) {
     test_synth();
     test_synth_iq2();
     test_synth_new_types();
+    test_synth_gptoss();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
     return T_DONE();
 }

@@ -34,7 +34,7 @@ static const char *tmp_path(const char *name) {
 
 /* The architectures whose models always have routed experts (written here, not taken from the
  * table, so that the expectations stay independent of it). */
-static int is_moe_arch(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE; }
+static int is_moe_arch(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS; }
 
 /* A small model: 2 layers, the given embedding width, 4 heads of 32, 2 KV heads. */
 static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
@@ -70,7 +70,8 @@ typedef struct exp_tensor {
 static int expect(const synth_params *p, exp_tensor *out) {
     int n = 0;
     uint64_t E = p->n_embd, QD = p->n_head * p->head_dim, KD = p->n_head_kv * p->head_dim;
-    int moe = p->n_expert > 0, bias = p->arch == E0_ARCH_QWEN2 || p->arch == E0_ARCH_QWEN2MOE;
+    int moe = p->n_expert > 0, bias = p->arch == E0_ARCH_QWEN2 || p->arch == E0_ARCH_QWEN2MOE || p->arch == E0_ARCH_GPTOSS;
+    int oss = p->arch == E0_ARCH_GPTOSS; /* llama.cpp's openai-moe tensors */
     int qkn = p->arch == E0_ARCH_QWEN3 || p->arch == E0_ARCH_QWEN3MOE;
     uint64_t FE = p->arch == E0_ARCH_LLAMA ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
 #define X(q, nd, a, b, c, ...)                                          \
@@ -97,7 +98,16 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
-        X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+        if (!oss) X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+        if (oss) {
+            X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
+            X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i);
+            X(0, 1, p->n_head, 1, 1, "blk.%d.attn_sinks.weight", i);
+            X(0, 1, p->n_expert, 1, 1, "blk.%d.ffn_gate_inp.bias", i);
+            X(0, 2, FE, p->n_expert, 1, "blk.%d.ffn_gate_exps.bias", i);
+            X(0, 2, FE, p->n_expert, 1, "blk.%d.ffn_up_exps.bias", i);
+            X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_down_exps.bias", i);
+        }
         if (moe) {
             X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_gate_inp.weight", i);
             X(1, 3, E, FE, p->n_expert, "blk.%d.ffn_gate_exps.weight", i);
@@ -208,6 +218,7 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
     CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) ? p->n_ff_exp : -12345));
     CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == E0_ARCH_QWEN2MOE ? p->n_ff_shexp : -12345));
+    CHECK(get_i(f, a, "attention.sliding_window") == (p->arch == E0_ARCH_GPTOSS ? p->n_swa : -12345));
     /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");

@@ -8,7 +8,8 @@
  *   logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--kv T] [--kv-v T]: KV cache types (K and V; --kv-v: V only; f32 by default; llama.cpp needs flash attention, which this tool keeps off, for a quantized V)
  *       F: for each row p of LIST, the n_vocab float32 logits after position p. G: for each row,
  *       one float32: the smallest, over the MoE layers, gap between the k-th and (k+1)-th
- *       largest router logits divided by their std (k = experts used; +inf without MoE).
+ *       largest router logits divided by their std (k = experts used; +inf without MoE; gpt-oss:
+ *       the logits plus the router bias, which the experts are chosen on).
  *   greedy MODEL --tokens IDS -n N [--stats F]
  *       N greedy ids (one line). F: per step two float32, the top-1 minus top-2 logit margin over
  *       the row's std, and the router gap (as above) of the position that produced the row.
@@ -110,15 +111,20 @@ typedef struct {
     int k;          /* experts used per token; 0 = not a MoE model */
     int n_tok;      /* tokens in the batch being computed */
     float gap[4096];
+    /* gpt-oss: experts are chosen on the router logits + bias, a tensor llama.cpp's graph ends up
+     * naming "ffn_moe_probs-L" (softmax-weight gating: the probs are the biased logits) */
+    const char *name; /* "ffn_moe_logits", or "ffn_moe_probs" for gpt-oss */
 } route_state;
 
 static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     route_state *rs = user;
-    bool want = rs->k > 0 && strncmp(t->name, "ffn_moe_logits", 14) == 0 && t->type == GGML_TYPE_F32;
+    bool want = rs->k > 0 && strncmp(t->name, rs->name, strlen(rs->name)) == 0 && t->name[strlen(rs->name)] == '-' &&
+                t->type == GGML_TYPE_F32;
     if (ask) return want;
     if (!want) return true;
     int64_t ne = t->ne[0], nt = t->ne[1];
     if (ne <= rs->k || nt > rs->n_tok) return true;
+    float *gaps = rs->gap;
     float *buf = malloc((size_t)(ne * nt) * sizeof *buf);
     if (!buf) return false;
     ggml_backend_tensor_get(t, buf, 0, ggml_nbytes(t));
@@ -144,7 +150,7 @@ static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
             top[pos] = x;
         }
         float g = sd > 0 ? (float)((top[kk - 2] - top[kk - 1]) / sd) : 0.0f;
-        if (g < rs->gap[j]) rs->gap[j] = g;
+        if (g < gaps[j]) gaps[j] = g;
     }
     free(buf);
     return true;
@@ -186,6 +192,7 @@ static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, in
     llama_model_meta_val_str(m->model, "general.architecture", arch, sizeof arch);
     snprintf(key, sizeof key, "%s.expert_used_count", arch);
     m->route.k = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
+    m->route.name = !strcmp(arch, "gpt-oss") ? "ffn_moe_probs" : "ffn_moe_logits";
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)((n_ctx + 255) / 256 * 256);
     cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;

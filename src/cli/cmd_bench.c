@@ -192,6 +192,8 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
         if (e0_ctx_pos(c) + 1 > e0_ctx_n_ctx(c)) {
             if (!sustained) return e0_fail(e, "context full after %d tokens (raise --context)", e0_ctx_pos(c));
             e0_ctx_truncate(c, n_prompt); /* sustained: start the continuation again */
+            int kept = e0_ctx_pos(c);       /* sliding-window models may have to prefill again */
+            if (kept < n_prompt && e0_eval(c, prompt + kept, n_prompt - kept, NULL, e) < 0) return -1;
         }
         if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
         double ts = a->breakdown ? e0_now() : 0;

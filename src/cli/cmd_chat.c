@@ -176,6 +176,7 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     int keep = 0;
     while (keep < ch->n_cached && keep < (int)t.n - 1 && ch->cached[keep] == t.ids[keep]) keep++;
     e0_ctx_truncate(ch->c, keep);
+    keep = e0_ctx_pos(ch->c); /* sliding-window models may have to start again from 0 */
     memcpy(ch->cached, t.ids, t.n * sizeof *ch->cached);
     const int B = e0_ctx_n_batch(ch->c), n_tok = (int)t.n;
     int done = keep;

@@ -15,6 +15,7 @@
 static const char *gating_name(enum e0_gating g) {
     switch (g) {
     case E0_GATING_SOFTMAX: return "softmax";
+    case E0_GATING_SOFTMAX_WEIGHT: return "softmax over the top-k logits";
     }
     return "?";
 }
@@ -108,6 +109,23 @@ int cmd_info(int argc, char **argv) {
         if (e0_kv_check(hp, others[i], others[i], &e) == 0)
             printf(" %s %llu", e0_kv_type_name(others[i]), (unsigned long long)e0_kv_bytes_per_pos(hp, others[i], others[i]));
     printf(")\n");
+    if (hp->n_swa > 0) { /* gpt-oss: the sliding-window layers keep their window only */
+        int64_t n_swa_l = 0;
+        for (int64_t il = 0; il < hp->n_layer; il++) n_swa_l += e0_layer_is_swa(hp, il);
+        printf("sliding window:  %lld positions on %lld of %lld layers (every %lld: il %% %lld < %lld), rope base %g; "
+               "their KV: %llu bytes at f16 whatever the context (not in the per-token figure)\n",
+               (long long)hp->n_swa, (long long)n_swa_l, (long long)hp->n_layer, (long long)hp->swa_period,
+               (long long)hp->swa_period, (long long)hp->swa_period - 1, (double)hp->rope_base_swa,
+               (unsigned long long)e0_kv_bytes_swa(hp, E0_TYPE_F16, E0_TYPE_F16));
+    }
+    if (hp->rope_freq_scale != 1.0f || hp->rope_ext_factor != 0.0f)
+        printf("rope scaling:    %s, factor %g, original context %lld, attn factor %g\n",
+               hp->rope_ext_factor != 0.0f ? "yarn" : "linear", (double)(1.0f / hp->rope_freq_scale),
+               (long long)hp->n_ctx_orig, (double)hp->rope_attn_factor);
+    if (hp->attn_sinks || hp->router_bias || hp->expert_bias)
+        printf("gpt-oss:         attention sinks%s%s%s, %s\n", hp->attn_out_bias ? ", attn_output bias" : "",
+               hp->router_bias ? ", router bias" : "", hp->expert_bias ? ", expert biases (resident)" : "",
+               hp->ffn_act == E0_ACT_SWIGLU_OAI ? "clamped SwiGLU (alpha 1.702, limit 7)" : "SwiGLU");
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
            (unsigned long long)m->params_active);

@@ -24,6 +24,8 @@ static void usage(FILE *f) {
             "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"
             "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
             "  --rope-base F --rms-eps F                       override RoPE base / RMSNorm epsilon\n"
+            "  --n-swa N --swa-period N                        gpt-oss: sliding window, SWA layer pattern\n"
+            "  --yarn-factor F --yarn-orig-ctx N               gpt-oss: YaRN RoPE scaling (factor 0: none)\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -52,12 +54,14 @@ static const dim_flag dims[] = {
     DIM("--n-expert", n_expert, 0, 512),       DIM("--n-expert-used", n_expert_used, 0, 512),
     DIM("--n-ff-exp", n_ff_exp, 0, 1 << 20),   DIM("--n-ff-shexp", n_ff_shexp, 0, 1 << 20),
     DIM("--n-vocab", n_vocab, 260, 1 << 22),   DIM("--n-ctx", n_ctx, 1, 1 << 24),
+    DIM("--n-swa", n_swa, 1, INT32_MAX),       DIM("--swa-period", swa_period, 1, 512),
+    DIM("--yarn-orig-ctx", yarn_orig_ctx, 1, INT32_MAX),
 };
 #define N_DIMS (sizeof dims / sizeof dims[0])
 
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
-    const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
+    const char *threads = NULL, *rope = NULL, *eps = NULL, *yarn = NULL, *dim_val[N_DIMS] = {0};
     int show_progress = isatty(2), tied = 0, quantize = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
@@ -87,6 +91,7 @@ int cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) slot = &threads;
         else if (!strcmp(a, "--rope-base")) slot = &rope;
         else if (!strcmp(a, "--rms-eps")) slot = &eps;
+        else if (!strcmp(a, "--yarn-factor")) slot = &yarn;
         else
             for (size_t d = 0; d < N_DIMS; d++)
                 if (!strcmp(a, dims[d].flag)) slot = &dim_val[d];
@@ -133,6 +138,7 @@ int cmd_synth(int argc, char **argv) {
     }
     if (rope && e0_parse_f64(rope, 1e-3, 1e12, &p.rope_base, "--rope-base", &e)) return cli_error("synth: %s", e.msg);
     if (eps && e0_parse_f64(eps, 1e-12, 1, &p.rms_eps, "--rms-eps", &e)) return cli_error("synth: %s", e.msg);
+    if (yarn && e0_parse_f64(yarn, 0, 1024, &p.yarn_factor, "--yarn-factor", &e)) return cli_error("synth: %s", e.msg);
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;

@@ -34,6 +34,13 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                           .qk_norm = true, .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_NEOX,
                           .tied_output = true, .rope_freq_base = 10000.0f, .typical_rope_base = 1e6,
                           .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE},
+    /* gpt-oss: llama.cpp's openai-moe (src/models/openai-moe.cpp) */
+    [E0_ARCH_GPTOSS] = {.arch = E0_ARCH_GPTOSS, .name = "gpt-oss", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                        .qkv_bias = true, .gating = E0_GATING_SOFTMAX_WEIGHT, .norm_topk = false, .rope = E0_ROPE_NEOX,
+                        .tied_output = false, .rope_freq_base = 10000.0f, .typical_rope_base = 150000,
+                        .typical_rms_eps = 1e-5, .vocab = E0_VOCAB_BPE, .attn_sinks = true, .attn_out_bias = true,
+                        .router_bias = true, .expert_bias = true, .post_attn_norm = true, .rope_scaling = true,
+                        .swa_period = 2, .ffn_act = E0_ACT_SWIGLU_OAI},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -65,6 +72,18 @@ void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->shared_expert = a->shared_expert;
     hp->shared_expert_gate = a->shared_expert_gate;
     hp->gating = a->gating;
+    hp->attn_sinks = a->attn_sinks;
+    hp->attn_out_bias = a->attn_out_bias;
+    hp->router_bias = a->router_bias;
+    hp->expert_bias = a->expert_bias;
+    hp->post_attn_norm = a->post_attn_norm;
+    hp->ffn_act = a->ffn_act;
+    hp->swa_period = a->swa_period;
+    hp->rope_freq_scale = 1.0f;
+    hp->rope_ext_factor = 0.0f;
+    hp->rope_attn_factor = 1.0f;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
 }
 
 /* ---- metadata keys ---- */
@@ -84,6 +103,13 @@ static const char *const kv_names[E0_KV_COUNT] = {
     [E0_KV_RMS_EPS] = "attention.layer_norm_rms_epsilon",
     [E0_KV_ROPE_DIMENSION_COUNT] = "rope.dimension_count",
     [E0_KV_ROPE_FREQ_BASE] = "rope.freq_base",
+    [E0_KV_SLIDING_WINDOW] = "attention.sliding_window",
+    [E0_KV_SLIDING_WINDOW_PATTERN] = "attention.sliding_window_pattern",
+    [E0_KV_ROPE_FREQ_BASE_SWA] = "rope.freq_base_swa",
+    [E0_KV_ROPE_SCALING_TYPE] = "rope.scaling.type",
+    [E0_KV_ROPE_SCALING_FACTOR] = "rope.scaling.factor",
+    [E0_KV_ROPE_SCALING_ATTN_FACTOR] = "rope.scaling.attn_factor",
+    [E0_KV_ROPE_SCALING_ORIG_CTX_LEN] = "rope.scaling.original_context_length",
 };
 
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n) {
@@ -124,6 +150,52 @@ static int get_float(kv_reader *r, enum e0_kv k, bool required, float *out) {
     if (rc == 1 && !(isfinite(*out) && *out > 0))
         return e0_fail(r->e, "%s: %s = %g is not a positive number", r->f->path, full, (double)*out);
     return rc;
+}
+
+/* Sliding-window attention and RoPE scaling (rows with swa_period / rope_scaling), with the
+ * defaults and derived values of llama.cpp (llama-model.cpp load_hparams, llama-context.cpp). */
+static int read_swa_and_rope_scaling(kv_reader *r, e0_hparams *hp) {
+    const e0_arch_info *a = r->a;
+    const gguf_file *f = r->f;
+    e0_err *e = r->e;
+    hp->rope_base_swa = hp->rope_base;
+    hp->n_ctx_orig = hp->n_ctx_train;
+    if (a->swa_period > 0) {
+        if (get_int(r, E0_KV_SLIDING_WINDOW, 1, INT32_MAX, true, &hp->n_swa) < 0) return -1;
+        hp->swa_period = a->swa_period;
+        if (get_int(r, E0_KV_SLIDING_WINDOW_PATTERN, 1, MAX_LAYERS, false, &hp->swa_period) < 0) return -1;
+        if (get_float(r, E0_KV_ROPE_FREQ_BASE_SWA, false, &hp->rope_base_swa) < 0) return -1;
+    }
+    if (!a->rope_scaling) return 0;
+    if (hp->n_rot != hp->head_dim) /* llama.cpp's openai-moe sizes q, k, v by rope.dimension_count */
+        return e0_fail(e, "%s: rope.dimension_count %lld differs from attention.key_length %lld (not supported for %s)",
+                       f->path, (long long)hp->n_rot, (long long)hp->head_dim, a->name);
+    char full[160];
+    const gguf_string *type;
+    int rc = gguf_get_str(f, e0_arch_key(a, E0_KV_ROPE_SCALING_TYPE, full, sizeof full), &type, e);
+    if (rc < 0) return -1;
+    const char *kind = rc ? type->s : "linear";
+    bool yarn = !strcmp(kind, "yarn");
+    if (!yarn && strcmp(kind, "linear") && strcmp(kind, "none"))
+        return e0_fail(e, "%s: %s = '%.32s' is not supported (none, linear, yarn)", f->path, full, kind);
+    float factor = 0.0f;
+    if (get_float(r, E0_KV_ROPE_SCALING_FACTOR, false, &factor) < 0) return -1;
+    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (!strcmp(kind, "none")) hp->rope_freq_scale = 1.0f;
+    float attn = 1.0f;
+    if (get_float(r, E0_KV_ROPE_SCALING_ATTN_FACTOR, false, &attn) < 0) return -1;
+    if (get_int(r, E0_KV_ROPE_SCALING_ORIG_CTX_LEN, 1, INT32_MAX, false, &hp->n_ctx_orig) < 0) return -1;
+    hp->rope_ext_factor = yarn ? 1.0f : 0.0f;
+    hp->rope_attn_factor = 1.0f;
+    if (hp->rope_ext_factor != 0.0f) {
+        /* llama.cpp: mscale(factor) = 1 + 0.1 ln(factor) (1 when factor <= 1), then divided by
+         * 1 + 0.1 ln(factor) again because ggml's rope applies that factor itself */
+        const float fct = 1.0f / hp->rope_freq_scale;
+        hp->rope_attn_factor = fct <= 1.0f ? 1.0f : 0.1f * 1.0f * logf(fct) + 1.0f;
+        hp->rope_attn_factor *= 1.0f / (1.0f + 0.1f * logf(fct));
+    }
+    hp->rope_attn_factor *= attn;
+    return 0;
 }
 
 int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
@@ -191,7 +263,7 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     if (hp->n_expert > 0 && a->shared_expert &&
         get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_shexp) < 0)
         return -1;
-    return 0;
+    return read_swa_and_rope_scaling(&r, hp);
 }
 
 /* ---- the tensors ---- */
@@ -210,7 +282,7 @@ static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM},
     [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM},
     [E0_T_ATTN_OUT] = {"blk.%d.attn_output.weight", true, M2(Q, EMBD), E0_NEED_ALWAYS, E0_ROLE_WEIGHT},
-    [E0_T_FFN_NORM] = {"blk.%d.ffn_norm.weight", true, V1(EMBD), E0_NEED_ALWAYS, E0_ROLE_NORM},
+    [E0_T_FFN_NORM] = {"blk.%d.ffn_norm.weight", true, V1(EMBD), E0_NEED_FFN_NORM, E0_ROLE_NORM},
     [E0_T_FFN_GATE] = {"blk.%d.ffn_gate.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
     [E0_T_FFN_UP] = {"blk.%d.ffn_up.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
     [E0_T_FFN_DOWN] = {"blk.%d.ffn_down.weight", true, M2(FF, EMBD), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
@@ -224,6 +296,13 @@ static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_FFN_DOWN_SHEXP] = {"blk.%d.ffn_down_shexp.weight", true, M2(FF_SHEXP, EMBD), E0_NEED_SHARED_EXPERT, E0_ROLE_WEIGHT},
     [E0_T_OUTPUT_NORM] = {"output_norm.weight", false, V1(EMBD), E0_NEED_ALWAYS, E0_ROLE_NORM},
     [E0_T_OUTPUT] = {"output.weight", false, M2(EMBD, VOCAB), E0_NEED_OUTPUT, E0_ROLE_WEIGHT},
+    [E0_T_ATTN_OUT_BIAS] = {"blk.%d.attn_output.bias", true, V1(EMBD), E0_NEED_ATTN_OUT_BIAS, E0_ROLE_BIAS},
+    [E0_T_ATTN_SINKS] = {"blk.%d.attn_sinks.weight", true, V1(HEADS), E0_NEED_ATTN_SINKS, E0_ROLE_SINK},
+    [E0_T_ATTN_POST_NORM] = {"blk.%d.post_attention_norm.weight", true, V1(EMBD), E0_NEED_POST_ATTN_NORM, E0_ROLE_NORM},
+    [E0_T_FFN_GATE_INP_BIAS] = {"blk.%d.ffn_gate_inp.bias", true, V1(EXPERT), E0_NEED_ROUTER_BIAS, E0_ROLE_BIAS},
+    [E0_T_FFN_GATE_EXPS_BIAS] = {"blk.%d.ffn_gate_exps.bias", true, M2(FF_EXP, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
+    [E0_T_FFN_UP_EXPS_BIAS] = {"blk.%d.ffn_up_exps.bias", true, M2(FF_EXP, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
+    [E0_T_FFN_DOWN_EXPS_BIAS] = {"blk.%d.ffn_down_exps.bias", true, M2(EMBD, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
 };
 #undef V1
 #undef M2
@@ -255,6 +334,12 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
         const e0_arch_info *a = e0_arch_get(hp->arch);
         return a && a->tied_output ? 1 : 2;
     }
+    case E0_NEED_FFN_NORM: return hp->post_attn_norm ? 0 : 2;
+    case E0_NEED_POST_ATTN_NORM: return hp->post_attn_norm ? 2 : 0;
+    case E0_NEED_ATTN_OUT_BIAS: return hp->attn_out_bias ? 2 : 0;
+    case E0_NEED_ATTN_SINKS: return hp->attn_sinks ? 2 : 0;
+    case E0_NEED_ROUTER_BIAS: return moe && hp->router_bias ? 2 : 0;
+    case E0_NEED_EXPERT_BIAS: return moe && hp->expert_bias ? 2 : 0;
     }
     return 0;
 }
@@ -270,6 +355,7 @@ static int64_t dim_value(enum e0_dim d, const e0_hparams *hp) {
     case E0_DIM_FF_EXP: return hp->n_ff_exp;
     case E0_DIM_FF_SHEXP: return hp->n_ff_shexp;
     case E0_DIM_EXPERT: return hp->n_expert;
+    case E0_DIM_HEADS: return hp->n_head;
     }
     return 0;
 }

@@ -19,7 +19,8 @@
 
 #include "gguf/gguf.h"
 
-enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE, E0_ARCH_COUNT };
+enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE,
+               E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */, E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
 enum e0_ffn {
@@ -29,7 +30,17 @@ enum e0_ffn {
 };
 
 /* How router logits become expert weights. */
-enum e0_gating { E0_GATING_SOFTMAX /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */ };
+enum e0_gating {
+    E0_GATING_SOFTMAX, /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */
+    E0_GATING_SOFTMAX_WEIGHT, /* gpt-oss: top-k on the raw (biased) logits, softmax over the selected ones */
+};
+
+/* The activation of the (expert) FFN. */
+enum e0_ffn_act {
+    E0_ACT_SILU,       /* silu(gate) * up */
+    E0_ACT_SWIGLU_OAI, /* gpt-oss: g = min(gate, limit), u = clamp(up, +-limit): g * sigmoid(alpha g) * (u + 1),
+                          alpha 1.702, limit 7 (ggml_swiglu_oai) */
+};
 
 /* RoPE pairing: normal rotates (2i, 2i+1), NEOX rotates (i, i + n_rot/2). */
 enum e0_rope { E0_ROPE_NORMAL, E0_ROPE_NEOX };
@@ -55,6 +66,17 @@ typedef struct e0_arch_info {
     /* The family's usual values, used by synth when a shape does not give them. */
     double typical_rope_base, typical_rms_eps;
     enum e0_vocab vocab;
+    /* gpt-oss (all false / 0 for the others) */
+    bool attn_sinks;        /* a learned per-head logit in every attention softmax's denominator (attn_sinks) */
+    bool attn_out_bias;     /* attn_output.bias */
+    bool router_bias;       /* ffn_gate_inp.bias added to the router logits */
+    bool expert_bias;       /* ffn_{gate,up,down}_exps.bias, per expert */
+    bool post_attn_norm;    /* the FFN's input norm is named post_attention_norm (not ffn_norm) */
+    bool rope_scaling;      /* reads rope.scaling.* (YaRN / linear) */
+    int swa_period;         /* sliding-window layers: attention.sliding_window is required and layer il
+                               is SWA when il % period < period - 1 (llama.cpp's default pattern);
+                               attention.sliding_window_pattern overrides it; 0: no SWA */
+    enum e0_ffn_act ffn_act;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -73,7 +95,24 @@ typedef struct e0_hparams {
     bool shared_expert;  /* qwen2moe: shared expert */
     bool shared_expert_gate; /* qwen2moe: ... sigmoid-gated by ffn_gate_inp_shexp */
     enum e0_gating gating;
+    /* gpt-oss (zero / false for the others; see e0_arch_info) */
+    bool attn_sinks, attn_out_bias, router_bias, expert_bias, post_attn_norm;
+    enum e0_ffn_act ffn_act;
+    int64_t n_swa;          /* sliding window (keys at positions p - n_swa < j <= p); 0: none */
+    int64_t swa_period;     /* layer il is SWA when n_swa > 0 and il % swa_period < swa_period - 1 */
+    float rope_base_swa;    /* RoPE base of the SWA layers (rope.freq_base_swa, else rope_base) */
+    /* RoPE scaling, as ggml's rope_ext takes it (arch rows with rope_scaling; else scale 1, ext 0, attn 1) */
+    float rope_freq_scale;  /* 1 / rope.scaling.factor */
+    float rope_ext_factor;  /* 1 for YaRN, else 0 */
+    float rope_attn_factor; /* the magnitude factor llama.cpp's context computes (before YaRN's own) */
+    float yarn_beta_fast, yarn_beta_slow;
+    int64_t n_ctx_orig;     /* rope.scaling.original_context_length, else context_length */
 } e0_hparams;
+
+/* Whether layer il of hp uses sliding-window attention. */
+static inline bool e0_layer_is_swa(const e0_hparams *hp, int64_t il) {
+    return hp->n_swa > 0 && hp->swa_period > 0 && il % hp->swa_period < hp->swa_period - 1;
+}
 
 /* The row of `a` (NULL if out of range); the row whose name is `name` (NULL if none). */
 const e0_arch_info *e0_arch_get(enum e0_arch a);
@@ -86,7 +125,9 @@ enum e0_kv {
     E0_KV_CONTEXT_LENGTH, E0_KV_EMBEDDING_LENGTH, E0_KV_BLOCK_COUNT, E0_KV_FEED_FORWARD_LENGTH,
     E0_KV_EXPERT_FEED_FORWARD_LENGTH, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, E0_KV_EXPERT_COUNT,
     E0_KV_EXPERT_USED_COUNT, E0_KV_HEAD_COUNT, E0_KV_HEAD_COUNT_KV, E0_KV_KEY_LENGTH, E0_KV_VALUE_LENGTH,
-    E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE, E0_KV_COUNT
+    E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE,
+    E0_KV_SLIDING_WINDOW, E0_KV_SLIDING_WINDOW_PATTERN, E0_KV_ROPE_FREQ_BASE_SWA, E0_KV_ROPE_SCALING_TYPE,
+    E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR, E0_KV_ROPE_SCALING_ORIG_CTX_LEN, E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n);
@@ -106,6 +147,10 @@ enum e0_tensor {
     E0_T_FFN_GATE, E0_T_FFN_UP, E0_T_FFN_DOWN,
     E0_T_FFN_GATE_INP, E0_T_FFN_GATE_EXPS, E0_T_FFN_UP_EXPS, E0_T_FFN_DOWN_EXPS,
     E0_T_FFN_GATE_INP_SHEXP, E0_T_FFN_GATE_SHEXP, E0_T_FFN_UP_SHEXP, E0_T_FFN_DOWN_SHEXP,
+    /* gpt-oss (after the other layer tensors: the files of the other architectures, which do
+     * not have them, keep their tensor order) */
+    E0_T_ATTN_OUT_BIAS, E0_T_ATTN_SINKS, E0_T_ATTN_POST_NORM, E0_T_FFN_GATE_INP_BIAS,
+    E0_T_FFN_GATE_EXPS_BIAS, E0_T_FFN_UP_EXPS_BIAS, E0_T_FFN_DOWN_EXPS_BIAS,
     E0_T_OUTPUT_NORM, E0_T_OUTPUT,
     E0_T_COUNT
 };
@@ -121,6 +166,7 @@ enum e0_dim {
     E0_DIM_FF_EXP,   /* n_ff_exp */
     E0_DIM_FF_SHEXP, /* n_ff_shexp */
     E0_DIM_EXPERT,   /* n_expert */
+    E0_DIM_HEADS,    /* n_head (one value per query head) */
 };
 
 /* When a model has the tensor. */
@@ -133,15 +179,22 @@ enum e0_need {
     E0_NEED_SHARED_EXPERT,      /* n_expert > 0 and a shared expert */
     E0_NEED_SHARED_EXPERT_GATE, /* ... with its gate */
     E0_NEED_OUTPUT,             /* optional where the output may be tied */
+    E0_NEED_FFN_NORM,           /* ffn_norm, unless the arch names it post_attention_norm */
+    E0_NEED_POST_ATTN_NORM,     /* post_attention_norm (gpt-oss: the FFN's input norm) */
+    E0_NEED_ATTN_OUT_BIAS, E0_NEED_ATTN_SINKS,
+    E0_NEED_ROUTER_BIAS,        /* n_expert > 0 and the arch's router has a bias */
+    E0_NEED_EXPERT_BIAS,        /* n_expert > 0 and the arch's experts have biases */
 };
 
 /* What the values are (synth draws each kind at its own scale). */
-enum e0_role { E0_ROLE_WEIGHT, E0_ROLE_EMBED, E0_ROLE_NORM, E0_ROLE_BIAS, E0_ROLE_ROUTER };
+enum e0_role { E0_ROLE_WEIGHT, E0_ROLE_EMBED, E0_ROLE_NORM, E0_ROLE_BIAS, E0_ROLE_ROUTER,
+               E0_ROLE_SINK /* attention sink logits */ };
 
 typedef struct e0_tensor_info {
     const char *name;     /* GGUF name; per-layer names hold one "%d" (the layer) */
     bool per_layer;
-    int n_dims;           /* 1: vector, 2: matrix, 3: stack of expert matrices */
+    int n_dims;           /* 1: vector, 2: matrix (E0_ROLE_BIAS: per-expert vectors, read as floats),
+                             3: stack of expert matrices */
     enum e0_dim ne[3];    /* ne[0] = row length (input dim) */
     enum e0_need need;
     enum e0_role role;

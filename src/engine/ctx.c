@@ -128,8 +128,10 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
         c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
         c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
         c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
-        c->kv.bytes_k = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_k;
-        c->kv.bytes_v = (size_t)hp->n_layer * (size_t)c->n_ctx * c->kv.row_v;
+        /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c) */
+        const size_t rows = (size_t)e0_kv_layout_rows(hp, c->n_ctx, c->n_batch, NULL, NULL);
+        c->kv.bytes_k = rows * c->kv.row_k;
+        c->kv.bytes_v = rows * c->kv.row_v;
     }
     return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
 }
@@ -164,6 +166,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     c->threads.cur = c->threads.decode;
 
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
+    if (e0_kv_layout_init(c, e) < 0) goto fail;
     c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
     c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
     if (!c->kv.k || !c->kv.v) {
@@ -188,6 +191,7 @@ void e0_ctx_free(e0_ctx *c) {
     e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
     e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
+    e0_kv_layout_free(c);
     free(c);
 }
 
@@ -204,6 +208,7 @@ uint64_t e0_ctx_kv_bytes(const e0_ctx *c) { return (uint64_t)c->kv.bytes_k + c->
 
 void e0_ctx_truncate(e0_ctx *c, int pos) {
     if (pos >= 0 && pos < c->pos) c->pos = pos;
+    c->pos = e0_kv_swa_truncate(c, c->pos); /* sliding-window rings may only allow 0 */
     e0_predict_forget(c);
 }
 

@@ -63,6 +63,12 @@ struct e0_ctx {
         e0_vec_dot_fn dot_k;       /* key row (one head) . q (one head, in q_type) */
         bool f16_k, f16_v;         /* F16 keys / values with AVX2 + F16C: the fused loops of kv_avx2.c */
         size_t bytes_k, bytes_v;   /* of each buffer */
+        /* sliding-window layers (attn_ext.c; all 0 / NULL without them): each keeps a ring of
+         * swa_rows rows; layer il's rows start at row layer_row0[il], it has layer_rows[il] */
+        int swa_rows;
+        size_t *layer_row0;        /* [n_layer] */
+        int *layer_rows;           /* [n_layer] */
+        int swa_lo;                /* the rings hold the rows of every position >= swa_lo (< pos) */
     } kv;
 
     /* Activations, sized for B tokens. Rows are packed at the width of their current use, so a
@@ -181,6 +187,45 @@ void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n);
 void e0_top_k(const float *p, int64_t X, int64_t K, int *ids);
 /* w[s] = p[ids[s]] for s < K, renormalized to sum 1 when the model asks (moe_norm_topk). */
 void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, float *w);
+/* Router logits p [X] -> the scores top-k ranks, in place: + bias (gpt-oss: ffn_gate_inp.bias,
+ * NULL otherwise), then softmax (E0_GATING_SOFTMAX) or unchanged (E0_GATING_SOFTMAX_WEIGHT, whose
+ * e0_route_weights takes the softmax over the selected ones). */
+void e0_route_probs(const e0_hparams *hp, const float *bias, float *p);
+
+/* ---- attn_ext.c: gpt-oss pieces (RoPE scaling, sinks, clamped SwiGLU, SWA cache layout) ---- */
+
+/* RoPE of one layer as ggml's rope_ext takes it. */
+typedef struct e0_rope_cfg {
+    float base, freq_scale, ext_factor, attn_factor;
+    float corr[2]; /* YaRN correction dims (ggml_rope_yarn_corr_dims) */
+    bool neox;
+} e0_rope_cfg;
+void e0_rope_cfg_for_layer(const e0_hparams *hp, int64_t il, e0_rope_cfg *r);
+/* Rotate one head vector (first n_rot dims) at position pos. */
+void e0_rope_ext(float *x, int64_t n_rot, int pos, const e0_rope_cfg *r);
+/* In-place softmax of x [n] with one more logit `sink` in the denominator (not returned). */
+void e0_softmax_sink(float *x, int64_t n, float sink);
+/* a[i] = gpt-oss's clamped SwiGLU of (gate a[i], up b[i]). */
+void e0_swiglu_oai(float *a, const float *b, int64_t n);
+/* Rows of a sliding-window layer's ring (0: the model has none). */
+int e0_kv_swa_rows(const e0_hparams *hp, int n_ctx, int n_batch);
+/* Rows of the whole cache; fills row0 / rows [n_layer] when not NULL. */
+uint64_t e0_kv_layout_rows(const e0_hparams *hp, int n_ctx, int n_batch, size_t *row0, int *rows);
+int e0_kv_layout_init(e0_ctx *c, e0_err *e);
+void e0_kv_layout_free(e0_ctx *c);
+/* A chunk of n_tok tokens from pos0 is about to overwrite ring rows. */
+void e0_kv_swa_before_chunk(e0_ctx *c, int pos0, int n_tok);
+/* The position the cache can be truncated to when pos is asked (pos, or 0 when the rings lost
+ * rows the window of position pos needs). */
+int e0_kv_swa_truncate(e0_ctx *c, int pos);
+
+/* First row of layer il in the cache, and the row of position pos within it. */
+static inline size_t e0_kv_layer_row0(const e0_ctx *c, int il) {
+    return c->kv.layer_row0 ? c->kv.layer_row0[il] : (size_t)il * (size_t)c->n_ctx;
+}
+static inline size_t e0_kv_slot(const e0_ctx *c, int il, int pos) {
+    return c->kv.layer_rows ? (size_t)(pos % c->kv.layer_rows[il]) : (size_t)pos;
+}
 
 /* ---- experts_predict.c ---- */
 

@@ -43,7 +43,9 @@ const float *e0_ctx_logits(const e0_ctx *c);
 int e0_ctx_pos(const e0_ctx *c);
 int e0_ctx_n_ctx(const e0_ctx *c);
 int e0_ctx_n_threads(const e0_ctx *c);
-/* Forget everything from position pos on (pos <= current position). */
+/* Forget everything from position pos on (pos <= current position). With sliding-window layers
+ * the cache may only go back to 0 (when their rings no longer hold the window position pos
+ * needs): e0_ctx_pos() says where it went. */
 void e0_ctx_truncate(e0_ctx *c, int pos);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
@@ -61,8 +63,11 @@ const char *e0_kv_type_name(uint32_t type);
 int e0_kv_check(const e0_hparams *hp, uint32_t type_k, uint32_t type_v, e0_err *e);
 /* Bytes of one row of `type`: one position of one layer (n_head_kv * head_dim values). */
 size_t e0_kv_row_bytes(const e0_hparams *hp, uint32_t type);
-/* Bytes the KV cache takes per position: K and V rows of every layer. */
+/* Bytes the KV cache takes per position: K and V rows of every layer of full attention. */
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v);
+/* Bytes the sliding-window layers' K and V take whatever the context length: their window of
+ * n_swa positions (0 without such layers). */
+uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v);
 
 /* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
  * slots = the cache's slots per layer (experts are taken in batches of at most that many). */

@@ -116,7 +116,7 @@ static void predict_ahead(e0_ctx *c, int il) {
         } else {
             /* xn [1][E] -> pred.logits [X] -> probabilities -> top K */
             e0_matmul_weight(c, &N->router, c->pred.logits);
-            e0_softmax(c->pred.logits, hp->n_expert);
+            e0_route_probs(hp, N->router_b, c->pred.logits); /* as route() does */
             e0_top_k(c->pred.logits, hp->n_expert, hp->n_expert_used, dst);
         }
         if (d == 1) c->pred.valid[next] = true;
@@ -141,6 +141,10 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     int *count = c->moe.expert_start;
     int *ranked = c->moe.used;
     if (!c->replay.trace) e0_matmul_weight(c, &c->m->layers[il + 1].router, next_logits);
+    const float *next_b = c->m->layers[il + 1].router_b; /* gpt-oss: ranked by the biased logits */
+    if (!c->replay.trace && next_b)
+        for (int i = 0; i < n_tok; i++)
+            for (int64_t x = 0; x < X; x++) next_logits[(size_t)i * X + x] += next_b[x];
     memset(count, 0, (size_t)(X + 1) * sizeof *count);
     int ids[64];
     for (int i = 0; i < n_tok && K <= 64; i++) {

@@ -7,6 +7,9 @@
  *   embed -> per layer [RMSNorm -> q,k,v (+bias) -> (q/k norm) -> RoPE -> KV cache -> causal
  *   attention -> output projection -> residual -> RMSNorm -> FFN (dense SwiGLU, or routed
  *   experts (+ shared expert)) -> residual] -> final RMSNorm -> logits.
+ * gpt-oss adds (attn_ext.c): YaRN RoPE, attention sinks, sliding-window layers (their KV rows
+ * in rings: e0_kv_layer_row0 / e0_kv_slot), attn_output and per-expert biases, the router bias
+ * with a softmax over the selected experts (route.c) and the clamped SwiGLU.
  * Matrix products take activations converted to each weight type's vec_dot_type (like
  * llama.cpp); the xq cache below keeps those conversions so q, k and v share one.
  * Routed experts are computed grouped by expert: every (token, slot) pair that chose expert x is
@@ -29,6 +32,10 @@
  * converted once to its cache type). */
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
+    /* gpt-oss: RoPE with scaling (YaRN) and a per-layer base (attn_ext.c) */
+    const bool rope_ext = e0_arch_get(hp->arch)->rope_scaling;
+    e0_rope_cfg rc;
+    if (rope_ext) e0_rope_cfg_for_layer(hp, il, &rc);
     for (int i = 0; i < n_tok; i++) {
         float *q = c->act.q + (size_t)i * c->q_dim, *k = c->act.k + (size_t)i * c->kv_dim,
               *v = c->act.v + (size_t)i * c->kv_dim;
@@ -39,15 +46,17 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
             if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
-            e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+            if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos0 + i, &rc);
+            else e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
             if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
-            e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+            if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos0 + i, &rc);
+            else e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         /* the row of position pos0 + i, converted once to the cache types */
-        size_t row = (size_t)il * c->n_ctx + (size_t)(pos0 + i);
+        size_t row = e0_kv_layer_row0(c, il) + e0_kv_slot(c, il, pos0 + i);
         e0_kv_store(c->kv.type_k, k, c->kv_dim, c->kv.k + row * c->kv.row_k);
         e0_kv_store(c->kv.type_v, v, c->kv_dim, c->kv.v + row * c->kv.row_v);
     }
@@ -76,9 +85,14 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     const int64_t hd = hp->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t rk = c->kv.row_k, rv = c->kv.row_v;
-    const uint8_t *kc = c->kv.k + (size_t)t->il * c->n_ctx * rk + (size_t)kvh * c->kv.head_k;
-    const uint8_t *vc = c->kv.v + (size_t)t->il * c->n_ctx * rv + (size_t)kvh * c->kv.head_v;
-    const int n_keys = t->pos0 + i + 1; /* causal: positions 0..pos */
+    const uint8_t *kc = c->kv.k + e0_kv_layer_row0(c, t->il) * rk + (size_t)kvh * c->kv.head_k;
+    const uint8_t *vc = c->kv.v + e0_kv_layer_row0(c, t->il) * rv + (size_t)kvh * c->kv.head_v;
+    /* causal: positions first .. pos; a sliding-window layer sees the last n_swa of them */
+    const int pos = t->pos0 + i;
+    const int first = e0_layer_is_swa(hp, t->il) && pos - hp->n_swa + 1 > 0 ? (int)(pos - hp->n_swa + 1) : 0;
+    const int n_keys = pos + 1 - first;
+    const float *sinks = c->m->layers[t->il].sinks; /* gpt-oss: one more logit per head */
+#define KEY_ROW(j) e0_kv_slot(c, t->il, first + (j)) /* the cache row of the j-th key */
     const float *q = c->act.q + (size_t)i * c->q_dim;
     float *att = c->act.att + (size_t)i * c->q_dim;
     /* qh: heads h0 .. h1-1 of q in kv.q_type, qs bytes apart */
@@ -90,7 +104,7 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
         float *qf = (float *)kq;
         memcpy(qf, q + h0 * hd, (size_t)n_h * (size_t)hd * sizeof(float));
         e0_kv_round(E0_TYPE_F16, qf, n_h * hd);
-        for (int j = 0; j < n_keys; j++) e0_kv_scores_f16_avx2(hd, kc + (size_t)j * rk, qf, n_h, scale, scores + j, (size_t)c->n_ctx);
+        for (int j = 0; j < n_keys; j++) e0_kv_scores_f16_avx2(hd, kc + KEY_ROW(j) * rk, qf, n_h, scale, scores + j, (size_t)c->n_ctx);
     } else {
         if (c->kv.q_type != E0_TYPE_F32) {
             const e0_from_float_fn conv = e0_kernels_of(c->kv.q_type)->from_float;
@@ -100,7 +114,7 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
         }
         const e0_vec_dot_fn dot = c->kv.dot_k;
         for (int j = 0; j < n_keys; j++) {
-            const uint8_t *k = kc + (size_t)j * rk;
+            const uint8_t *k = kc + KEY_ROW(j) * rk;
             for (int64_t h = h0; h < h1; h++) {
                 float s;
                 dot(hd, &s, k, qh + (size_t)(h - h0) * qs);
@@ -109,24 +123,26 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
         }
     }
     for (int64_t h = h0; h < h1; h++) {
-        e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
+        if (sinks) e0_softmax_sink(scores + (h - h0) * c->n_ctx, n_keys, sinks[h]);
+        else e0_softmax(scores + (h - h0) * c->n_ctx, n_keys);
         e0_kv_round(c->kv.type_v, scores + (h - h0) * c->n_ctx, n_keys);
         memset(att + h * hd, 0, (size_t)hd * sizeof(float));
     }
     if (c->kv.f16_v) {
         for (int j = 0; j < n_keys; j++)
-            e0_kv_axpy_f16_avx2(hd, scores + j, (size_t)c->n_ctx, n_h, vc + (size_t)j * rv, att + h0 * hd);
+            e0_kv_axpy_f16_avx2(hd, scores + j, (size_t)c->n_ctx, n_h, vc + KEY_ROW(j) * rv, att + h0 * hd);
         return;
     }
     const bool vf32 = c->kv.type_v == E0_TYPE_F32;
     for (int j = 0; j < n_keys; j++) {
-        const float *v = (const float *)(vc + (size_t)j * rv);
+        const float *v = (const float *)(vc + KEY_ROW(j) * rv);
         if (!vf32) {
-            e0_kv_load(c->kv.type_v, vc + (size_t)j * rv, vrow, hd);
+            e0_kv_load(c->kv.type_v, vc + KEY_ROW(j) * rv, vrow, hd);
             v = vrow;
         }
         for (int64_t h = h0; h < h1; h++) e0_axpy(hd, scores[(h - h0) * c->n_ctx + j], v, att + h * hd);
     }
+#undef KEY_ROW
 }
 
 /* Work items are (token, KV head) pairs; with fewer pairs than threads (decode of a model with
@@ -168,12 +184,12 @@ static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, co
 
 /* Route each token: router logits [n][X] -> probabilities (softmax, in place) -> the top K
  * experts sel [n][K] (ties: lower id) and their weights sel_w [n][K]. */
-static void route(e0_ctx *c, int n_tok) {
+static void route(e0_ctx *c, const e0_layer *L, int n_tok) {
     const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
     for (int i = 0; i < n_tok; i++) {
         float *p = c->moe.router + (size_t)i * X;
         int *sel = c->moe.sel + (size_t)i * K;
-        e0_softmax(p, X);
+        e0_route_probs(c->hp, L->router_b, p); /* (+ bias) softmax, or the biased logits (gpt-oss) */
         e0_top_k(p, X, K, sel);
         e0_route_weights(c->hp, p, sel, c->moe.sel_w + (size_t)i * K);
     }
@@ -196,6 +212,28 @@ static int experts_get(e0_ctx *c, int il, const int *ids, int n) {
     return rc;
 }
 
+/* gpt-oss: per-expert biases of the batch's experts used[b0 .. b0+nb): pair_h [pairs][F] +=
+ * gate_b[x], pair_h2 += up_b[x] for every pair of expert x (gate_b, up_b [X][F]). */
+static void expert_bias(e0_ctx *c, int b0, int nb, const float *gate_b, const float *up_b, int64_t F) {
+    for (int k = 0; k < nb; k++) {
+        int x = c->moe.used[b0 + k];
+        for (int p = c->moe.expert_start[x]; p < c->moe.expert_start[x + 1]; p++)
+            for (int64_t f = 0; f < F; f++) {
+                c->moe.pair_h[(size_t)p * F + f] += gate_b[(size_t)x * F + f];
+                c->moe.pair_h2[(size_t)p * F + f] += up_b[(size_t)x * F + f];
+            }
+    }
+}
+
+/* ... and pair_out [pairs][E] += down_b[x] (down_b [X][E]). */
+static void expert_bias_down(e0_ctx *c, int b0, int nb, const float *down_b, int64_t E) {
+    for (int k = 0; k < nb; k++) {
+        int x = c->moe.used[b0 + k];
+        for (int p = c->moe.expert_start[x]; p < c->moe.expert_start[x + 1]; p++)
+            for (int64_t e = 0; e < E; e++) c->moe.pair_out[(size_t)p * E + e] += down_b[(size_t)x * E + e];
+    }
+}
+
 /* Routed experts: xn [n][E] -> out [n][E] = sum over slots s of sel_w[i][s] * expert_sel[i][s](xn[i]). */
 static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_layer *L = &c->m->layers[il];
@@ -206,7 +244,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     /* Router: xn [n][E] -> router [n][X] -> sel, sel_w [n][K]. */
     e0_matmul_input(c, c->act.xn, n_tok, E);
     e0_matmul_weight(c, &L->router, c->moe.router);
-    route(c, n_tok);
+    route(c, L, n_tok);
     if (c->replay.trace) e0_replay_route(c, il, n_tok); /* routing=replay: the trace's experts instead */
     /* Prediction policy: may replace sel / sel_w (routing=predicted), starts reads ahead. */
     e0_predict_after_route(c, il, n_tok);
@@ -268,8 +306,11 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
                                             .n_tok = n, .y = c->moe.pair_h2 + (size_t)start[x] * F, .y_stride = F};
         }
         e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
-        /* pair_h = silu(pair_h) * pair_h2 [pairs][F] */
-        e0_swiglu(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+        if (L->gate_exps_b) expert_bias(c, b0, nb, L->gate_exps_b, L->up_exps_b, F);
+        /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU) */
+        if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
+            e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+        else e0_swiglu(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
 
         /* down of the batch's experts in one dispatch: pair_h [pairs][F] (converted into pair_hq
          * unless down takes F32) -> pair_out [pairs][E] */
@@ -290,6 +331,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
                                             .y = c->moe.pair_out + (size_t)start[x] * E, .y_stride = E};
         }
         e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
+        if (L->down_exps_b) expert_bias_down(c, b0, nb, L->down_exps_b, E);
         if (c->moe.xc) e0_experts_release(c->moe.xc, il);
     }
 
@@ -351,6 +393,8 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     /* Alias: q is not read after attention; its rows are max(q_dim, E) floats. */
     float *ffn_out = c->act.q;
 
+    e0_kv_swa_before_chunk(c, pos0, n_tok); /* sliding-window rings: rows about to be overwritten */
+
     /* Embeddings: tokens [n] -> x [n][E]. */
     for (int i = 0; i < n_tok; i++) e0_get_row(&m->tok_embd, tokens[i], x + (size_t)i * E);
 
@@ -371,6 +415,9 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         /* att -> attn_out [n][E] = wo att; x += attn_out */
         e0_matmul_input(c, c->act.att, n_tok, c->q_dim);
         e0_matmul_weight(c, &L->wo, attn_out);
+        if (L->bo) /* gpt-oss: attn_output.bias */
+            for (int i = 0; i < n_tok; i++)
+                for (int64_t e = 0; e < E; e++) attn_out[(size_t)i * E + e] += L->bo[e];
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
         c->stats.st.attention += e0_clock_if(c) - t0;
 

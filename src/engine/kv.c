@@ -52,8 +52,19 @@ size_t e0_kv_row_bytes(const e0_hparams *hp, uint32_t type) {
     return (size_t)hp->n_head_kv * e0_row_size(type, hp->head_dim);
 }
 
+/* Layers of sliding-window attention (gpt-oss; 0 for the others). */
+static int64_t n_swa_layers(const e0_hparams *hp) {
+    int64_t n = 0;
+    for (int64_t il = 0; il < hp->n_layer; il++) n += e0_layer_is_swa(hp, il);
+    return n;
+}
+
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
-    return (uint64_t)hp->n_layer * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
+    return (uint64_t)(hp->n_layer - n_swa_layers(hp)) * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
+}
+
+uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
+    return (uint64_t)n_swa_layers(hp) * (uint64_t)hp->n_swa * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
 }
 
 void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row) {

@@ -268,6 +268,9 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "kv_type_v", json_string(e0_kv_type_name(e0_ctx_type_v(s->c))));
     json_object_set_new(j, "kv_bytes_per_token",
                         json_integer((json_int_t)e0_kv_bytes_per_pos(&s->m->hp, e0_ctx_type_k(s->c), e0_ctx_type_v(s->c))));
+    if (s->m->hp.n_swa > 0) /* gpt-oss: the sliding-window layers' KV, whatever the context */
+        json_object_set_new(j, "kv_swa_bytes",
+                            json_integer((json_int_t)e0_kv_bytes_swa(&s->m->hp, e0_ctx_type_k(s->c), e0_ctx_type_v(s->c))));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));

@@ -27,6 +27,16 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_byte
         b += matrix_bytes(&L->router) + matrix_bytes(&L->gate_shexp) + matrix_bytes(&L->up_shexp) + matrix_bytes(&L->down_shexp);
         b += (uint64_t)hp->n_expert_used * (matrix_bytes(&L->gate_exps) + matrix_bytes(&L->up_exps) + matrix_bytes(&L->down_exps));
         b += (uint64_t)hp->n_embd * 4 * 2; /* norms */
+        if (L->down_exps_b) /* gpt-oss: the used experts' biases */
+            b += (uint64_t)hp->n_expert_used * (uint64_t)(2 * hp->n_ff_exp + hp->n_embd) * 4;
+    }
+    /* sliding-window layers (gpt-oss) read at most their window; rows are the same size in every
+     * layer, so a full layer's share of kv_bytes_per_pos is one of theirs */
+    int64_t n_swa_l = 0;
+    for (int64_t il = 0; il < hp->n_layer; il++) n_swa_l += e0_layer_is_swa(hp, il);
+    if (n_swa_l > 0 && n_swa_l < hp->n_layer) {
+        uint64_t per_layer = kv_bytes_per_pos / (uint64_t)(hp->n_layer - n_swa_l);
+        b += (uint64_t)n_swa_l * (uint64_t)(n_kv < hp->n_swa ? n_kv : hp->n_swa) * per_layer;
     }
     return b + (uint64_t)n_kv * kv_bytes_per_pos; /* the KV rows of every layer, in their types */
 }
@@ -112,17 +122,24 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
     return push(bd, (binding){.t = t, .w = w, .expert = ne2 > 0, .size = t->nbytes});
 }
 
-static int bind_vector(binder *bd, const float **v, const char *name, int64_t n, bool required) {
+/* A vector [ne[0]] (nd 1) or a stack of vectors [ne[0], ne[1]] (nd 2: per-expert biases), read
+ * as F32 into the dense buffer. */
+static int bind_floats(binder *bd, const float **v, const char *name, const int64_t *ne, int nd, bool required) {
     *v = NULL;
     const gguf_tensor *t = lookup(bd, name, required);
     if (!t) return required ? -1 : 0;
-    if (!shape_is(t, &n, 1)) return shape_error(bd, t, &n, 1);
+    if (!shape_is(t, ne, nd)) return shape_error(bd, t, ne, nd);
+    int64_t n = ne[0] * (nd > 1 ? ne[1] : 1);
     const e0_type_traits *tt = e0_type_traits_of(t->type);
     if (!tt || !tt->to_float) {
         char buf[32];
         return e0_fail(bd->e, "%s: tensor '%s' has unsupported type %s", bd->f->path, name, e0_type_name(t->type, buf));
     }
     return push(bd, (binding){.t = t, .vec = v, .size = (size_t)n * sizeof(float)});
+}
+
+static int bind_vector(binder *bd, const float **v, const char *name, int64_t n, bool required) {
+    return bind_floats(bd, v, name, &n, 1, required);
 }
 
 /* Where tensor role t goes: an e0_weight (matrices, expert stacks) or a const float * (vectors)
@@ -154,6 +171,13 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
     case E0_T_FFN_GATE_SHEXP: return &L->gate_shexp;
     case E0_T_FFN_UP_SHEXP: return &L->up_shexp;
     case E0_T_FFN_DOWN_SHEXP: return &L->down_shexp;
+    case E0_T_ATTN_OUT_BIAS: return &L->bo;
+    case E0_T_ATTN_SINKS: return &L->sinks;
+    case E0_T_ATTN_POST_NORM: return &L->ffn_norm;
+    case E0_T_FFN_GATE_INP_BIAS: return &L->router_b;
+    case E0_T_FFN_GATE_EXPS_BIAS: return &L->gate_exps_b;
+    case E0_T_FFN_UP_EXPS_BIAS: return &L->up_exps_b;
+    case E0_T_FFN_DOWN_EXPS_BIAS: return &L->down_exps_b;
     case E0_T_COUNT: break;
     }
     return NULL;
@@ -170,6 +194,7 @@ static int bind_tensor(binder *bd, e0_model *m, e0_layer *L, int il, enum e0_ten
     int nd = e0_tensor_shape(t, &m->hp, ne);
     void *slot = slot_of(m, L, t);
     if (nd == 1) return bind_vector(bd, slot, name, ne[0], presence == 2);
+    if (nd == 2 && ti->role == E0_ROLE_BIAS) return bind_floats(bd, slot, name, ne, 2, presence == 2);
     return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2);
 }
 

@@ -1,7 +1,7 @@
 /* model.h — a loaded model: the weights of each layer, and loading them.
  *
  * A model is a GGUF file's tensors bound to the roles they play in one of the architectures of
- * the table in arch.h (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe). Every
+ * the table in arch.h (llama incl. Mixtral-style MoE, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss). Every
  * hyperparameter comes from the `<arch>.*` keys and every tensor's shape is checked against them
  * (both as the table says) before any weight is read. Dense weights are read (pread) into
  * memory the engine owns; routed expert tensors are resident too unless the expert cache
@@ -39,6 +39,14 @@ typedef struct e0_layer {
     e0_weight gate_exps, up_exps, down_exps;    /* routed experts */
     const float *shexp_gate_inp;                /* qwen2moe: shared expert gate [n_embd] */
     e0_weight gate_shexp, up_shexp, down_shexp; /* qwen2moe shared expert */
+    /* gpt-oss (NULL otherwise); the ffn_norm slot holds its post_attention_norm. The expert
+     * biases are small (X * (2F + E) floats per layer) and always resident, also when the expert
+     * matrices stream. */
+    const float *bo;                            /* attn_output.bias [n_embd] */
+    const float *sinks;                         /* attn_sinks [n_head] */
+    const float *router_b;                      /* ffn_gate_inp.bias [n_expert] */
+    const float *gate_exps_b, *up_exps_b;       /* [n_expert][n_ff_exp] */
+    const float *down_exps_b;                   /* [n_expert][n_embd] */
 } e0_layer;
 
 typedef struct e0_model_params {

@@ -23,8 +23,16 @@ void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, floa
         w[s] = p[ids[s]];
         sum += p[ids[s]];
     }
+    if (hp->gating == E0_GATING_SOFTMAX_WEIGHT) e0_softmax(w, K); /* gpt-oss: softmax over the selected */
     if (hp->moe_norm_topk) {
         if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
         for (int64_t s = 0; s < K; s++) w[s] /= sum;
     }
+}
+
+void e0_route_probs(const e0_hparams *hp, const float *bias, float *p) {
+    const int64_t X = hp->n_expert;
+    if (bias)
+        for (int64_t x = 0; x < X; x++) p[x] += bias[x];
+    if (hp->gating == E0_GATING_SOFTMAX) e0_softmax(p, X);
 }

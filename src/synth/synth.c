@@ -52,6 +52,8 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->n_ff_shexp = p->n_ff_shexp;
     hp->rms_eps = (float)p->rms_eps;
     hp->rope_base = (float)p->rope_base;
+    hp->n_swa = p->n_swa;
+    if (p->swa_period) hp->swa_period = p->swa_period;
 }
 
 /* ---- named shapes ---- */
@@ -60,17 +62,22 @@ typedef struct shape {
     int64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff;
     int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp, n_vocab, n_ctx;
     double rope_base, rms_eps; /* 0 = the architecture's default */
+    int64_t n_swa;             /* sliding window (archs with SWA layers); 0 = 128 */
+    double yarn_factor;        /* archs with rope scaling: YaRN factor, 0 = none */
+    int64_t yarn_orig_ctx;
 } shape;
 
 static const shape shapes[] = {
     /* small enough for tests and demos, like the golden models */
-    {"tiny", 2, 256, 4, 2, 64, 512, 8, 2, 256, 512, 512, 2048, 0, 0},
-    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 128, 8, 768, 0, 151936, 40960, 1e6, 1e-6},
-    {"mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 8, 2, 14336, 0, 32000, 32768, 1e6, 1e-5},
-    {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6, 1e-6},
+    {"tiny", 2, 256, 4, 2, 64, 512, 8, 2, 256, 512, 512, 2048, 0, 0, 0, 0, 0},
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 128, 8, 768, 0, 151936, 40960, 1e6, 1e-6, 0, 0, 0},
+    {"mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 8, 2, 14336, 0, 32000, 32768, 1e6, 1e-5, 0, 0, 0},
+    {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6, 1e-6, 0, 0, 0},
+    /* openai/gpt-oss-20b's config (sliding window 128 on every other layer, YaRN x32 from 4096) */
+    {"gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 32, 4, 2880, 0, 201088, 131072, 150000, 1e-5, 128, 32, 4096},
 };
 
-const char *synth_shape_names(void) { return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b"; }
+const char *synth_shape_names(void) { return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b"; }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     const shape *s = NULL;
@@ -101,6 +108,10 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         else p->n_ff = s->n_ff_exp;
         if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
     }
+    p->n_swa = a->swa_period ? (s->n_swa ? s->n_swa : 128) : 0;
+    p->swa_period = 0;
+    p->yarn_factor = a->rope_scaling ? s->yarn_factor : 0;
+    p->yarn_orig_ctx = a->rope_scaling ? s->yarn_orig_ctx : 0;
     p->rope_base = s->rope_base ? s->rope_base : a->typical_rope_base;
     p->rms_eps = s->rms_eps ? s->rms_eps : a->typical_rms_eps;
     return 0;
@@ -146,6 +157,14 @@ int synth_validate(const synth_params *p, e0_err *e) {
         if (!a->shared_expert && p->n_ff_shexp) return e0_fail(e, "--n-ff-shexp: %s has no shared expert", a->name);
         if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
     }
+    if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
+                      : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))
+        return -1;
+    if (!a->rope_scaling && (p->yarn_factor || p->yarn_orig_ctx))
+        return e0_fail(e, "--yarn-factor, --yarn-orig-ctx: %s models have no rope scaling keys", a->name);
+    if (!(p->yarn_factor == 0 || (p->yarn_factor >= 1 && p->yarn_factor <= 1024)))
+        return e0_fail(e, "--yarn-factor %g is out of range: 0 (none) or [1, 1024]", p->yarn_factor);
+    if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
     uint64_t big;

@@ -1,7 +1,8 @@
 /* synth.h — deterministic random-weight GGUF models (`edge0-infer synth`).
  *
  * A synth model has exactly the tensor names, shapes and metadata llama.cpp expects for its
- * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe),
+ * architecture (any row of the table in engine/arch.h: llama, qwen2, qwen3, qwen2moe, qwen3moe,
+ * gpt-oss),
  * a usable tokenizer (the row's kind: SentencePiece-style for llama, byte-level BPE for qwen*),
  * and weights drawn from a counter-based PRNG keyed by (seed, tensor name, element index): any
  * tensor, any row, can be generated on its own, so the file is written streaming, in parallel,
@@ -37,6 +38,11 @@ typedef struct synth_params {
     int quantize;              /* 1: quantized types from float weights via the reference quantizer
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
+    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere) */
+    int64_t n_swa;             /* attention.sliding_window (required there) */
+    int64_t swa_period;        /* attention.sliding_window_pattern; 0: not written (the arch's default) */
+    double yarn_factor;        /* rope.scaling.type yarn with this factor; 0: no rope.scaling keys */
+    int64_t yarn_orig_ctx;     /* rope.scaling.original_context_length; 0: not written */
     int progress;              /* print progress lines on stderr */
 } synth_params;
 

@@ -25,7 +25,7 @@
 #include "quant/quant.h"
 #include "synth/synth_impl.h"
 
-enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER };
+enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER, INIT_SINK };
 
 typedef struct synth_tensor {
     char name[GGUF_MAX_NAME + 1];
@@ -64,6 +64,7 @@ static float init_std(const synth_tensor *t, float *mean) {
     case INIT_NORM: return 0.1f;
     case INIT_BIAS: return 0.1f;
     case INIT_ROUTER: return 2.0f / sqrtf((float)t->ne[0]);
+    case INIT_SINK: return 1.0f; /* attention sinks: logits of the order of the scores */
     default: return 1.0f / sqrtf((float)t->ne[0]);
     }
 }
@@ -99,8 +100,8 @@ static int push(tensor_list *l, const synth_params *p, const char *name, uint32_
     t->ne[1] = ne1;
     t->ne[2] = ne2;
     t->init = init;
-    /* vectors and routers stay F32, as llama.cpp's quantizer keeps them */
-    t->type = (n_dims == 1 || init == INIT_ROUTER) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
+    /* vectors, routers and biases (gpt-oss: per-expert ones too) stay F32, as llama.cpp's quantizer keeps them */
+    t->type = (n_dims == 1 || init == INIT_ROUTER || init == INIT_BIAS) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
     t->nbytes = e0_row_size(t->type, (int64_t)ne0) * ne1 * ne2;
     t->key = name_key(p->seed, name);
     t->direct = use_direct(t, p);
@@ -114,6 +115,7 @@ static enum init_kind init_of(enum e0_role r) {
     case E0_ROLE_NORM: return INIT_NORM;
     case E0_ROLE_BIAS: return INIT_BIAS;
     case E0_ROLE_ROUTER: return INIT_ROUTER;
+    case E0_ROLE_SINK: return INIT_SINK;
     case E0_ROLE_WEIGHT: break;
     }
     return INIT_MATRIX;
@@ -176,6 +178,13 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
         rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
     if (!rc && p->n_expert && ai->shared_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
+    if (!rc && ai->swa_period) /* gpt-oss */
+        rc = gguf_writer_kv_u32(w, K(SLIDING_WINDOW), (uint32_t)p->n_swa) ||
+             (p->swa_period && gguf_writer_kv_u32(w, K(SLIDING_WINDOW_PATTERN), (uint32_t)p->swa_period));
+    if (!rc && ai->rope_scaling && p->yarn_factor)
+        rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
+             gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
+             (p->yarn_orig_ctx && gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)p->yarn_orig_ctx));
 #undef K
     if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
     return 0;
@@ -383,7 +392,8 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
         for (size_t i = 0; i < l.n; i++) {
             st->n_params += l.t[i].ne[0] * l.t[i].ne[1] * l.t[i].ne[2];
             st->data_bytes += l.t[i].nbytes;
-            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].type != p->type) st->n_fallback++;
+            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].init != INIT_BIAS && l.t[i].type != p->type)
+                st->n_fallback++;
         }
         st->seconds = e0_now() - t0;
     }
