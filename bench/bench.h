@@ -111,6 +111,24 @@ int http_parse_url(const char *url, http_url *u, e0_err *e);
 int http_request_run(const http_request *rq, http_response *rs, e0_err *e);
 void http_response_free(http_response *rs);
 
+/* ---- the openai adapter (openai.c): an OpenAI-compatible endpoint measured like a process ---- */
+#define OPENAI_MAX_BATCH 64
+typedef struct openai_engine {
+    http_url url;
+    char url_text[1100];
+    const char *api_key;
+    char model[256];     /* the first id of GET /v1/models */
+    json_t *models;      /* that response */
+    const json_t *meta;  /* its first model's "meta" (our serve: model path and size, KV types, ...), or NULL */
+} openai_engine;
+/* GET /v1/models; -1 + error when the endpoint does not answer with a model list. */
+int openai_open(const char *url, const char *api_key, openai_engine *o, e0_err *e);
+void openai_close(openai_engine *o);
+/* One measurement shaped like a `bench` row: an untimed warm-up of `warmup` tokens, then `batch`
+ * concurrent streamed completions of the prompt ids_json ("[1,2,3]"), each ntok + 1 tokens
+ * (greedy, ignore_eos, cache_prompt false). NULL + error on any failed request. */
+json_t *openai_row(const openai_engine *o, const char *ids_json, int warmup, int ntok, int batch, double timeout, e0_err *e);
+
 /* ---- metrics and reports (report_common.c) ---- */
 typedef struct metric_def {
     const char *key;   /* dotted path in a row, also the metric's name in report.json */

@@ -4,11 +4,17 @@
  * processes alternated, the same prompt token ids seen by each, the model's real sha256, the
  * ratios, the Markdown comparison and the SVG), `report render` on it, and the refusal of unlike
  * comparisons: a model file with another sha256 for one engine is refused before anything runs
- * (exit 1, the reason in the message and the report). Bad arguments: one clear error, exit 1. */
+ * (exit 1, the reason in the message and the report). The openai adapter against our own
+ * `serve` on a free loopback port: edge0 (CLI) vs openai= in single mode (the same terms, the
+ * model checked by the file size the server reports), openai batch sizes, a different context
+ * refused. Bad arguments: one clear error, exit 1. */
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "t.h"
 
@@ -106,9 +112,97 @@ static void test_refuses_other_model(void) {
     CHECK(sh("grep -c 'Refused' '%s/refused/report.md'", dir) == 0 && atoi(out) == 1);
 }
 
+/* `edge0-infer serve --port 0 ARGS` in the background: its pid, url filled (0 when it listens). */
+static pid_t start_serve(const char *args, char *url, size_t cap) {
+    char log[1200], cmd[4096];
+    snprintf(log, sizeof log, "%s/serve.log", dir);
+    snprintf(cmd, sizeof cmd, "exec %s/bin/edge0-infer serve --port 0 %s 2>%s", t_build(), args, log);
+    unlink(log);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 600 && pid > 0; i++) {
+        FILE *f = fopen(log, "r");
+        char line[1024];
+        int port = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "listening on http://127.0.0.1:");
+            if (p) port = atoi(p + strlen("listening on http://127.0.0.1:"));
+        }
+        if (f) fclose(f);
+        if (port > 0) {
+            snprintf(url, cap, "http://127.0.0.1:%d", port);
+            return pid;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
+        usleep(100000);
+    }
+    return -1;
+}
+
+static void stop_serve(pid_t pid) {
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+static void test_openai_adapter(void) {
+    char url[128], args[2048];
+    snprintf(args, sizeof args, "-m '%s' -np 4 -c 1024 -t 2", model);
+    pid_t pid = start_serve(args, url, sizeof url);
+    CHECKF(pid > 0, "serve did not start (see %s/serve.log)", dir);
+    if (pid <= 0) return;
+    /* the CLI with the serve's per-slot context (1024 / 4) against the server */
+    int rc = sh("'%s' compare --model '%s' --out '%s/openai' --engines edge0,openai=%s --rounds 2 --warmup 1 --ntok 6 "
+                "--cooldown 0 --prompt short --threads 2 --context 256",
+                bench_bin, model, dir, url);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    json_t *r = load_report("openai");
+    if (r) {
+        CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+        const json_t *cfgs = get(r, "configurations");
+        CHECK(json_array_size(cfgs) == 2);
+        const json_t *oe = json_array_get(cfgs, 1);
+        CHECK(!strncmp(json_string_value(get(oe, "name")), "openai@127.0.0.1:", 17));
+        CHECK(json_integer_value(get(oe, "ok")) == 2);
+        const json_t *t0 = get(get(json_array_get(cfgs, 0), "identity"), "terms"), *t1 = get(get(oe, "identity"), "terms");
+        CHECKF(json_equal(t0, t1), "terms differ");
+        CHECK(json_integer_value(get(t1, "n_prompt")) == json_integer_value(get(get(r, "protocol"), "prompt_tokens")));
+        int unverified = 0;
+        for (size_t i = 0; i < json_array_size(get(r, "warnings")); i++)
+            unverified |= strstr(json_string_value(json_array_get(get(r, "warnings"), i)), "model sha256 not verified") != NULL;
+        CHECK(unverified);
+        json_decref(r);
+    }
+    /* batch sizes of one engine */
+    rc = sh("'%s' compare --model '%s' --out '%s/batch' --engines openai=%s --mode batch --batch-size 1,3 --rounds 1 "
+            "--warmup 1 --ntok 6 --cooldown 0 --prompt short",
+            bench_bin, model, dir, url);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    r = load_report("batch");
+    if (r) {
+        const json_t *cfgs = get(r, "configurations");
+        CHECK(json_array_size(cfgs) == 2);
+        CHECK(json_integer_value(get(json_array_get(cfgs, 1), "batch_size")) == 3);
+        const json_t *row = get(json_array_get(get(json_array_get(cfgs, 1), "processes"), 0), "row");
+        CHECK(json_integer_value(get(row, "batch_size")) == 3 && json_number_value(get(row, "decode_tokens_per_second")) > 0);
+        json_decref(r);
+    }
+    /* a different context is refused (the CLI's 512 against the slot's 256) */
+    rc = sh("'%s' compare --model '%s' --out '%s/ctx' --engines edge0,openai=%s --rounds 1 --warmup 1 --ntok 4 --cooldown 0 "
+            "--prompt short --threads 2 --context 512",
+            bench_bin, model, dir, url);
+    CHECKF(rc == 1 && strstr(out, "comparison refused: context"), "exit %d: %s", rc, out);
+    /* batch mode on a CLI engine: refused up front */
+    CHECK(sh("'%s' compare --model '%s' --out '%s/bad' --engines edge0,openai=%s --mode batch", bench_bin, model, dir, url) == 1);
+    stop_serve(pid);
+}
+
 static void test_bad_arguments(void) {
     static const char *const bad[] = {"--engines edge0", "--engines edge0,edge0", "--engines edge0,vllm",
-                                      "--engines edge0,openai=http://127.0.0.1:8080", "--mode batch", "--rounds 0",
+                                      "--engines edge0,openai=https://127.0.0.1:8080", "--mode server", "--rounds 0",
+                                      "--engines edge0,openai", "--batch-size 4",
                                       "--engine-model nosuch=x.gguf", "--bogus 1", "--rounds"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh("'%s' compare --model '%s' --out '%s/bad' %s", bench_bin, model, dir, bad[i]);
@@ -146,6 +240,7 @@ int main(void) {
     if (rc != 0 && !ll_skip[0]) snprintf(ll_skip, sizeof ll_skip, "llama.cpp install failed (counted above)");
     RUN(test_edge0_vs_llamacpp);
     RUN(test_refuses_other_model);
+    RUN(test_openai_adapter);
     RUN(test_bad_arguments);
     return T_DONE();
 }

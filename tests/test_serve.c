@@ -249,6 +249,14 @@ static void test_usage_and_cache(void) {
     CHECKF(ta && tb && !strcmp(ta, tb), "cached prefix changed the reply: %s vs %s", ta, tb);
     free(ta), free(tb);
     json_decref(a), json_decref(b);
+    /* "cache_prompt": false (llama-server's field): the same prompt again reuses nothing */
+    char nc[1024];
+    snprintf(nc, sizeof nc, "%.*s,\"cache_prompt\":false}", (int)strlen(req) - 1, req);
+    CHECK(http("POST", "/v1/chat/completions", nc, buf, sizeof buf) == 200);
+    json_t *d = json_loads(buf, 0, NULL);
+    CHECKF(json_integer_value(json_object_get(json_object_get(json_object_get(d, "usage"), "prompt_tokens_details"), "cached_tokens")) == 0,
+           "cache_prompt false: %s", buf);
+    json_decref(d);
     /* logprobs: the chosen token first among its alternatives under greedy */
     CHECK(http("POST", "/v1/chat/completions",
                "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3,\"temperature\":0,\"logprobs\":true,\"top_logprobs\":3}",

@@ -34,7 +34,8 @@ static void help(void) {
          "Request defaults (a request's own fields win): the sampling flags below, -n (max_tokens),\n"
          "--chat-template-file F (instead of the model's template). Extensions of the request body:\n"
          "ignore_eos, return_tokens (the generated ids in each choice), top_k, min_p, repeat_penalty,\n"
-         "repeat_last_n. A prompt that extends what a slot's cache holds reuses it (usage.prompt_tokens_details.cached_tokens).");
+         "repeat_last_n, cache_prompt. A prompt that extends what a slot's cache holds reuses it\n"
+         "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);
     puts("common model flags: -m/--model F, -t/--threads N, -b/--batch-size N (prefill chunk), and");
     fputs(cli_model_flags_help, stdout);
@@ -161,7 +162,9 @@ int cmd_serve(int argc, char **argv) {
     e0_tokenizer *tok = e0_model_tokenizer(m, &e);
     char *tmpl_file = NULL;
     srv_api api = {.m = m, .tok = tok, .model_id = alias ? alias : base_name(o.model), .n_ctx = e0_ctx_n_ctx(c),
-                   .max_tokens = g.n_predict, .timeout = timeout};
+                   .max_tokens = g.n_predict, .timeout = timeout, .model_path = o.model, .model_size = m->gguf->file_size,
+                   .kv_type_k = e0_kv_type_name(e0_ctx_type_k(c)), .kv_type_v = e0_kv_type_name(e0_ctx_type_v(c)),
+                   .threads = e0_ctx_n_threads(c), .n_slots = (int)n_slots};
     cli_gen_finish(&g, e0_ctx_n_ctx(c));
     api.sp = g.sp;
     api.seed_fixed = g.seed_given; /* else a request without a seed gets one of its own */

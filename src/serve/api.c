@@ -132,9 +132,11 @@ static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
     int64_t nc = 1;
     if (get_int(o, "n", 1, 1 << 20, &nc, f) < 0) return -1;
     if (nc != 1) return fail(f, 400, "'n' other than 1 is not supported");
+    bool cache_prompt = true;
     if (get_bool(o, "stream", &j->stream, f) < 0 || get_bool(o, "ignore_eos", &p->ignore_eos, f) < 0 ||
-        get_bool(o, "return_tokens", &j->return_tokens, f) < 0)
+        get_bool(o, "return_tokens", &j->return_tokens, f) < 0 || get_bool(o, "cache_prompt", &cache_prompt, f) < 0)
         return -1;
+    p->no_cache = !cache_prompt;
     json_t *so = json_object_get(o, "stream_options");
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) return fail(f, 400, "'stream_options' must be an object");
@@ -460,8 +462,20 @@ json_t *srv_detokenize(const srv_api *a, const char *body, size_t len, srv_fail 
 
 json_t *srv_models_json(const srv_api *a, long created) {
     const e0_hparams *hp = &a->m->hp;
-    return json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:{s:i,s:i,s:i,s:i}}]}", "object", "list", "data", "id", a->model_id, "object",
-                     "model", "created", (json_int_t)created, "owned_by", "edge0-infer", "meta", "n_ctx_train",
-                     (json_int_t)hp->n_ctx_train, "n_ctx_slot", a->n_ctx, "n_vocab", (json_int_t)hp->n_vocab, "n_embd",
-                     (json_int_t)hp->n_embd);
+    json_t *r = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:{s:i,s:i,s:i,s:i}}]}", "object", "list", "data", "id", a->model_id,
+                          "object", "model", "created", (json_int_t)created, "owned_by", "edge0-infer", "meta", "n_ctx_train",
+                          (json_int_t)hp->n_ctx_train, "n_ctx_slot", a->n_ctx, "n_vocab", (json_int_t)hp->n_vocab, "n_embd",
+                          (json_int_t)hp->n_embd);
+    json_t *meta = json_object_get(json_array_get(json_object_get(r, "data"), 0), "meta");
+    if (meta && a->model_path) {
+        json_object_set_new(meta, "model_path", json_string(a->model_path));
+        json_object_set_new(meta, "model_size", json_integer((json_int_t)a->model_size));
+    }
+    if (meta && a->kv_type_k) {
+        json_object_set_new(meta, "kv_type_k", json_string(a->kv_type_k));
+        json_object_set_new(meta, "kv_type_v", json_string(a->kv_type_v));
+        json_object_set_new(meta, "threads", json_integer(a->threads));
+        json_object_set_new(meta, "n_slots", json_integer(a->n_slots));
+    }
+    return r;
 }

@@ -239,7 +239,7 @@ static slot *pick_slot(srv_sched *s, const srv_req *r, int *lcp) {
 static int slot_start(srv_sched *s, slot *sl, srv_req *r, int lcp) {
     /* keep at least one prompt token to evaluate, so that there are fresh logits */
     int keep = lcp < r->n_prompt - 1 ? lcp : r->n_prompt - 1;
-    if (keep < 0) keep = 0;
+    if (keep < 0 || r->p.no_cache) keep = 0;
     sl->r = r;
     s->active++;
     r->state = REQ_RUNNING;

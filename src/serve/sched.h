@@ -43,6 +43,7 @@ typedef struct srv_params {
     e0_sampler_params sp;
     int64_t max_tokens;   /* < 0: until end of generation or the slot's context is full */
     bool ignore_eos;
+    bool no_cache;        /* "cache_prompt": false (llama-server's name): reuse no cached prefix */
     char *stop[SRV_MAX_STOP]; /* owned (srv_req_free frees them) */
     int n_stop;
     int top_logprobs;     /* < 0: no logprobs; else logprobs with this many alternatives (<= 20) */
