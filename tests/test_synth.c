@@ -356,6 +356,12 @@ static void test_fallback_types(void) {
     CHECK(synth_fallback_type(E0_TYPE_Q1_0, 96) == E0_TYPE_F16);
     CHECK(synth_fallback_type(E0_TYPE_NVFP4, 96) == E0_TYPE_F16);
     CHECK(synth_fallback_type(E0_TYPE_NVFP4, 128) == E0_TYPE_NVFP4);
+    static const uint32_t iq[] = {E0_TYPE_IQ2_XXS, E0_TYPE_IQ2_XS, E0_TYPE_IQ2_S, E0_TYPE_IQ1_S, E0_TYPE_IQ1_M};
+    for (size_t k = 0; k < sizeof iq / sizeof *iq; k++) {
+        CHECK(synth_fallback_type(iq[k], 96) == E0_TYPE_IQ4_NL);
+        CHECK(synth_fallback_type(iq[k], 80) == E0_TYPE_F16);
+        CHECK(synth_fallback_type(iq[k], 512) == iq[k]);
+    }
     synth_params q = small(E0_ARCH_QWEN3MOE, E0_TYPE_IQ4_XS, 96);
     q.n_ff_exp = 80;
     check_model(&q, "f2.gguf");

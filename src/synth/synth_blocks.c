@@ -397,12 +397,12 @@ static const synth_type types[E0_TYPE_COUNT] = {
                       .sc_lo = Q4K_SC_LO, .sc_bits = Q4K_SC_BITS},
     [E0_TYPE_Q6_K] = {.file_type = 18, .fallback = E0_TYPE_Q8_0, .gen = gen_q6_K, .codes = 64,
                       .sc_lo = Q6K_S_LO, .sc_bits = Q6K_S_BITS},
-    /* IQ types: llama.cpp falls back to IQ4_NL (not in this engine yet: Q4_0) */
-    [E0_TYPE_IQ2_XXS] = {.file_type = 19, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_xxs, .codes = 2},
-    [E0_TYPE_IQ2_XS] = {.file_type = 20, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_xs, .codes = 2},
-    [E0_TYPE_IQ2_S] = {.file_type = 28, .fallback = E0_TYPE_Q4_0, .gen = gen_iq2_s, .codes = 2},
-    [E0_TYPE_IQ1_S] = {.file_type = 24, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_s, .codes = 2},
-    [E0_TYPE_IQ1_M] = {.file_type = 31, .fallback = E0_TYPE_Q4_0, .gen = gen_iq1_m, .codes = 2},
+    /* IQ types: llama.cpp falls back to IQ4_NL (rows not a multiple of 256) */
+    [E0_TYPE_IQ2_XXS] = {.file_type = 19, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq2_xxs, .codes = 2},
+    [E0_TYPE_IQ2_XS] = {.file_type = 20, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq2_xs, .codes = 2},
+    [E0_TYPE_IQ2_S] = {.file_type = 28, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq2_s, .codes = 2},
+    [E0_TYPE_IQ1_S] = {.file_type = 24, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq1_s, .codes = 2},
+    [E0_TYPE_IQ1_M] = {.file_type = 31, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq1_m, .codes = 2},
     /* llama.cpp's fallbacks: IQ4_XS -> IQ4_NL, TQ1_0 / TQ2_0 / Q2_0 -> Q4_0; the 32-element types
      * go to F16; Q1_0 and NVFP4 have none in llama.cpp (it refuses such a tensor): F16 here. */
     [E0_TYPE_IQ4_NL] = {.file_type = 25, .fallback = E0_TYPE_F16, .gen = gen_iq4_nl, .codes = 16},
