@@ -54,6 +54,8 @@ static const char COMPARE_USAGE[] =
     "  --mode single|batch single: one sequence; batch: --batch-size B concurrent identical streams\n"
     "                      per measurement, openai engines only [single]\n"
     "  --batch-size LIST   batch sizes for --mode batch, at most 64 [1,4,16]\n"
+    "  --simd avx2         both engines at the AVX2 level on a machine with AVX-512: edge0 with\n"
+    "                      E0_SIMD=avx2, llama.cpp with only its haswell (AVX2) CPU backend\n"
     "  --memory-cap P      every process under a cgroup memory limit of P%% of the model file\n"
     "                      (page cache included; tools/memcap.sh: needs root and cgroup v1)\n"
     "  --raw               keep each process's stdout and stderr in DIR/raw/\n"
@@ -84,7 +86,8 @@ static const engine_def ENGINES[] = {
 #define N_ENGINE_DEFS (sizeof ENGINES / sizeof ENGINES[0])
 
 typedef struct compare_opts {
-    const char *model, *out, *cli, *llamacpp, *prompt, *mode, *api_key;
+    const char *model, *out, *cli, *llamacpp, *prompt, *mode, *api_key, *simd;
+    char backend_dir[4200]; /* --simd avx2: OUT/llamacpp-avx2 holding only libggml-cpu-haswell.so */
     const engine_def *eng[MAX_ENGINES];
     const char *model_of[MAX_ENGINES]; /* the file each engine runs */
     const char *url[MAX_ENGINES];      /* openai engines: the endpoint */
@@ -169,7 +172,7 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         const char **dst = !strcmp(a, "--model") ? &o->model : !strcmp(a, "--out") ? &o->out : !strcmp(a, "--cli") ? &o->cli
                          : !strcmp(a, "--llamacpp") ? &o->llamacpp : !strcmp(a, "--prompt") ? &o->prompt
                          : !strcmp(a, "--mode") ? &o->mode : !strcmp(a, "--engines") ? &engines
-                         : !strcmp(a, "--api-key") ? &o->api_key : NULL;
+                         : !strcmp(a, "--api-key") ? &o->api_key : !strcmp(a, "--simd") ? &o->simd : NULL;
         int64_t *num = !strcmp(a, "--rounds") ? &o->rounds : !strcmp(a, "--warmup") ? &o->warmup : !strcmp(a, "--ntok") ? &o->ntok
                      : !strcmp(a, "--threads") ? &o->threads : !strcmp(a, "--context") ? &o->context
                      : !strcmp(a, "--memory-cap") ? &o->cap_percent : NULL;
@@ -207,6 +210,7 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
     } else if (o->n_batch) {
         return bench_error("--batch-size needs --mode batch");
     }
+    if (o->simd && strcmp(o->simd, "avx2")) return bench_error("--simd: only avx2 (got '%s')", o->simd);
     if (o->n_eng * (o->n_batch ? o->n_batch : 1) < 2)
         return bench_error("--engines: give at least two engines to compare (or, in --mode batch, two batch sizes)");
     for (int i = 0; i < o->n_eng; i++) o->model_of[i] = o->model;
@@ -311,6 +315,7 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     const char *common[] = {"--warmup", nums[0], "--ntok", nums[1], "--threads", nums[2], "--context", nums[3]};
     for (size_t k = 0; k < sizeof common / sizeof *common; k++) v[n++] = (char *)common[k];
     if (d->flag) v[n++] = (char *)d->flag;
+    if (d->kind == ENG_LLAMACPP && o->backend_dir[0]) v[n++] = "--backend-dir", v[n++] = (char *)o->backend_dir;
     v[n] = NULL;
     return v;
 }
@@ -616,6 +621,27 @@ int bench_compare(int argc, char **argv) {
     char raw[4200];
     snprintf(raw, sizeof raw, "%s/raw", o.out);
     if (o.raw && bench_make_dir(raw)) goto out;
+    if (o.simd) {
+        /* edge0 processes inherit E0_SIMD; llama.cpp gets a backend folder with only its AVX2 build */
+        setenv("E0_SIMD", o.simd, 1);
+        char lib[4096], link_path[4400];
+        snprintf(lib, sizeof lib, "%s", o.llamacpp);
+        char *slash = strrchr(lib, '/');
+        if (slash) *slash = 0;
+        else snprintf(lib, sizeof lib, ".");
+        snprintf(o.backend_dir, sizeof o.backend_dir, "%s/llamacpp-avx2", o.out);
+        snprintf(link_path, sizeof link_path, "%s/libggml-cpu-haswell.so", o.backend_dir);
+        char target[4200];
+        snprintf(target, sizeof target, "%s/../llamacpp/lib/libggml-cpu-haswell.so", lib);
+        char *real = realpath(target, NULL);
+        unlink(link_path);
+        if (bench_make_dir(o.backend_dir) || !real || symlink(real, link_path) != 0) {
+            free(real);
+            bench_error("--simd avx2: cannot set up %s from %s", o.backend_dir, target);
+            goto out;
+        }
+        free(real);
+    }
 
     /* 1. the same model bytes for every engine: sha256 of each file; an openai engine's report */
     bench_progress("hashing the model file%s (cached by path, size and mtime)", o.n_eng > 1 ? "s" : "");
@@ -696,6 +722,7 @@ int bench_compare(int argc, char **argv) {
                                  "cooldown_seconds", o.cooldown, "mode", o.mode, "configs", names, "batch_sizes", batches, "order",
                                  "alternated: every configuration once per round", "memory_cap_percent",
                                  o.cap_percent ? json_integer(o.cap_percent) : json_null());
+    json_object_set_new(protocol, "simd", o.simd ? json_string(o.simd) : json_string("each engine's best"));
     json_t *first_id = json_object_get(json_array_get(engines, 0), "identity");
     json_t *identity = json_pack("{s:s, s:o, s:s, s:O, s:O?, s:O?}", "cli", o.cli, "cli_sha256", bench_sha_json(o.cli, 0),
                                  "model_path", o.model, "model_sha256", json_array_get(shas, 0), "engine",

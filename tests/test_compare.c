@@ -49,7 +49,7 @@ static void test_edge0_vs_llamacpp(void) {
         return;
     }
     int rc = sh("'%s' compare --model '%s' --out '%s/ok' --engines edge0,llama.cpp --rounds 2 --warmup 1 --ntok 6 "
-                "--cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
+                "--cooldown 0 --prompt short --threads 2 --llamacpp '%s' --simd avx2",
                 bench_bin, model, dir, ll_bin);
     CHECKF(rc == 0, "exit %d: %s", rc, out);
     /* alternated: edge0 1/2, llama.cpp 1/2, edge0 2/2, llama.cpp 2/2 */
@@ -78,6 +78,10 @@ static void test_edge0_vs_llamacpp(void) {
         CHECK(json_integer_value(get(get(id, "terms"), "n_prompt")) == n_ids);
         CHECK(!strcmp(json_string_value(get(get(id, "terms"), "kv_type_k")), "f16"));
         CHECK(json_is_object(get(id, "engine")));
+        /* --simd avx2: edge0 at the AVX2 level, llama.cpp with only its AVX2 CPU backend */
+        if (i == 0) CHECK(json_string_value(get(get(id, "engine"), "simd")) && !strcmp(json_string_value(get(get(id, "engine"), "simd")), "avx2"));
+        else CHECK(json_string_value(get(get(id, "engine"), "system_info")) &&
+                   strstr(json_string_value(get(get(id, "engine"), "system_info")), "AVX512") == NULL);
         CHECK(json_is_object(get(get(e, "metrics"), "decode_tokens_per_second")));
     }
     const json_t *ratio = get(get(get(r, "comparison"), "first_over_engine"), "llama.cpp");
