@@ -44,6 +44,7 @@ static const float_fields k_fields[] = {
     {E0_TYPE_Q5_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_0, 1, {{0, 2}}},        {E0_TYPE_Q8_1, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q2_K, 2, {{80, 2}, {82, 2}}}, {E0_TYPE_Q3_K, 1, {{108, 2}}},    {E0_TYPE_Q4_K, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{0, 4}}},
+    {E0_TYPE_IQ3_XXS, 1, {{0, 2}}},     {E0_TYPE_IQ3_S, 1, {{0, 2}}},
 };
 
 static const float_fields *fields_of(int type) {
@@ -204,7 +205,7 @@ static void test_matmul_independent_of_batching(void) {
     e0_pool *pool = e0_pool_new(2);
     CHECK(pool != NULL);
     if (!pool) return;
-    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
     e0_pool_free(pool);
 }

@@ -14,6 +14,8 @@
  *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
+ *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
+ *                    matrix, IQ3_S without)
  *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
  *                    without special tokens */
 #include <dirent.h>
@@ -32,6 +34,7 @@
 #include "gguf/gguf.h"
 #include "measure/sysinfo.h"
 #include "quant/quant.h"
+#include "quant/quant_iq3.h"
 #include "text/tokenizer.h"
 
 #define PATH 1024
@@ -436,9 +439,22 @@ static const struct {
     {"qwen2moe", "--arch qwen2moe"},
     {"qwen3moe", "--arch qwen3moe"},
 };
-static const char *const quant_types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+static const char *const quant_types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
+                                          "iq3_xxs", "iq3_s"};
+/* Types llama.cpp quantizes only with an importance matrix (llamacpp-ref --imatrix-synth). */
+static int needs_imatrix(const char *type) { return !strcmp(type, "iq3_xxs") || !strncmp(type, "iq2_", 4) || !strncmp(type, "iq1_", 4); }
 #define N_ARCH (int)(sizeof synth_archs / sizeof synth_archs[0])
 #define N_QT (int)(sizeof quant_types / sizeof quant_types[0])
+
+/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types (a development aid; unset: all). */
+static int type_selected(const char *type) {
+    const char *only = getenv("E0_TEST_QUANT");
+    if (!only || !*only) return 1;
+    const size_t n = strlen(type);
+    for (const char *p = only; (p = strstr(p, type)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
 
 /* path of the F32 synth model of arch a (written now: synth is fast and the file must follow
  * the current synth), and of its quantization to type q by llama.cpp (cached by the F32 sha). */
@@ -463,8 +479,52 @@ static int synth_quant(const char *f32_path, const char *f32_sha, const char *ty
         n_cached++;
         return 0;
     }
-    sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s", ref_tool, f32_path, prefix, type);
+    sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s%s", ref_tool, f32_path, prefix, type,
+         needs_imatrix(type) ? " --imatrix-synth" : "");
     return cache_fill(prefix, cmd);
+}
+
+/* llamacpp-ref's --imatrix-synth importance of column c of expert e (same formula as there). */
+static float imatrix_synth_value(int64_t c, int64_t e) { return 0.5f + (float)((37 * c + 11 * e) % 16) / 8.0f; }
+
+/* Our reference quantizer on the F32 model's rows gives llama.cpp's bytes, for every tensor that
+ * llama.cpp stored as an i-quant of quant_iq3.c (with the synth importance matrix where
+ * llama.cpp used one). */
+static void check_quant_bytes(const char *label, const char *f32_path, const char *q_path, int with_imatrix) {
+    e0_err e;
+    gguf_file *fq = gguf_open(q_path, &e), *ff = fq ? gguf_open(f32_path, &e) : NULL;
+    CHECKF(fq && ff, "%s: %s", label, e.msg);
+    int n_checked = 0;
+    for (uint64_t i = 0; fq && ff && i < fq->n_tensors; i++) {
+        const gguf_tensor *tq = &fq->tensors[i], *tf = gguf_find_tensor(ff, tq->name);
+        if (tq->type != E0_TYPE_IQ3_XXS && tq->type != E0_TYPE_IQ3_S) continue;
+        CHECKF(tf && tf->type == E0_TYPE_F32 && tf->nelements == tq->nelements, "%s: %s: no F32 source", label, tq->name);
+        if (!tf || tf->type != E0_TYPE_F32 || tf->nelements != tq->nelements) continue;
+        const int64_t n_row = (int64_t)tq->ne[0], rows_per_expert = (int64_t)tq->ne[1];
+        const int64_t n_rows = (int64_t)(tq->nelements / tq->ne[0]);
+        const size_t row_bytes = e0_row_size(tq->type, n_row);
+        float *x = malloc(tf->nbytes), *qw = malloc((size_t)n_row * sizeof *qw);
+        uint8_t *ref = malloc(tq->nbytes), *ours = malloc(tq->nbytes);
+        int ok = x && qw && ref && ours && gguf_read(ff, tf->offset, x, tf->nbytes, &e) == 0 &&
+                 gguf_read(fq, tq->offset, ref, tq->nbytes, &e) == 0 && row_bytes * (size_t)n_rows == tq->nbytes;
+        CHECKF(ok, "%s: %s: could not read", label, tq->name);
+        int64_t bad = 0, first = -1;
+        for (int64_t r = 0; ok && r < n_rows; r++) {
+            const int64_t ex = r / rows_per_expert;
+            for (int64_t c = 0; c < n_row; c++) qw[c] = imatrix_synth_value(c, ex);
+            if (tq->type == E0_TYPE_IQ3_XXS) e0_quantize_iq3_xxs(x + r * n_row, ours + r * row_bytes, n_row, with_imatrix ? qw : NULL);
+            else e0_quantize_iq3_s(x + r * n_row, ours + r * row_bytes, n_row, with_imatrix ? qw : NULL);
+            if (memcmp(ours + r * row_bytes, ref + r * row_bytes, row_bytes) && bad++ == 0) first = r;
+        }
+        CHECKF(bad == 0, "%s: %s: %lld of %lld rows differ from ggml's quantizer (first: row %lld)", label, tq->name,
+               (long long)bad, (long long)n_rows, (long long)first);
+        n_checked += ok;
+        free(x), free(qw), free(ref), free(ours);
+    }
+    if (fq && ff) printf("  %s: %d tensors byte-compared\n", label, n_checked);
+    CHECKF(!fq || !ff || n_checked > 0, "%s: no iq3 tensor", label);
+    if (fq) gguf_close(fq);
+    if (ff) gguf_close(ff);
 }
 
 /* Our to_float of every quantized tensor of path == ggml's, bit for bit. */
@@ -532,6 +592,7 @@ static void test_synth(void) {
         check_model(label, f32, 0, 1);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(quant_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, quant_types[q]);
             if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
                 t_begin(label);
@@ -547,6 +608,14 @@ static void test_synth(void) {
                 if (begin(dl)) {
                     check_dequant(dl, qpath);
                     t_end();
+                }
+                /* our quantizer's bytes == ggml's (the i-quants of quant_iq3.c) */
+                if (!strncmp(quant_types[q], "iq3_", 4)) {
+                    sfmt(dl, sizeof dl, "qbytes/%s/%s", quant_types[q], synth_archs[a].name);
+                    if (begin(dl)) {
+                        check_quant_bytes(dl, f32, qpath, needs_imatrix(quant_types[q]));
+                        t_end();
+                    }
                 }
             }
         }

@@ -106,4 +106,30 @@ _Static_assert(sizeof(e0_block_q5_K) == 2 * 2 + 12 + QK_K / 8 + QK_K / 2, "q5_K 
 _Static_assert(sizeof(e0_block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "q6_K block size");
 _Static_assert(sizeof(e0_block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "q8_K block size");
 
+/* ---- i-quants with a 3-bit grid (QK_K = 256 elements per super-block) ----
+ *  iq3_xxs  d (fp16), then qs[96]: bytes 0..63 are 64 grid indices (one per group of 4 values,
+ *           into e0_iq3_xxs_grid: 256 points of 4 magnitudes in {4,12,...,52,62}); bytes 64..95
+ *           are 8 little-endian 32-bit words, one per 32-value sub-block: bits 0..27 = four 7-bit
+ *           sign indices (one per 8 values; the 8th sign makes the count of minus signs even),
+ *           bits 28..31 = the 4-bit sub-block scale ls. value = d*(0.5+ls)*0.5 * grid * sign.
+ *  iq3_s    d, qs[64] = low 8 bits of 64 grid indices into e0_iq3_s_grid (512 points of 4
+ *           magnitudes in {1,3,...,15}), qh[8] = bit 8 of the indices (sub-block ib: qh[ib] bit g
+ *           for its group g), signs[32] = one bit per value, scales[4] = two 4-bit sub-block
+ *           scales per byte (low nibble first). value = d*(1+2*sc) * grid * sign. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[3 * QK_K / 8];
+} e0_block_iq3_xxs;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t signs[QK_K / 8];
+    uint8_t scales[QK_K / 64];
+} e0_block_iq3_s;
+
+_Static_assert(sizeof(e0_block_iq3_xxs) == 2 + 3 * QK_K / 8, "iq3_xxs block size");
+_Static_assert(sizeof(e0_block_iq3_s) == 2 + 13 * QK_K / 32 + QK_K / 64, "iq3_s block size");
+
 #endif

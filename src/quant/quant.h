@@ -39,6 +39,8 @@ enum e0_type {
     E0_TYPE_Q5_K = 13,
     E0_TYPE_Q6_K = 14,
     E0_TYPE_Q8_K = 15,
+    E0_TYPE_IQ3_XXS = 18,
+    E0_TYPE_IQ3_S = 21,
     E0_TYPE_BF16 = 30,
     E0_TYPE_COUNT = 40 /* table size; ids >= this are unknown */
 };

@@ -24,6 +24,7 @@ uint32_t synth_fallback_type(uint32_t want, int64_t row_len) {
     if (t && row_len % t->block_size == 0) return want;
     const synth_type *st = synth_type_of(want);
     uint32_t alt = st ? st->fallback : E0_TYPE_F16;
+    if (!e0_type_traits_of(alt)) alt = E0_TYPE_Q4_0; /* IQ4_NL (the i-quants' fallback) not in this build */
     if (row_len % e0_type_traits_of(alt)->block_size == 0) return alt;
     return E0_TYPE_F16;
 }

@@ -65,7 +65,8 @@ int synth_validate(const synth_params *p, e0_err *e);
 
 /* The type a tensor with rows of `row_len` elements gets when `want` is requested: `want` if the
  * row is a whole number of blocks, else llama.cpp's fallback (Q4_K->Q5_0, Q5_K->Q5_1,
- * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0 here since IQ4_NL is not supported), else F16. */
+ * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0, IQ3_XXS/IQ3_S->IQ4_NL, or Q4_0 while IQ4_NL is not in the type
+ * table), else F16. */
 uint32_t synth_fallback_type(uint32_t want, int64_t row_len);
 
 /* Value of llama.cpp's general.file_type for an all-`type` model. */

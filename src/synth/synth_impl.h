@@ -28,6 +28,7 @@ typedef struct synth_type {
     int codes;          /* number of code values (2^bits) */
     int centered;       /* codes centered by (codes - 1) / 2 (affine types), else by codes / 2 */
     int sc_lo, sc_bits; /* sub-block scale magnitudes sc_lo .. sc_lo + 2^sc_bits - 1; sc_bits 0: none */
+    double (*per_d2)(void); /* if set (grid types): E[w^2] / E[(d*f)^2] of gen's blocks; codes etc. unused */
 } synth_type;
 
 /* The row of `type`, or NULL if synth does not write it (Q8_1, Q8_K, unknown ids). */
