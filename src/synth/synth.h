@@ -37,6 +37,10 @@ typedef struct synth_params {
     int quantize;              /* 1: quantized types from float weights via the reference quantizer
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
+    /* Per-tensor types (synth_recipe.c): type_map's rules first, then the llama.cpp recipe of
+     * ftype (when use_ftype), else `type`; NULL / 0: every matrix is `type` (the plain path). */
+    const struct synth_type_map *type_map;
+    int use_ftype, ftype;      /* ftype: a llama_ftype value (synth_ftype_from_name) */
     int progress;              /* print progress lines on stderr */
 } synth_params;
 
@@ -68,6 +72,25 @@ int synth_validate(const synth_params *p, e0_err *e);
  * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0, IQ3_XXS/IQ3_S->IQ4_NL, or Q4_0 while IQ4_NL is not in the type
  * table), else F16. */
 uint32_t synth_fallback_type(uint32_t want, int64_t row_len);
+
+/* ---- per-tensor types (synth_recipe.c) ---- */
+/* 'REGEX=TYPE,...': POSIX extended regexes searched in the GGUF tensor name, first match wins;
+ * TYPE any ggml type name (q4_K, iq2_xxs, mxfp4 ...; case-insensitive). One error for a bad
+ * regex, a missing '=' or an unknown type. */
+typedef struct synth_type_map synth_type_map;
+int synth_type_map_parse(const char *spec, synth_type_map **out, e0_err *e);
+void synth_type_map_free(synth_type_map *m);
+/* llama.cpp file types by name ("Q4_K_M", "iq3_xxs", "MXFP4_MOE" ...): the llama_ftype value, or -1. */
+int synth_ftype_from_name(const char *name);
+const char *synth_ftype_names(void); /* space-separated, for messages */
+uint32_t synth_ftype_default_type(int ftype); /* llama.cpp's default tensor type of a file type */
+/* ggml's name of any ggml type id (also those this engine does not support yet), or "unknown";
+ * and back (-1 if unknown). */
+const char *synth_ggml_type_name(uint32_t type);
+int synth_ggml_type_from_name(const char *name);
+/* The tensors synth would write for p, with their types (ggml ids, maybe unsupported ones), in
+ * file order: cb(arg, name, type) for each. For --print-types and the tests. */
+int synth_list_types(const synth_params *p, void (*cb)(void *arg, const char *name, uint32_t type), void *arg, e0_err *e);
 
 /* Value of llama.cpp's general.file_type for an all-`type` model. */
 uint32_t synth_file_type(uint32_t type);
