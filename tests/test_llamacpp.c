@@ -16,6 +16,9 @@
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
  *                    matrix, IQ3_S without)
+ *   ftype/MODEL/F    `synth --ftype F --print-types` == the tensor types llama_model_quantize
+ *                    gives with that file type's recipe (every llama.cpp file type, also those
+ *                    with types this engine cannot write yet); ftype-file/: written, read back, run
  *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
  *                    without special tokens */
 #include <dirent.h>
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -622,6 +626,138 @@ static void test_synth(void) {
     }
 }
 
+/* ---- synth --ftype presets: the per-tensor types of llama.cpp's recipe ---- */
+
+/* llamacpp-ref's names of the file types (llama.cpp's own names, lower case). */
+static const char *const presets[] = {"q4_0",   "q4_1",  "q5_0",    "q5_1",   "q8_0",   "q2_k",  "q2_k_s", "q3_k_s", "q3_k_m",
+                                      "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k",  "iq2_xxs", "iq2_xs", "iq2_s",
+                                      "iq2_m",  "iq3_xxs", "iq3_xs", "iq3_s",  "iq3_m",  "iq1_s", "iq1_m",  "iq4_nl", "iq4_xs",
+                                      "tq1_0",  "tq2_0", "mxfp4_moe", "f16",  "bf16",   "q1_0",  "q2_0"};
+#define N_PRESETS (int)(sizeof presets / sizeof presets[0])
+/* Presets llama.cpp makes only with an importance matrix (the recipe's "with imatrix" branches). */
+static int preset_imatrix(const char *f) {
+    return !strncmp(f, "iq2_", 4) || !strncmp(f, "iq1_", 4) || !strcmp(f, "iq3_xxs") || !strcmp(f, "iq3_xs") || !strcmp(f, "q2_k_s");
+}
+
+/* Shapes that reach the recipe's branches: layer counts for the "more bits" layers, 8 experts
+ * (Mixtral rules) and 16, a shared expert, GQA >= 4, tied embeddings. all: every preset. */
+static const struct {
+    const char *name, *args;
+    int all;
+} preset_models[] = {
+    {"llama-16l", "--arch llama --n-layer 16", 1},
+    {"qwen3moe-16l", "--arch qwen3moe --n-layer 16", 1},
+    {"qwen3moe-x16-gqa4", "--arch qwen3moe --n-layer 8 --n-expert 16 --n-expert-used 4 --n-head 8 --n-head-kv 2 --head-dim 32", 0},
+    {"qwen2moe-8l", "--arch qwen2moe --n-layer 8", 0},
+    {"qwen2-tied", "--arch qwen2 --tied --n-layer 3", 0},
+};
+static const char *const few_presets[] = {"q4_k_m", "q3_k_m", "iq3_xxs", "iq2_xxs", "iq4_xs", "mxfp4_moe", "q5_k_m"};
+
+/* Sorted "NAME TYPE" lines of a command's output, compared line by line: 0 if equal. */
+static int cmp_lines(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int sorted_lines(char *text, char **lines, int cap) {
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < cap; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
+    qsort(lines, (size_t)n, sizeof *lines, cmp_lines);
+    return n;
+}
+
+static void check_preset(const char *label, const char *args, const char *f32, const char *sha, const char *preset) {
+    char key[64], prefix[PATH], cmd[CMD];
+    static char ref_out[1 << 16], our_out[1 << 16];
+    sfmt(key, sizeof key, "preset-%s", preset);
+    int hit = cache_prefix(sha, key, prefix, sizeof prefix);
+    char types_path[PATH + 8];
+    sfmt(types_path, sizeof types_path, "%s.types", prefix);
+    if (hit && is_file(types_path)) n_cached++;
+    else {
+        sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s --mix%s && '%s' types '%s.gguf' > '%s' && rm -f '%s.gguf'", ref_tool,
+             f32, prefix, preset, preset_imatrix(preset) ? " --imatrix-synth" : "", ref_tool, prefix, types_path, prefix);
+        if (cache_fill(prefix, cmd)) {
+            CHECKF(0, "%s: llamacpp-ref quantize --mix %s failed", label, preset);
+            return;
+        }
+    }
+    FILE *fp = fopen(types_path, "r");
+    size_t nr = fp ? fread(ref_out, 1, sizeof ref_out - 1, fp) : 0;
+    ref_out[nr] = 0;
+    if (fp) fclose(fp);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --ftype %s --print-types", t_build(), args, preset);
+    int rc = t_sh(cmd, our_out, sizeof our_out);
+    CHECKF(rc == 0 && nr > 0, "%s: %s (exit %d) or llama.cpp's types empty", label, cmd, rc);
+    char *a[512], *b[512];
+    const int na = sorted_lines(ref_out, a, 512), nb = sorted_lines(our_out, b, 512);
+    int bad = na != nb;
+    for (int i = 0; i < na && i < nb; i++)
+        if (strcmp(a[i], b[i]) && bad++ < 3) CHECKF(0, "%s: llama.cpp '%s', synth '%s'", label, a[i], b[i]);
+    CHECKF(bad == 0, "%s: %d of %d tensors differ (%d vs %d lines)", label, bad, na, na, nb);
+    if (!bad) printf("  %s: %d tensors, types equal\n", label, na);
+}
+
+/* A preset whose types this engine supports is also written (types read back from the file),
+ * and loads and runs: Q4_K_M on the MoE shape. */
+static void check_preset_file(const char *label, const char *args, const char *preset) {
+    char path[PATH], cmd[CMD];
+    static char out[1 << 16];
+    sfmt(path, sizeof path, "%s/models/preset-%s.gguf", cache, preset);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --ftype %s --out '%s' >/dev/null 2>&1 && %s/bin/edge0-infer synth %s --ftype %s --print-types",
+         t_build(), args, preset, path, t_build(), args, preset);
+    CHECKF(t_sh(cmd, out, sizeof out) == 0, "%s: %s", label, cmd);
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s: %s", label, f ? "" : e.msg);
+    int bad = 0, n = 0;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); f && l; l = strtok_r(NULL, "\n", &save), n++) {
+        char name[GGUF_MAX_NAME + 1], type[32];
+        if (sscanf(l, "%256s %31s", name, type) != 2) continue;
+        const gguf_tensor *t = gguf_find_tensor(f, name);
+        const e0_type_traits *tr = t ? e0_type_traits_of(t->type) : NULL;
+        if (!tr || strcasecmp(tr->name, type)) bad++;
+    }
+    CHECKF(f && n > 0 && bad == 0, "%s: %d of %d tensors of the file differ from the plan", label, bad, n);
+    if (f) gguf_close(f);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer run -m '%s' --tokens 1,2,3 -n 4 --temp 0 --print-ids >/dev/null 2>&1", t_build(), path);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "%s: the file does not run", label);
+    unlink(path);
+}
+
+static void test_presets(void) {
+    for (size_t m = 0; m < sizeof preset_models / sizeof preset_models[0]; m++) {
+        char dir[PATH], f32[PATH * 2], sha[65] = "", cmd[CMD], label[256];
+        sfmt(dir, sizeof dir, "%s/models", cache);
+        mkdir(cache, 0755);
+        mkdir(dir, 0755);
+        sfmt(f32, sizeof f32, "%s/preset-%s-f32.gguf", dir, preset_models[m].name);
+        if (!unavailable[0]) {
+            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 5 --out '%s' >/dev/null 2>&1", t_build(),
+                 preset_models[m].args, f32);
+            if (t_sh(cmd, NULL, 0) != 0 || model_sha(f32, sha)) {
+                t_begin(preset_models[m].name);
+                CHECKF(0, "%s failed", cmd);
+                t_end();
+                continue;
+            }
+        }
+        const int np = preset_models[m].all ? N_PRESETS : (int)(sizeof few_presets / sizeof few_presets[0]);
+        for (int i = 0; i < np; i++) {
+            const char *pr = preset_models[m].all ? presets[i] : few_presets[i];
+            if (!type_selected(pr)) continue;
+            sfmt(label, sizeof label, "ftype/%s/%s", preset_models[m].name, pr);
+            if (!begin(label)) continue;
+            check_preset(label, preset_models[m].args, f32, sha, pr);
+            t_end();
+        }
+    }
+    if (type_selected("q4_k_m") && begin("ftype-file/qwen3moe/q4_k_m")) {
+        check_preset_file("ftype-file/qwen3moe/q4_k_m", "--arch qwen3moe --n-layer 16", "q4_k_m");
+        t_end();
+    }
+    if (type_selected("q5_k_m") && begin("ftype-file/llama/q5_k_m")) {
+        check_preset_file("ftype-file/llama/q5_k_m", "--arch llama --n-layer 16", "q5_k_m");
+        t_end();
+    }
+}
+
 /* ---- tokenizers ---- */
 
 static void test_tokenizers(void) {
@@ -710,6 +846,7 @@ int main(void) {
     test_tokenizers();
     test_real_models();
     test_synth();
+    test_presets();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
     return T_DONE();
 }

@@ -23,6 +23,8 @@
  *       llama.cpp refuses to write without one: iq3_xxs, iq2_*, iq1_*).
  *   dequantize MODEL TENSOR --out F      (TENSOR '*': every tensor, into DIR/NAME.f32)
  *       ggml's to_float of the tensor's stored blocks, float32.
+ *   types MODEL
+ *       one "NAME TYPE" line per tensor (ggml's type names), in file order.
  * IDS and LIST are comma- or space-separated. Exit status 0 on success, 1 on any error. */
 #include <errno.h>
 #include <limits.h>
@@ -47,6 +49,7 @@ static const char usage_text[] =
     "       llamacpp-ref tokenize VOCAB [--no-special] [--parse-special] [FILE...]\n"
     "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix] [--imatrix-synth]\n"
     "       llamacpp-ref dequantize MODEL TENSOR|'*' --out F|DIR\n"
+    "       llamacpp-ref types MODEL\n"
     "(see the header of tools/llamacpp_ref.c)\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -440,6 +443,7 @@ static const struct {
     {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_S},     {"iq2_m", LLAMA_FTYPE_MOSTLY_IQ2_M},     {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},
     {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},     {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL},   {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS},
     {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},     {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},     {"mxfp4_moe", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
+    {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},     {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},       {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
 };
 
 /* --imatrix-synth: an importance matrix for every matrix of IN, of the fixed pattern below, so
@@ -576,6 +580,18 @@ static int cmd_dequantize(int argc, char **argv) {
     return rc;
 }
 
+/* Every tensor of MODEL and its stored type, one "NAME TYPE" line each (ggml's type names). */
+static int cmd_types(int argc, char **argv) {
+    if (argc != 1) return fail("usage: types MODEL");
+    struct gguf_init_params gp = {.no_alloc = true, .ctx = NULL};
+    struct gguf_context *g = gguf_init_from_file(argv[0], gp);
+    if (!g) return fail("%s: not a GGUF file ggml can read", argv[0]);
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); i++)
+        printf("%s %s\n", gguf_get_tensor_name(g, i), ggml_type_name(gguf_get_tensor_type(g, i)));
+    gguf_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || !strcmp(argv[1], "--help")) {
         fputs(usage_text, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
@@ -588,5 +604,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
     if (!strcmp(cmd, "dequantize")) return cmd_dequantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "types")) return cmd_types(argc - 2, argv + 2);
     return fail("unknown subcommand '%s'", cmd);
 }

@@ -84,7 +84,7 @@ static const struct {
     {"IQ3_S", F_IQ3_S, G_IQ3_S, 0},    {"IQ3_M", F_IQ3_M, G_IQ3_S, 0},    {"IQ1_S", F_IQ1_S, G_IQ1_S, 1},
     {"IQ1_M", F_IQ1_M, G_IQ1_M, 1},    {"IQ4_NL", F_IQ4_NL, G_IQ4_NL, 0}, {"IQ4_XS", F_IQ4_XS, G_IQ4_XS, 0},
     {"TQ1_0", F_TQ1_0, G_TQ1_0, 0},    {"TQ2_0", F_TQ2_0, G_TQ2_0, 0},    {"MXFP4_MOE", F_MXFP4_MOE, G_MXFP4, 0},
-    {"NVFP4", F_NVFP4, G_NVFP4, 0},    {"Q1_0", F_Q1_0, G_Q1_0, 0},       {"Q2_0", F_Q2_0, G_Q2_0, 0},
+    {"Q1_0", F_Q1_0, G_Q1_0, 0},       {"Q2_0", F_Q2_0, G_Q2_0, 0}, /* (llama.cpp has no NVFP4 file type recipe) */
 };
 #define N_FTYPES (sizeof ftypes / sizeof ftypes[0])
 
