@@ -225,8 +225,8 @@ static dot_case make_case(int type, int64_t n, int kind, int off) {
     float *x = xalloc((size_t)n * 4);
     c.wbuf = xalloc(e0_row_size((uint32_t)type, n) + 64);
     c.abuf = xalloc(e0_row_size(E0_TYPE_Q8_K, n) + 64);
-    c.w = c.wbuf + off;
-    c.a = c.abuf + off;
+    c.w = c.wbuf + off;     /* weights at any address */
+    c.a = c.abuf + 4 * (off % 2); /* Q8_K activations are read as structs: 4-byte aligned */
     c.wf = xalloc((size_t)n * 4);
     c.af = xalloc((size_t)n * 4);
     fill_row(x, n, kind);
@@ -298,9 +298,9 @@ static void test_gemm_iq3_xxs(void) {
     const e0_type_traits *t = e0_type_traits_of(E0_TYPE_IQ3_XXS);
     for (int64_t nb = 1; nb <= 5; nb += 2) {
         const int64_t n = nb * 256;
-        const size_t w_stride = e0_row_size(E0_TYPE_IQ3_XXS, n) + 3, a_stride = e0_row_size(E0_TYPE_Q8_K, n) + 5;
+        const size_t w_stride = e0_row_size(E0_TYPE_IQ3_XXS, n) + 3, a_stride = e0_row_size(E0_TYPE_Q8_K, n) + 8;
         uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 8), *ab = xalloc(a_stride * E0_GEMM_TOKENS + 8);
-        uint8_t *w = wb + 1, *a = ab + 3;
+        uint8_t *w = wb + 1, *a = ab + 4; /* weights unaligned; Q8_K rows 4-byte aligned */
         float *x = xalloc((size_t)n * 4);
         for (int r = 0; r < E0_GEMM_ROWS; r++) {
             fill_row(x, n, r % 4);
@@ -313,7 +313,7 @@ static void test_gemm_iq3_xxs(void) {
         }
         for (int nr = 1; nr <= E0_GEMM_ROWS; nr += 3)
             for (int nt = 1; nt <= E0_GEMM_TOKENS; nt++) {
-                float got[E0_GEMM_ROWS * E0_GEMM_TOKENS + 1], want;
+                float got[(E0_GEMM_ROWS + 1) * E0_GEMM_TOKENS], want;
                 const size_t s_stride = (size_t)nr + 1;
                 for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) got[i] = -77.0f;
                 e0_gemm_iq3_xxs_avx2(n, nr, w, w_stride, nt, a, a_stride, got, s_stride);

@@ -20,6 +20,7 @@
 #ifndef E0_BLOCKS_H
 #define E0_BLOCKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -129,7 +130,16 @@ typedef struct {
     uint8_t scales[QK_K / 64];
 } e0_block_iq3_s;
 
+/* The kernels read i-quant blocks through these byte offsets (rows may sit at any address). */
+enum {
+    IQ3_XXS_SIZE = 98, IQ3_XXS_QS = 2, IQ3_XXS_SAS = 2 + QK_K / 4,               /* d, qs[64], 8 x u32 */
+    IQ3_S_SIZE = 110, IQ3_S_QS = 2, IQ3_S_QH = 66, IQ3_S_SIGNS = 74, IQ3_S_SCALES = 106, /* d, qs, qh, signs, scales */
+};
 _Static_assert(sizeof(e0_block_iq3_xxs) == 2 + 3 * QK_K / 8, "iq3_xxs block size");
 _Static_assert(sizeof(e0_block_iq3_s) == 2 + 13 * QK_K / 32 + QK_K / 64, "iq3_s block size");
+_Static_assert(sizeof(e0_block_iq3_xxs) == IQ3_XXS_SIZE && sizeof(e0_block_iq3_s) == IQ3_S_SIZE &&
+                   offsetof(e0_block_iq3_s, qh) == IQ3_S_QH && offsetof(e0_block_iq3_s, signs) == IQ3_S_SIGNS &&
+                   offsetof(e0_block_iq3_s, scales) == IQ3_S_SCALES,
+               "i-quant offsets");
 
 #endif

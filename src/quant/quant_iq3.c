@@ -131,12 +131,11 @@ const uint32_t e0_iq3_s_grid[512] = {
 static inline float sgn_mul(float v, unsigned bit) { return bit ? -v : v; }
 
 void e0_iq3_xxs_to_float(const void *src, float *y, int64_t n) {
-    const e0_block_iq3_xxs *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = e0_fp16_to_fp32(x[i].d);
-        const uint8_t *qs = x[i].qs;
+        const uint8_t *b = (const uint8_t *)src + (size_t)i * IQ3_XXS_SIZE, *qs = b + IQ3_XXS_QS;
+        const float d = e0_fp16_to_fp32(e0_rd16(b));
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint32_t aux = e0_rd32(x[i].qs + QK_K / 4 + 4 * ib);
+            const uint32_t aux = e0_rd32(b + IQ3_XXS_SAS + 4 * ib);
             const float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++) {
                 const uint8_t s = e0_iq3_xxs_signs(aux >> (7 * l));
@@ -151,20 +150,21 @@ void e0_iq3_xxs_to_float(const void *src, float *y, int64_t n) {
     }
 }
 
-/* Grid index of group g (0..7) of sub-block ib of an iq3_s block. */
-static inline uint32_t iq3_s_index(const e0_block_iq3_s *x, int ib, int g) {
-    return x->qs[8 * ib + g] | ((uint32_t)(x->qh[ib] >> g & 1) << 8);
+/* Grid index of group g (0..7) of sub-block ib of the iq3_s block at b. */
+static inline uint32_t iq3_s_index(const uint8_t *b, int ib, int g) {
+    return b[IQ3_S_QS + 8 * ib + g] | ((uint32_t)(b[IQ3_S_QH + ib] >> g & 1) << 8);
 }
+static inline int iq3_s_scale(const uint8_t *b, int ib) { return (b[IQ3_S_SCALES + ib / 2] >> (4 * (ib % 2))) & 0xf; }
 
 void e0_iq3_s_to_float(const void *src, float *y, int64_t n) {
-    const e0_block_iq3_s *x = src;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = e0_fp16_to_fp32(x[i].d);
+        const uint8_t *b = (const uint8_t *)src + (size_t)i * IQ3_S_SIZE;
+        const float d = e0_fp16_to_fp32(e0_rd16(b));
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const float db = d * (float)(1 + 2 * ((x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xf));
+            const float db = d * (float)(1 + 2 * iq3_s_scale(b, ib));
             for (int g = 0; g < 8; g++) {
-                const uint32_t pt = e0_iq3_s_grid[iq3_s_index(&x[i], ib, g)];
-                const uint8_t s = x[i].signs[4 * ib + g / 2];
+                const uint32_t pt = e0_iq3_s_grid[iq3_s_index(b, ib, g)];
+                const uint8_t s = b[IQ3_S_SIGNS + 4 * ib + g / 2];
                 for (int j = 0; j < 4; j++) y[j] = sgn_mul(db * (float)((pt >> (8 * j)) & 0xff), s >> (4 * (g % 2) + j) & 1);
                 y += 4;
             }
@@ -185,20 +185,20 @@ static inline int32_t dot4(uint32_t pt, unsigned signs, const int8_t *q8) {
 }
 
 void e0_vec_dot_iq3_xxs_ref(int64_t n, float *s, const void *vw, const void *va) {
-    const e0_block_iq3_xxs *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = e0_fp16_to_fp32(x[i].d) * y[i].d;
+        const uint8_t *b = (const uint8_t *)vw + (size_t)i * IQ3_XXS_SIZE, *qs = b + IQ3_XXS_QS;
+        const float d = e0_fp16_to_fp32(e0_rd16(b)) * y[i].d;
         const int8_t *q8 = y[i].qs;
         int32_t bsum = 0;
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const uint32_t aux = e0_rd32(x[i].qs + QK_K / 4 + 4 * ib);
+            const uint32_t aux = e0_rd32(b + IQ3_XXS_SAS + 4 * ib);
             int32_t sumi = 0;
             for (int l = 0; l < 4; l++) {
                 const uint8_t sg = e0_iq3_xxs_signs(aux >> (7 * l));
-                sumi += dot4(e0_iq3_xxs_grid[x[i].qs[8 * ib + 2 * l]], sg & 0xf, q8);
-                sumi += dot4(e0_iq3_xxs_grid[x[i].qs[8 * ib + 2 * l + 1]], sg >> 4, q8 + 4);
+                sumi += dot4(e0_iq3_xxs_grid[qs[8 * ib + 2 * l]], sg & 0xf, q8);
+                sumi += dot4(e0_iq3_xxs_grid[qs[8 * ib + 2 * l + 1]], sg >> 4, q8 + 4);
                 q8 += 8;
             }
             bsum += sumi * (int32_t)(2 * (aux >> 28) + 1);
@@ -209,18 +209,18 @@ void e0_vec_dot_iq3_xxs_ref(int64_t n, float *s, const void *vw, const void *va)
 }
 
 void e0_vec_dot_iq3_s_ref(int64_t n, float *s, const void *vw, const void *va) {
-    const e0_block_iq3_s *x = vw;
     const e0_block_q8_K *y = va;
     float sumf = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = e0_fp16_to_fp32(x[i].d) * y[i].d;
+        const uint8_t *b = (const uint8_t *)vw + (size_t)i * IQ3_S_SIZE;
+        const float d = e0_fp16_to_fp32(e0_rd16(b)) * y[i].d;
         const int8_t *q8 = y[i].qs;
         int32_t bsum = 0;
         for (int ib = 0; ib < QK_K / 32; ib++) {
             int32_t sumi = 0;
             for (int g = 0; g < 8; g++, q8 += 4)
-                sumi += dot4(e0_iq3_s_grid[iq3_s_index(&x[i], ib, g)], x[i].signs[4 * ib + g / 2] >> (4 * (g % 2)) & 0xf, q8);
-            bsum += sumi * (int32_t)(2 * ((x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1);
+                sumi += dot4(e0_iq3_s_grid[iq3_s_index(b, ib, g)], b[IQ3_S_SIGNS + 4 * ib + g / 2] >> (4 * (g % 2)) & 0xf, q8);
+            bsum += sumi * (int32_t)(2 * iq3_s_scale(b, ib) + 1);
         }
         sumf += d * (float)bsum;
     }
@@ -441,8 +441,8 @@ static int scale_code(float scale, float id) {
 void e0_quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *qw) {
     pthread_once(&once_xxs, init_xxs);
     const iq3_search *S = &search_xxs;
-    e0_block_iq3_xxs *y = dst;
     for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
+        e0_block_iq3_xxs yb, *y = &yb; /* built here, copied to dst (any alignment) */
         const float *xbl = x + QK_K * ibl;
         const float *qbl = qw ? qw + QK_K * ibl : NULL;
         const float sigma2 = super_block_sigma2(xbl);
@@ -493,16 +493,18 @@ void e0_quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *qw) 
             scales[ib] = scale;
             max_scale = max_scale > scale ? max_scale : scale;
         }
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = e0_fp32_to_fp16(d * 1.0125f);
-        const float id = 1 / d;
-        for (int ib = 0; ib < 8; ib++) {
-            sas[ib] |= (uint32_t)scale_code(scales[ib], id) << 28;
-            memcpy(y[ibl].qs + QK_K / 4 + 4 * ib, &sas[ib], 4);
+        memset(y, 0, sizeof *y);
+        if (max_scale) {
+            const float d = max_scale / 31;
+            y->d = e0_fp32_to_fp16(d * 1.0125f);
+            const float id = 1 / d;
+            for (int ib = 0; ib < 8; ib++) {
+                sas[ib] |= (uint32_t)scale_code(scales[ib], id) << 28;
+                memcpy(y->qs + QK_K / 4 + 4 * ib, &sas[ib], 4);
+            }
+            memcpy(y->qs, q3, sizeof q3);
         }
-        memcpy(y[ibl].qs, q3, sizeof q3);
+        memcpy((uint8_t *)dst + (size_t)ibl * IQ3_XXS_SIZE, y, IQ3_XXS_SIZE);
     }
 }
 
@@ -512,9 +514,8 @@ void e0_quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *qw) 
 void e0_quantize_iq3_s(const float *x, void *dst, int64_t n, const float *qw) {
     pthread_once(&once_s, init_s);
     const iq3_search *S = &search_s;
-    e0_block_iq3_s *y = dst;
     for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        e0_block_iq3_s *b = &y[ibl];
+        e0_block_iq3_s bb, *b = &bb; /* built here, copied to dst (any alignment) */
         memset(b, 0, sizeof *b);
         const float *xbl = x + QK_K * ibl;
         const float *qbl = qw ? qw + QK_K * ibl : NULL;
@@ -556,12 +557,14 @@ void e0_quantize_iq3_s(const float *x, void *dst, int64_t n, const float *qw) {
             scales[ib] = scale;
             max_scale = max_scale > scale ? max_scale : scale;
         }
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        b->d = e0_fp32_to_fp16(d * 1.033f);
-        const float id = 1 / d;
-        for (int ib = 0; ib < 8; ib += 2)
-            b->scales[ib / 2] = (uint8_t)(scale_code(scales[ib], id) | scale_code(scales[ib + 1], id) << 4);
+        if (max_scale) {
+            const float d = max_scale / 31;
+            b->d = e0_fp32_to_fp16(d * 1.033f);
+            const float id = 1 / d;
+            for (int ib = 0; ib < 8; ib += 2)
+                b->scales[ib / 2] = (uint8_t)(scale_code(scales[ib], id) | scale_code(scales[ib + 1], id) << 4);
+        }
+        memcpy((uint8_t *)dst + (size_t)ibl * IQ3_S_SIZE, b, IQ3_S_SIZE);
     }
 }
 

@@ -230,8 +230,8 @@ void e0_gemm_iq3_xxs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, in
     for (int64_t i = 0; i < n / QK_K; i++) {
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
         for (int r = 0; r < nr; r++) {
-            const e0_block_iq3_xxs *x = (const e0_block_iq3_xxs *)(w + (size_t)r * w_stride) + i;
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(x->d)))); /* y.d * x.d */
+            const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * IQ3_XXS_SIZE;
+            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(h2f(x)))); /* y.d * x.d */
             __m256i u[8];
             #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) iq3_xxs_unpack(x, j, &u[j], &sg[j], &sc[j]);

@@ -7,16 +7,16 @@
 #include "quant/x86/quant_iq3_simd.h"
 
 void e0_vec_dot_iq3_xxs_avx2(int64_t n, float *s, const void *vw, const void *va) {
-    const e0_block_iq3_xxs *x = vw;
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
-        const float d = fp16(x[i].d) * y[i].d;
+        const uint8_t *x = (const uint8_t *)vw + (size_t)i * IQ3_XXS_SIZE;
+        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * IQ3_XXS_SIZE, IQ3_XXS_SIZE);
+        const float d = h2f(x) * y[i].d;
         __m256i sum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
             __m256i grid, signs, scale;
-            iq3_xxs_unpack(&x[i], ib, &grid, &signs, &scale);
+            iq3_xxs_unpack(x, ib, &grid, &signs, &scale);
             sum = _mm256_add_epi32(sum, iq3_dot32(grid, signs, scale, y[i].qs + 32 * ib));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
@@ -25,16 +25,16 @@ void e0_vec_dot_iq3_xxs_avx2(int64_t n, float *s, const void *vw, const void *va
 }
 
 void e0_vec_dot_iq3_s_avx2(int64_t n, float *s, const void *vw, const void *va) {
-    const e0_block_iq3_s *x = vw;
     const e0_block_q8_K *y = va;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
-        const float d = fp16(x[i].d) * y[i].d;
+        const uint8_t *x = (const uint8_t *)vw + (size_t)i * IQ3_S_SIZE;
+        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * IQ3_S_SIZE, IQ3_S_SIZE);
+        const float d = h2f(x) * y[i].d;
         __m256i sum = _mm256_setzero_si256();
         for (int ib = 0; ib < QK_K / 32; ib++) {
             __m256i grid, signs, scale;
-            iq3_s_unpack(&x[i], ib, &grid, &signs, &scale);
+            iq3_s_unpack(x, ib, &grid, &signs, &scale);
             sum = _mm256_add_epi32(sum, iq3_dot32(grid, signs, scale, y[i].qs + 32 * ib));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);

@@ -27,27 +27,27 @@ static inline __m256i iq3_grid8(const uint32_t *grid, const unsigned idx[8]) {
                              (int)grid[idx[5]], (int)grid[idx[6]], (int)grid[idx[7]]);
 }
 
-/* Sub-block ib of an IQ3_XXS block. */
-static inline void iq3_xxs_unpack(const e0_block_iq3_xxs *x, int ib, __m256i *grid, __m256i *signs, __m256i *scale) {
-    const uint8_t *q = x->qs + 8 * ib;
+/* Sub-block ib of the IQ3_XXS block at b. */
+static inline void iq3_xxs_unpack(const uint8_t *b, int ib, __m256i *grid, __m256i *signs, __m256i *scale) {
+    const uint8_t *q = b + IQ3_XXS_QS + 8 * ib;
     const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
     *grid = iq3_grid8(e0_iq3_xxs_grid, idx);
-    const uint32_t aux = e0_rd32(x->qs + QK_K / 4 + 4 * ib);
+    const uint32_t aux = e0_rd32(b + IQ3_XXS_SAS + 4 * ib);
     const uint32_t s = (uint32_t)e0_iq3_xxs_signs(aux) | (uint32_t)e0_iq3_xxs_signs(aux >> 7) << 8 |
                        (uint32_t)e0_iq3_xxs_signs(aux >> 14) << 16 | (uint32_t)e0_iq3_xxs_signs(aux >> 21) << 24;
     *signs = iq3_sign_vec(s);
     *scale = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
 }
 
-/* Sub-block ib of an IQ3_S block. */
-static inline void iq3_s_unpack(const e0_block_iq3_s *x, int ib, __m256i *grid, __m256i *signs, __m256i *scale) {
-    const uint8_t *q = x->qs + 8 * ib;
-    const unsigned h = x->qh[ib];
+/* Sub-block ib of the IQ3_S block at b. */
+static inline void iq3_s_unpack(const uint8_t *b, int ib, __m256i *grid, __m256i *signs, __m256i *scale) {
+    const uint8_t *q = b + IQ3_S_QS + 8 * ib;
+    const unsigned h = b[IQ3_S_QH + ib];
     unsigned idx[8];
     for (int g = 0; g < 8; g++) idx[g] = q[g] | ((h >> g & 1) << 8);
     *grid = iq3_grid8(e0_iq3_s_grid, idx);
-    *signs = iq3_sign_vec(e0_rd32(x->signs + 4 * ib));
-    *scale = _mm256_set1_epi16((short)(2 * ((x->scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1));
+    *signs = iq3_sign_vec(e0_rd32(b + IQ3_S_SIGNS + 4 * ib));
+    *scale = _mm256_set1_epi16((short)(2 * ((b[IQ3_S_SCALES + ib / 2] >> (4 * (ib % 2))) & 0xf) + 1));
 }
 
 /* The per-sub-block integer dot (see the top of the file). */
