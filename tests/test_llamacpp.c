@@ -15,6 +15,11 @@
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
+ *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
+ *                    matrix, IQ3_S without)
+ *   ftype/MODEL/F    `synth --ftype F --print-types` == the tensor types llama_model_quantize
+ *                    gives with that file type's recipe (every llama.cpp file type, also those
+ *                    with types this engine cannot write yet); ftype-file/: written, read back, run
  *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
  *                    without special tokens */
 #include <dirent.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +39,7 @@
 #include "gguf/gguf.h"
 #include "measure/sysinfo.h"
 #include "quant/quant.h"
+#include "quant/quant_iq3.h"
 #include "text/tokenizer.h"
 
 #define PATH 1024
@@ -439,9 +446,22 @@ static const struct {
     {"qwen2moe", "--arch qwen2moe"},
     {"qwen3moe", "--arch qwen3moe"},
 };
-static const char *const quant_types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+static const char *const quant_types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
+                                          "iq3_xxs", "iq3_s"};
+/* Types llama.cpp quantizes only with an importance matrix (llamacpp-ref --imatrix-synth). */
+static int needs_imatrix(const char *type) { return !strcmp(type, "iq3_xxs") || !strncmp(type, "iq2_", 4) || !strncmp(type, "iq1_", 4); }
 #define N_ARCH (int)(sizeof synth_archs / sizeof synth_archs[0])
 #define N_QT (int)(sizeof quant_types / sizeof quant_types[0])
+
+/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types (a development aid; unset: all). */
+static int type_selected(const char *type) {
+    const char *only = getenv("E0_TEST_QUANT");
+    if (!only || !*only) return 1;
+    const size_t n = strlen(type);
+    for (const char *p = only; (p = strstr(p, type)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
 
 /* path of the F32 synth model of arch a (written now: synth is fast and the file must follow
  * the current synth), and of its quantization to type q by llama.cpp (cached by the F32 sha). */
@@ -466,8 +486,52 @@ static int synth_quant(const char *f32_path, const char *f32_sha, const char *ty
         n_cached++;
         return 0;
     }
-    sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s", ref_tool, f32_path, prefix, type);
+    sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s%s", ref_tool, f32_path, prefix, type,
+         needs_imatrix(type) ? " --imatrix-synth" : "");
     return cache_fill(prefix, cmd);
+}
+
+/* llamacpp-ref's --imatrix-synth importance of column c of expert e (same formula as there). */
+static float imatrix_synth_value(int64_t c, int64_t e) { return 0.5f + (float)((37 * c + 11 * e) % 16) / 8.0f; }
+
+/* Our reference quantizer on the F32 model's rows gives llama.cpp's bytes, for every tensor that
+ * llama.cpp stored as an i-quant of quant_iq3.c (with the synth importance matrix where
+ * llama.cpp used one). */
+static void check_quant_bytes(const char *label, const char *f32_path, const char *q_path, int with_imatrix) {
+    e0_err e;
+    gguf_file *fq = gguf_open(q_path, &e), *ff = fq ? gguf_open(f32_path, &e) : NULL;
+    CHECKF(fq && ff, "%s: %s", label, e.msg);
+    int n_checked = 0;
+    for (uint64_t i = 0; fq && ff && i < fq->n_tensors; i++) {
+        const gguf_tensor *tq = &fq->tensors[i], *tf = gguf_find_tensor(ff, tq->name);
+        if (tq->type != E0_TYPE_IQ3_XXS && tq->type != E0_TYPE_IQ3_S) continue;
+        CHECKF(tf && tf->type == E0_TYPE_F32 && tf->nelements == tq->nelements, "%s: %s: no F32 source", label, tq->name);
+        if (!tf || tf->type != E0_TYPE_F32 || tf->nelements != tq->nelements) continue;
+        const int64_t n_row = (int64_t)tq->ne[0], rows_per_expert = (int64_t)tq->ne[1];
+        const int64_t n_rows = (int64_t)(tq->nelements / tq->ne[0]);
+        const size_t row_bytes = e0_row_size(tq->type, n_row);
+        float *x = malloc(tf->nbytes), *qw = malloc((size_t)n_row * sizeof *qw);
+        uint8_t *ref = malloc(tq->nbytes), *ours = malloc(tq->nbytes);
+        int ok = x && qw && ref && ours && gguf_read(ff, tf->offset, x, tf->nbytes, &e) == 0 &&
+                 gguf_read(fq, tq->offset, ref, tq->nbytes, &e) == 0 && row_bytes * (size_t)n_rows == tq->nbytes;
+        CHECKF(ok, "%s: %s: could not read", label, tq->name);
+        int64_t bad = 0, first = -1;
+        for (int64_t r = 0; ok && r < n_rows; r++) {
+            const int64_t ex = r / rows_per_expert;
+            for (int64_t c = 0; c < n_row; c++) qw[c] = imatrix_synth_value(c, ex);
+            if (tq->type == E0_TYPE_IQ3_XXS) e0_quantize_iq3_xxs(x + r * n_row, ours + r * row_bytes, n_row, with_imatrix ? qw : NULL);
+            else e0_quantize_iq3_s(x + r * n_row, ours + r * row_bytes, n_row, with_imatrix ? qw : NULL);
+            if (memcmp(ours + r * row_bytes, ref + r * row_bytes, row_bytes) && bad++ == 0) first = r;
+        }
+        CHECKF(bad == 0, "%s: %s: %lld of %lld rows differ from ggml's quantizer (first: row %lld)", label, tq->name,
+               (long long)bad, (long long)n_rows, (long long)first);
+        n_checked += ok;
+        free(x), free(qw), free(ref), free(ours);
+    }
+    if (fq && ff) printf("  %s: %d tensors byte-compared\n", label, n_checked);
+    CHECKF(!fq || !ff || n_checked > 0, "%s: no iq3 tensor", label);
+    if (fq) gguf_close(fq);
+    if (ff) gguf_close(ff);
 }
 
 /* Our to_float of every quantized tensor of path == ggml's, bit for bit. */
@@ -535,6 +599,7 @@ static void test_synth(void) {
         check_model(label, f32, 0, 1);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(quant_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, quant_types[q]);
             if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
                 t_begin(label);
@@ -551,8 +616,148 @@ static void test_synth(void) {
                     check_dequant(dl, qpath);
                     t_end();
                 }
+                /* our quantizer's bytes == ggml's (the i-quants of quant_iq3.c) */
+                if (!strncmp(quant_types[q], "iq3_", 4)) {
+                    sfmt(dl, sizeof dl, "qbytes/%s/%s", quant_types[q], synth_archs[a].name);
+                    if (begin(dl)) {
+                        check_quant_bytes(dl, f32, qpath, needs_imatrix(quant_types[q]));
+                        t_end();
+                    }
+                }
             }
         }
+    }
+}
+
+/* ---- synth --ftype presets: the per-tensor types of llama.cpp's recipe ---- */
+
+/* llamacpp-ref's names of the file types (llama.cpp's own names, lower case). */
+static const char *const presets[] = {"q4_0",   "q4_1",  "q5_0",    "q5_1",   "q8_0",   "q2_k",  "q2_k_s", "q3_k_s", "q3_k_m",
+                                      "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k",  "iq2_xxs", "iq2_xs", "iq2_s",
+                                      "iq2_m",  "iq3_xxs", "iq3_xs", "iq3_s",  "iq3_m",  "iq1_s", "iq1_m",  "iq4_nl", "iq4_xs",
+                                      "tq1_0",  "tq2_0", "mxfp4_moe", "f16",  "bf16",   "q1_0",  "q2_0"};
+#define N_PRESETS (int)(sizeof presets / sizeof presets[0])
+/* Presets llama.cpp makes only with an importance matrix (the recipe's "with imatrix" branches). */
+static int preset_imatrix(const char *f) {
+    return !strncmp(f, "iq2_", 4) || !strncmp(f, "iq1_", 4) || !strcmp(f, "iq3_xxs") || !strcmp(f, "iq3_xs") || !strcmp(f, "q2_k_s");
+}
+
+/* Shapes that reach the recipe's branches: layer counts for the "more bits" layers, 8 experts
+ * (Mixtral rules) and 16, a shared expert, GQA >= 4, tied embeddings. all: every preset. */
+static const struct {
+    const char *name, *args;
+    int all;
+} preset_models[] = {
+    {"llama-16l", "--arch llama --n-layer 16", 1},
+    {"qwen3moe-16l", "--arch qwen3moe --n-layer 16", 1},
+    {"qwen3moe-x16-gqa4", "--arch qwen3moe --n-layer 8 --n-expert 16 --n-expert-used 4 --n-head 8 --n-head-kv 2 --head-dim 32", 0},
+    {"qwen2moe-8l", "--arch qwen2moe --n-layer 8", 0},
+    {"qwen2-tied", "--arch qwen2 --tied --n-layer 3", 0},
+};
+static const char *const few_presets[] = {"q4_k_m", "q3_k_m", "iq3_xxs", "iq2_xxs", "iq4_xs", "mxfp4_moe", "q5_k_m"};
+
+/* Sorted "NAME TYPE" lines of a command's output, compared line by line: 0 if equal. */
+static int cmp_lines(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int sorted_lines(char *text, char **lines, int cap) {
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < cap; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
+    qsort(lines, (size_t)n, sizeof *lines, cmp_lines);
+    return n;
+}
+
+static void check_preset(const char *label, const char *args, const char *f32, const char *sha, const char *preset) {
+    char key[64], prefix[PATH], cmd[CMD];
+    static char ref_out[1 << 16], our_out[1 << 16];
+    sfmt(key, sizeof key, "preset-%s", preset);
+    int hit = cache_prefix(sha, key, prefix, sizeof prefix);
+    char types_path[PATH + 8];
+    sfmt(types_path, sizeof types_path, "%s.types", prefix);
+    if (hit && is_file(types_path)) n_cached++;
+    else {
+        sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s --mix%s && '%s' types '%s.gguf' > '%s' && rm -f '%s.gguf'", ref_tool,
+             f32, prefix, preset, preset_imatrix(preset) ? " --imatrix-synth" : "", ref_tool, prefix, types_path, prefix);
+        if (cache_fill(prefix, cmd)) {
+            CHECKF(0, "%s: llamacpp-ref quantize --mix %s failed", label, preset);
+            return;
+        }
+    }
+    FILE *fp = fopen(types_path, "r");
+    size_t nr = fp ? fread(ref_out, 1, sizeof ref_out - 1, fp) : 0;
+    ref_out[nr] = 0;
+    if (fp) fclose(fp);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --ftype %s --print-types", t_build(), args, preset);
+    int rc = t_sh(cmd, our_out, sizeof our_out);
+    CHECKF(rc == 0 && nr > 0, "%s: %s (exit %d) or llama.cpp's types empty", label, cmd, rc);
+    char *a[512], *b[512];
+    const int na = sorted_lines(ref_out, a, 512), nb = sorted_lines(our_out, b, 512);
+    int bad = na != nb;
+    for (int i = 0; i < na && i < nb; i++)
+        if (strcmp(a[i], b[i]) && bad++ < 3) CHECKF(0, "%s: llama.cpp '%s', synth '%s'", label, a[i], b[i]);
+    CHECKF(bad == 0, "%s: %d of %d tensors differ (%d vs %d lines)", label, bad, na, na, nb);
+    if (!bad) printf("  %s: %d tensors, types equal\n", label, na);
+}
+
+/* A preset whose types this engine supports is also written (types read back from the file),
+ * and loads and runs: Q4_K_M on the MoE shape. */
+static void check_preset_file(const char *label, const char *args, const char *preset) {
+    char path[PATH], cmd[CMD];
+    static char out[1 << 16];
+    sfmt(path, sizeof path, "%s/models/preset-%s.gguf", cache, preset);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --ftype %s --out '%s' >/dev/null 2>&1 && %s/bin/edge0-infer synth %s --ftype %s --print-types",
+         t_build(), args, preset, path, t_build(), args, preset);
+    CHECKF(t_sh(cmd, out, sizeof out) == 0, "%s: %s", label, cmd);
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s: %s", label, f ? "" : e.msg);
+    int bad = 0, n = 0;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); f && l; l = strtok_r(NULL, "\n", &save), n++) {
+        char name[GGUF_MAX_NAME + 1], type[32];
+        if (sscanf(l, "%256s %31s", name, type) != 2) continue;
+        const gguf_tensor *t = gguf_find_tensor(f, name);
+        const e0_type_traits *tr = t ? e0_type_traits_of(t->type) : NULL;
+        if (!tr || strcasecmp(tr->name, type)) bad++;
+    }
+    CHECKF(f && n > 0 && bad == 0, "%s: %d of %d tensors of the file differ from the plan", label, bad, n);
+    if (f) gguf_close(f);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer run -m '%s' --tokens 1,2,3 -n 4 --temp 0 --print-ids >/dev/null 2>&1", t_build(), path);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "%s: the file does not run", label);
+    unlink(path);
+}
+
+static void test_presets(void) {
+    for (size_t m = 0; m < sizeof preset_models / sizeof preset_models[0]; m++) {
+        char dir[PATH], f32[PATH * 2], sha[65] = "", cmd[CMD], label[256];
+        sfmt(dir, sizeof dir, "%s/models", cache);
+        mkdir(cache, 0755);
+        mkdir(dir, 0755);
+        sfmt(f32, sizeof f32, "%s/preset-%s-f32.gguf", dir, preset_models[m].name);
+        if (!unavailable[0]) {
+            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 5 --out '%s' >/dev/null 2>&1", t_build(),
+                 preset_models[m].args, f32);
+            if (t_sh(cmd, NULL, 0) != 0 || model_sha(f32, sha)) {
+                t_begin(preset_models[m].name);
+                CHECKF(0, "%s failed", cmd);
+                t_end();
+                continue;
+            }
+        }
+        const int np = preset_models[m].all ? N_PRESETS : (int)(sizeof few_presets / sizeof few_presets[0]);
+        for (int i = 0; i < np; i++) {
+            const char *pr = preset_models[m].all ? presets[i] : few_presets[i];
+            if (!type_selected(pr)) continue;
+            sfmt(label, sizeof label, "ftype/%s/%s", preset_models[m].name, pr);
+            if (!begin(label)) continue;
+            check_preset(label, preset_models[m].args, f32, sha, pr);
+            t_end();
+        }
+    }
+    if (type_selected("q4_k_m") && begin("ftype-file/qwen3moe/q4_k_m")) {
+        check_preset_file("ftype-file/qwen3moe/q4_k_m", "--arch qwen3moe --n-layer 16", "q4_k_m");
+        t_end();
+    }
+    if (type_selected("q5_k_m") && begin("ftype-file/llama/q5_k_m")) {
+        check_preset_file("ftype-file/llama/q5_k_m", "--arch llama --n-layer 16", "q5_k_m");
+        t_end();
     }
 }
 
@@ -831,6 +1036,7 @@ int main(void) {
     test_synth_iq2();
     test_synth_new_types();
     test_synth_gptoss();
+    test_presets();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);
     return T_DONE();
 }

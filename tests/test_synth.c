@@ -236,7 +236,7 @@ static void check_model(const synth_params *p, const char *file) {
 static void test_every_arch_and_type(void) {
     const uint32_t types[] = {E0_TYPE_F32, E0_TYPE_F16, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_Q4_1,
                               E0_TYPE_Q5_0, E0_TYPE_Q5_1, E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K,
-                              E0_TYPE_Q6_K};
+                              E0_TYPE_Q6_K, E0_TYPE_IQ3_XXS, E0_TYPE_IQ3_S};
     /* every type with llama; every arch with two types; n_embd 256 fits every block size */
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         synth_params p = small(E0_ARCH_LLAMA, types[i], 256);
@@ -260,7 +260,7 @@ static const uint32_t quant_types[] = {E0_TYPE_Q4_0, E0_TYPE_Q4_1, E0_TYPE_Q5_0,
                                        E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K,
                                        /* non-linear 4-bit, FP4, ternary, 1/2-bit */
                                        E0_TYPE_IQ4_NL, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_NVFP4, E0_TYPE_TQ1_0,
-                                       E0_TYPE_TQ2_0, E0_TYPE_Q1_0, E0_TYPE_Q2_0};
+                                       E0_TYPE_TQ2_0, E0_TYPE_Q1_0, E0_TYPE_Q2_0, E0_TYPE_IQ3_XXS, E0_TYPE_IQ3_S};
 #define N_QUANT (sizeof quant_types / sizeof quant_types[0])
 
 /* Blocks drawn directly: dequantized mean ~0 and std within 5% of the target, for small and
@@ -569,9 +569,17 @@ static void test_cli(void) {
         {"--arch llama --out /nonexistent/dir/m.gguf", "/nonexistent/dir"},
         {"--arch llama --out /tmp", "directory"},
         {"--arch qwen3moe --out X --shape qwen3-30b-a3b --n-embd 65536 --n-ff-exp 1048576", "too large"},
+        {"--arch llama --out X --type-map 'attn_(q=q4_k'", "bad regex"},
+        {"--arch llama --out X --type-map attn_q", "REGEX=TYPE"},
+        {"--arch llama --out X --type-map 'attn_q=q9_9'", "q9_9"},
+        {"--arch llama --out X --type-map ''", "empty"},
+        {"--arch llama --out X --ftype Q7_K_M", "Q7_K_M"},
+        {"--arch llama --out X --ftype Q4_K_M --type q4_k", "not both"},
+        {"--arch llama --out X --type-map 'ffn_down=q8_k'", "unknown tensor type"}, /* activation-only */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char a[512];
+        unlink(tmp_path("bad.gguf"));
         snprintf(a, sizeof a, "%s", bad[i][0]);
         char *x = strstr(a, "--out X");
         if (x) { /* point X into the temp dir */
@@ -588,6 +596,66 @@ static void test_cli(void) {
         CHECKF(stat(tmp_path("bad.gguf"), &sb) != 0 && stat(tmp_path("bad.gguf.partial"), &sb) != 0, "'%s' left a file",
                bad[i][0]);
     }
+}
+
+/* --type-map: first match wins, the rest takes --type, vectors and routers stay F32, and the file
+ * holds those types; --ftype Q4_K_M: the recipe's more-bits layers (attn_v, ffn_down of layers
+ * 0, 3, 6, 7 of 8 in llama.cpp's use_more_bits), Q6_K output. (test_llamacpp compares every
+ * preset with llama.cpp itself.) */
+static void check_file_types(const char *path, const char *const (*want)[2], size_t n) {
+    e0_err e;
+    gguf_file *f = gguf_open(path, &e);
+    CHECKF(f, "%s", f ? "" : e.msg);
+    for (size_t i = 0; f && i < n; i++) {
+        const gguf_tensor *t = gguf_find_tensor(f, want[i][0]);
+        const e0_type_traits *tr = t ? e0_type_traits_of(t->type) : NULL;
+        CHECKF(tr && !strcmp(tr->name, want[i][1]), "%s: %s (want %s)", want[i][0], tr ? tr->name : "missing", want[i][1]);
+    }
+    if (f) gguf_close(f);
+}
+
+static void test_type_map_and_ftype(void) {
+    synth_params p = small(E0_ARCH_QWEN3MOE, E0_TYPE_Q8_0, 256);
+    synth_type_map *m = NULL;
+    e0_err e;
+    CHECKF(synth_type_map_parse("ffn_(gate|up)_exps=iq3_s,ffn_down_exps=iq3_xxs,attn_.*=q4_k,attn_q=q6_k,output=q6_k", &m, &e) == 0,
+           "%s", e.msg);
+    p.type_map = m;
+    synth_stats st;
+    CHECKF(synth_write(&p, tmp_path("map.gguf"), &st, &e) == 0, "%s", e.msg);
+    static const char *const want[][2] = {
+        {"blk.0.ffn_gate_exps.weight", "iq3_s"}, {"blk.1.ffn_up_exps.weight", "iq3_s"},
+        {"blk.0.ffn_down_exps.weight", "iq3_xxs"}, {"blk.1.attn_q.weight", "q4_K"}, /* attn_.* matched first */
+        {"blk.0.attn_output.weight", "q5_0"}, /* rows of 128: llama.cpp's fallback for q4_K */ {"output.weight", "q6_K"},
+        {"token_embd.weight", "q8_0"},          {"blk.0.ffn_gate_inp.weight", "f32"}, {"blk.0.attn_norm.weight", "f32"},
+    };
+    check_file_types(tmp_path("map.gguf"), want, sizeof want / sizeof want[0]);
+    synth_type_map_free(m);
+    /* one error per bad item, nothing allocated */
+    const char *bad[] = {"attn_(q=q4_k", "=q4_k", "attn_q=", "attn_q=q4_k,,x", "attn_q=q8_1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m = NULL;
+        CHECKF(synth_type_map_parse(bad[i], &m, &e) == -1 && !m && e.msg[0], "'%s' accepted", bad[i]);
+    }
+    CHECK(synth_ftype_from_name("q4_k_m") == 15 && synth_ftype_from_name("IQ3_XXS") == 23 &&
+          synth_ftype_from_name("MXFP4_MOE") == 38 && synth_ftype_from_name("Q4_K") == -1);
+    p = small(E0_ARCH_LLAMA, E0_TYPE_Q4_K, 256);
+    p.n_layer = 8;
+    p.use_ftype = 1;
+    p.ftype = synth_ftype_from_name("Q4_K_M");
+    CHECKF(synth_write(&p, tmp_path("q4km.gguf"), &st, &e) == 0, "%s", e.msg);
+    static const char *const want_km[][2] = {
+        {"blk.0.attn_v.weight", "q6_K"},     {"blk.1.attn_v.weight", "q4_K"},     {"blk.2.attn_v.weight", "q4_K"},
+        {"blk.3.attn_v.weight", "q6_K"},     {"blk.7.attn_v.weight", "q6_K"},     {"blk.6.ffn_down.weight", "q6_K"},
+        {"blk.5.ffn_down.weight", "q4_K"},   {"blk.0.attn_q.weight", "q4_K"},     {"output.weight", "q6_K"},
+        {"token_embd.weight", "q4_K"},
+    };
+    check_file_types(tmp_path("q4km.gguf"), want_km, sizeof want_km / sizeof want_km[0]);
+    /* an i-quant preset (every type of llama.cpp's recipes is in the table now) */
+    p.ftype = synth_ftype_from_name("IQ2_XXS");
+    CHECKF(synth_write(&p, tmp_path("iq2.gguf"), &st, &e) == 0, "%s", e.msg);
+    static const char *const want_iq2[][2] = {{"blk.0.ffn_gate.weight", "iq2_xxs"}, {"blk.0.ffn_up.weight", "iq2_xxs"}};
+    check_file_types(tmp_path("iq2.gguf"), want_iq2, sizeof want_iq2 / sizeof want_iq2[0]);
 }
 
 /* Run a shell command line; its exit status (stdout/stderr go where the line sends them). */
@@ -666,6 +734,7 @@ int main(void) {
     RUN(test_direct_blocks);
     RUN(test_quantize_path);
     RUN(test_fallback_types);
+    RUN(test_type_map_and_ftype);
     RUN(test_determinism);
     RUN(test_tokenizers);
     RUN(test_shapes);

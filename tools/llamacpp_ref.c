@@ -16,12 +16,16 @@
  *   tokenize VOCAB [--no-special] [--parse-special] [FILE...]
  *       llama_tokenize of each FILE (or stdin), one line of ids per input. --no-special: no
  *       BOS/EOS even if the vocabulary adds them.
- *   quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]   (iq* TYPEs: with a synthetic imatrix)
+ *   quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix] [--imatrix-synth]   (iq* TYPEs: with a synthetic imatrix)
  *       llama_model_quantize: every tensor llama.cpp quantizes becomes TYPE (pure), or its
  *       recipe for TYPE with --mix (q4_k_m ...); --type-map overrides by tensor name (first
  *       match wins; llama.cpp's own fallbacks for rows that do not fit a block still apply).
+ *       --imatrix-synth: with the fixed importance matrix of imatrix_synth_value (the i-quants
+ *       llama.cpp refuses to write without one: iq3_xxs, iq2_*, iq1_*).
  *   dequantize MODEL TENSOR --out F      (TENSOR '*': every tensor, into DIR/NAME.f32)
  *       ggml's to_float of the tensor's stored blocks, float32.
+ *   types MODEL
+ *       one "NAME TYPE" line per tensor (ggml's type names), in file order.
  * IDS and LIST are comma- or space-separated. Exit status 0 on success, 1 on any error. */
 #include <errno.h>
 #include <limits.h>
@@ -44,8 +48,9 @@ static const char usage_text[] =
     "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--threads N] [--kv T] [--kv-v T]\n"
     "       llamacpp-ref greedy MODEL --tokens IDS -n N [--stats F] [--threads N]\n"
     "       llamacpp-ref tokenize VOCAB [--no-special] [--parse-special] [FILE...]\n"
-    "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix]\n"
+    "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix] [--imatrix-synth]\n"
     "       llamacpp-ref dequantize MODEL TENSOR|'*' --out F|DIR\n"
+    "       llamacpp-ref types MODEL\n"
     "(see the header of tools/llamacpp_ref.c)\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -447,6 +452,12 @@ static const struct {
     {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS}, {"mxfp4", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
     {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},   {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},   {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
     {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},     {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
+    {"iq3_xxs", LLAMA_FTYPE_MOSTLY_IQ3_XXS}, {"iq3_s", LLAMA_FTYPE_MOSTLY_IQ3_S},     {"iq3_xs", LLAMA_FTYPE_MOSTLY_IQ3_XS},
+    {"iq3_m", LLAMA_FTYPE_MOSTLY_IQ3_M},     {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS},
+    {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_S},     {"iq2_m", LLAMA_FTYPE_MOSTLY_IQ2_M},     {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},
+    {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},     {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL},   {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS},
+    {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},     {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},     {"mxfp4_moe", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
+    {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},     {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},       {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
 };
 
 /* llama.cpp refuses the IQ2 / IQ1 types without an importance matrix (and ggml asserts one for
@@ -494,12 +505,65 @@ static void imatrix_free(imatrix_keep *keep) {
     free(keep->list);
 }
 
+/* --imatrix-synth: an importance matrix for every matrix of IN, of the fixed pattern below, so
+ * that the imatrix code paths of ggml's quantizers (and the recipes' "with imatrix" branches)
+ * can be compared with ours; tests/test_llamacpp.c computes the same values. Entry c of expert e
+ * of a tensor with rows of n: 0.5 + ((37 c + 11 e) mod 16) / 8. */
+static float imatrix_synth_value(int64_t c, int64_t e) { return 0.5f + (float)((37 * c + 11 * e) % 16) / 8.0f; }
+
+typedef struct {
+    struct llama_model_imatrix_data *entries; /* NULL-name terminated */
+    char **names;
+    float **data;
+    int64_t n;
+} imatrix_synth;
+
+static void imatrix_synth_free(imatrix_synth *m) {
+    for (int64_t i = 0; i < m->n; i++) free(m->names[i]), free(m->data[i]);
+    free(m->entries), free(m->names), free(m->data);
+}
+
+static int imatrix_synth_make(const char *path, imatrix_synth *m) {
+    memset(m, 0, sizeof *m);
+    struct ggml_context *gctx = NULL;
+    struct gguf_init_params gp = {.no_alloc = true, .ctx = &gctx};
+    struct gguf_context *g = gguf_init_from_file(path, gp);
+    if (!g) return fail("%s: not a GGUF file ggml can read", path);
+    const int64_t nt = gguf_get_n_tensors(g);
+    m->entries = calloc((size_t)nt + 1, sizeof *m->entries);
+    m->names = calloc((size_t)nt + 1, sizeof *m->names);
+    m->data = calloc((size_t)nt + 1, sizeof *m->data);
+    int rc = m->entries && m->names && m->data ? 0 : fail("out of memory");
+    for (int64_t i = 0; i < nt && !rc; i++) {
+        const struct ggml_tensor *t = ggml_get_tensor(gctx, gguf_get_tensor_name(g, i));
+        if (!t || ggml_n_dims(t) < 2) continue;
+        const int64_t n = t->ne[0] * t->ne[2];
+        float *v = malloc((size_t)n * sizeof *v);
+        char *name = strdup(t->name);
+        if (!v || !name) {
+            free(v), free(name);
+            rc = fail("out of memory");
+            break;
+        }
+        for (int64_t k = 0; k < n; k++) v[k] = imatrix_synth_value(k % t->ne[0], k / t->ne[0]);
+        m->names[m->n] = name;
+        m->data[m->n] = v;
+        m->entries[m->n] = (struct llama_model_imatrix_data){name, v, (size_t)n};
+        m->n++;
+    }
+    gguf_free(g);
+    ggml_free(gctx);
+    if (rc) imatrix_synth_free(m);
+    return rc;
+}
+
 static int cmd_quantize(int argc, char **argv) {
     if (argc < 3) return fail("quantize needs IN OUT TYPE");
     const char *in = argv[0], *out = argv[1], *type = argv[2], *map = NULL;
-    bool mix = false;
+    bool mix = false, imat = false;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--mix")) mix = true;
+        else if (!strcmp(argv[i], "--imatrix-synth")) imat = true;
         else if (!strcmp(argv[i], "--type-map") && i + 1 < argc) map = argv[++i];
         else return fail("unknown option '%s'", argv[i]);
     }
@@ -531,8 +595,11 @@ static int cmd_quantize(int argc, char **argv) {
     if (n_ov) qp.tt_overrides = ov;
     imatrix_keep keep = {NULL, 0};
     if (!rc && !strncasecmp(type, "iq", 2) && !(qp.imatrix = synth_imatrix(in, &keep))) rc = fail("cannot read %s", in);
+    imatrix_synth im = {0};
+    if (!rc && imat && !(rc = imatrix_synth_make(in, &im))) qp.imatrix = im.entries;
     if (!rc && llama_model_quantize(in, out, &qp) != 0) rc = fail("llama_model_quantize %s -> %s (%s) failed", in, out, type);
     imatrix_free(&keep);
+    if (imat) imatrix_synth_free(&im);
     free(copy);
     return rc;
 }
@@ -575,6 +642,18 @@ static int cmd_dequantize(int argc, char **argv) {
     return rc;
 }
 
+/* Every tensor of MODEL and its stored type, one "NAME TYPE" line each (ggml's type names). */
+static int cmd_types(int argc, char **argv) {
+    if (argc != 1) return fail("usage: types MODEL");
+    struct gguf_init_params gp = {.no_alloc = true, .ctx = NULL};
+    struct gguf_context *g = gguf_init_from_file(argv[0], gp);
+    if (!g) return fail("%s: not a GGUF file ggml can read", argv[0]);
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); i++)
+        printf("%s %s\n", gguf_get_tensor_name(g, i), ggml_type_name(gguf_get_tensor_type(g, i)));
+    gguf_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || !strcmp(argv[1], "--help")) {
         fputs(usage_text, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
@@ -587,5 +666,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
     if (!strcmp(cmd, "dequantize")) return cmd_dequantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "types")) return cmd_types(argc - 2, argv + 2);
     return fail("unknown subcommand '%s'", cmd);
 }

@@ -138,6 +138,20 @@ int cmd_info(int argc, char **argv) {
         if (count) printf(" %s:%llu", e0_type_name(t, buf), (unsigned long long)count);
     }
     printf("\n");
+    /* bytes per tensor type (what a mix like Q4_K_M spends where), with the share of all tensor data */
+    uint64_t all_bytes = 0;
+    for (uint64_t i = 0; i < f->n_tensors; i++) all_bytes += f->tensors[i].nbytes;
+    printf("tensor bytes:   ");
+    for (uint32_t t = 0; t < E0_TYPE_COUNT; t++) {
+        uint64_t bytes = 0;
+        for (uint64_t i = 0; i < f->n_tensors; i++)
+            if (f->tensors[i].type == t) bytes += f->tensors[i].nbytes;
+        char buf[32];
+        if (bytes)
+            printf(" %s:%llu (%.2f MiB, %.1f%%)", e0_type_name(t, buf), (unsigned long long)bytes, (double)bytes / 1048576.0,
+                   100.0 * (double)bytes / (double)all_bytes);
+    }
+    printf("\n");
     print_str("tokenizer:       ", f, "tokenizer.ggml.model");
     print_str("pre-tokenizer:   ", f, "tokenizer.ggml.pre");
     e0_tokenizer *t = e0_tokenizer_from_gguf(f, &e);

@@ -19,7 +19,14 @@ static void usage(FILE *f) {
             "usage: edge0-infer synth --arch %s --out FILE [options]\n"
             "  --type T              weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k\n"
             "                        iq4_nl iq4_xs mxfp4 nvfp4 tq1_0 tq2_0 q1_0 q2_0\n"
-            "                        (default q4_k; a tensor whose rows do not fit T falls back as llama.cpp does)\n"
+            "                        iq3_xxs iq3_s (default q4_k; a tensor whose rows do not fit T falls back as\n"
+            "                        llama.cpp does)\n"
+            "  --type-map 'RE=T,...' per-tensor types: POSIX extended regexes searched in the GGUF tensor name,\n"
+            "                        first match wins, the rest takes --type (or --ftype's recipe), e.g.\n"
+            "                        'ffn_(gate|up)_exps=iq2_xxs,ffn_down_exps=iq3_xxs,attn_.*=q4_k,output=q6_k'\n"
+            "  --ftype F             llama.cpp's file type and its per-tensor recipe (as llama-quantize makes it):\n"
+            "                        %s\n"
+            "  --print-types         list each tensor and its type, write nothing\n"
             "  --shape S             %s (default tiny)\n"
             "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"
             "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
@@ -36,7 +43,13 @@ static void usage(FILE *f) {
             "                        sub-block scales with the same mean/std; 0.2-1.5 ns/weight, disk-bound)\n"
             "  --threads N           generation/quantization threads (default 2)\n"
             "  --progress            progress on stderr even when it is not a terminal\n",
-            e0_arch_list("|", archs, sizeof archs), synth_shape_names());
+            e0_arch_list("|", archs, sizeof archs), synth_ftype_names(), synth_shape_names());
+}
+
+/* One tensor's planned type (--print-types). */
+static void print_type(void *arg, const char *name, uint32_t type) {
+    (void)arg;
+    printf("%s %s\n", name, synth_ggml_type_name(type));
 }
 
 /* The integer dimension flags and where each goes. */
@@ -61,8 +74,8 @@ static const dim_flag dims[] = {
 
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
-    const char *threads = NULL, *rope = NULL, *eps = NULL, *yarn = NULL, *dim_val[N_DIMS] = {0};
-    int show_progress = isatty(2), tied = 0, quantize = 0;
+    const char *threads = NULL, *rope = NULL, *eps = NULL, *yarn = NULL, *dim_val[N_DIMS] = {0}, *type_map = NULL, *ftype = NULL;
+    int show_progress = isatty(2), tied = 0, quantize = 0, print_types = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -81,9 +94,15 @@ int cmd_synth(int argc, char **argv) {
             quantize = 1;
             continue;
         }
+        if (!strcmp(a, "--print-types")) {
+            print_types = 1;
+            continue;
+        }
         if (!strcmp(a, "--arch")) slot = &arch;
         else if (!strcmp(a, "--out")) slot = &out;
         else if (!strcmp(a, "--type")) slot = &type;
+        else if (!strcmp(a, "--type-map")) slot = &type_map;
+        else if (!strcmp(a, "--ftype")) slot = &ftype;
         else if (!strcmp(a, "--shape")) slot = &shape;
         else if (!strcmp(a, "--seed")) slot = &seed;
         else if (!strcmp(a, "--chat-template-file")) slot = &tmpl_path;
@@ -106,9 +125,9 @@ int cmd_synth(int argc, char **argv) {
     char archs[256];
     e0_arch_list(", ", archs, sizeof archs);
     if (!arch) return cli_error("synth: --arch is required (%s)", archs);
-    if (!out || !*out) return cli_error("synth: --out FILE is required");
+    if (!print_types && (!out || !*out)) return cli_error("synth: --out FILE is required");
     struct stat sb;
-    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_error("synth: --out %s is a directory", out);
+    if (out && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_error("synth: --out %s is a directory", out);
 
     synth_params p = {0};
     e0_err e = {{0}};
@@ -116,9 +135,22 @@ int cmd_synth(int argc, char **argv) {
     if (!ai) return cli_error("synth: unknown architecture '%s' (%s)", arch, archs);
     p.arch = ai->arch;
     if (synth_shape_apply(&p, shape ? shape : "tiny", &e)) return cli_error("synth: --shape: %s", e.msg);
+    if (type && ftype) return cli_error("synth: give --type or --ftype, not both");
     int t = synth_type_from_name(type ? type : "q4_k");
-    if (t < 0) return cli_error("synth: --type: unknown type '%s' (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k)", type);
+    if (t < 0 && synth_ggml_type_from_name(type) >= 0) return cli_error("synth: --type: type %s not supported yet", type);
+    if (t < 0)
+        return cli_error("synth: --type: unknown type '%s' (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq3_xxs iq3_s)",
+                         type);
     p.type = (uint32_t)t;
+    if (ftype) {
+        int f = synth_ftype_from_name(ftype);
+        if (f < 0) return cli_error("synth: --ftype: unknown file type '%s' (%s)", ftype, synth_ftype_names());
+        p.use_ftype = 1;
+        p.ftype = f;
+        /* the plain type (for messages and the default path) is the recipe's default when supported */
+        const uint32_t d = synth_ftype_default_type(f);
+        if (synth_type_from_name(synth_ggml_type_name(d)) >= 0) p.type = d;
+    }
     for (size_t d = 0; d < N_DIMS; d++) {
         int64_t v;
         if (!dim_val[d]) continue;
@@ -155,16 +187,25 @@ int cmd_synth(int argc, char **argv) {
         }
         p.chat_template = tmpl;
     }
+    synth_type_map *tmap = NULL;
+    if (type_map && synth_type_map_parse(type_map, &tmap, &e)) {
+        free(tmpl);
+        return cli_error("synth: %s", e.msg);
+    }
+    p.type_map = tmap;
     synth_stats st;
-    int rc = synth_write(&p, out, &st, &e);
+    int rc = print_types ? synth_list_types(&p, print_type, NULL, &e) : synth_write(&p, out, &st, &e);
     free(tmpl);
+    synth_type_map_free(tmap);
     if (rc) return cli_error("synth: %s", e.msg);
+    if (print_types) return 0;
     char tb[32];
-    if (st.n_fallback)
+    if (st.n_fallback && !tmap && !p.use_ftype)
         fprintf(stderr, "edge0-infer: synth: note: %llu tensors with rows that are not whole %s blocks were stored in a fallback type\n",
                 (unsigned long long)st.n_fallback, e0_type_name(p.type, tb));
     printf("wrote %s: %s, %llu tensors, %.2f M parameters, %.1f MiB of tensor data, %s, %.1f s\n", out,
            ai->name, (unsigned long long)st.n_tensors, (double)st.n_params * 1e-6,
-           (double)st.data_bytes / 1048576.0, e0_type_name(p.type, tb), st.seconds);
+           (double)st.data_bytes / 1048576.0, tmap || p.use_ftype ? (ftype ? ftype : "per-tensor types") : e0_type_name(p.type, tb),
+           st.seconds);
     return 0;
 }

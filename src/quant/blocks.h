@@ -20,6 +20,7 @@
 #ifndef E0_BLOCKS_H
 #define E0_BLOCKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -212,5 +213,40 @@ typedef struct {
 _Static_assert(sizeof(e0_block_iq4_xs) == 2 + 2 + QK_K / 64 + QK_K / 2, "iq4_xs block size");
 _Static_assert(sizeof(e0_block_tq1_0) == 2 + QK_K / 64 + (QK_K - 4 * QK_K / 64) / 5, "tq1_0 block size");
 _Static_assert(sizeof(e0_block_tq2_0) == 2 + QK_K / 4, "tq2_0 block size");
+
+/* ---- i-quants with a 3-bit grid (QK_K = 256 elements per super-block) ----
+ *  iq3_xxs  d (fp16), then qs[96]: bytes 0..63 are 64 grid indices (one per group of 4 values,
+ *           into e0_iq3_xxs_grid: 256 points of 4 magnitudes in {4,12,...,52,62}); bytes 64..95
+ *           are 8 little-endian 32-bit words, one per 32-value sub-block: bits 0..27 = four 7-bit
+ *           sign indices (one per 8 values; the 8th sign makes the count of minus signs even),
+ *           bits 28..31 = the 4-bit sub-block scale ls. value = d*(0.5+ls)*0.5 * grid * sign.
+ *  iq3_s    d, qs[64] = low 8 bits of 64 grid indices into e0_iq3_s_grid (512 points of 4
+ *           magnitudes in {1,3,...,15}), qh[8] = bit 8 of the indices (sub-block ib: qh[ib] bit g
+ *           for its group g), signs[32] = one bit per value, scales[4] = two 4-bit sub-block
+ *           scales per byte (low nibble first). value = d*(1+2*sc) * grid * sign. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[3 * QK_K / 8];
+} e0_block_iq3_xxs;
+
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t signs[QK_K / 8];
+    uint8_t scales[QK_K / 64];
+} e0_block_iq3_s;
+
+/* The kernels read i-quant blocks through these byte offsets (rows may sit at any address). */
+enum {
+    IQ3_XXS_SIZE = 98, IQ3_XXS_QS = 2, IQ3_XXS_SAS = 2 + QK_K / 4,               /* d, qs[64], 8 x u32 */
+    IQ3_S_SIZE = 110, IQ3_S_QS = 2, IQ3_S_QH = 66, IQ3_S_SIGNS = 74, IQ3_S_SCALES = 106, /* d, qs, qh, signs, scales */
+};
+_Static_assert(sizeof(e0_block_iq3_xxs) == 2 + 3 * QK_K / 8, "iq3_xxs block size");
+_Static_assert(sizeof(e0_block_iq3_s) == 2 + 13 * QK_K / 32 + QK_K / 64, "iq3_s block size");
+_Static_assert(sizeof(e0_block_iq3_xxs) == IQ3_XXS_SIZE && sizeof(e0_block_iq3_s) == IQ3_S_SIZE &&
+                   offsetof(e0_block_iq3_s, qh) == IQ3_S_QH && offsetof(e0_block_iq3_s, signs) == IQ3_S_SIGNS &&
+                   offsetof(e0_block_iq3_s, scales) == IQ3_S_SCALES,
+               "i-quant offsets");
 
 #endif

@@ -1,6 +1,6 @@
 /* quant.c — the tensor-type table and the choice of the kernels that run (see quant.h).
- * The kernels themselves live in quant_basic.c (float types, Q4_0..Q8_1), quant_k.c (K-quants)
- * and x86/ (SIMD versions); they use nothing from this file. */
+ * The kernels themselves live in quant_basic.c (float types, Q4_0..Q8_1), quant_k.c (K-quants),
+ * quant_iq3.c (IQ3_XXS, IQ3_S) and x86/ (SIMD versions); they use nothing from this file. */
 #include "quant/quant.h"
 
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include "quant/quant_basic.h"
 #include "quant/quant_iq2.h"
 #include "quant/quant_iq4.h"
+#include "quant/quant_iq3.h"
 #include "quant/quant_k.h"
 #include "quant/quant_tern.h"
 
@@ -189,6 +190,20 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .name = "q2_0", .block_size = E0_QK_Q2_0, .type_size = Q2_0_SIZE, .is_quantized = 1, .weight_ok = 1,
         .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_q2_0_to_float, .from_float_ref = e0_q2_0_from_float_ref,
         .vec_dot = {e0_vec_dot_q2_0_ref, e0_vec_dot_q2_0_avx2, NULL},
+    },
+
+    /* ---- i-quants on a 3-bit grid (quant_iq3.c) ---- */
+    [E0_TYPE_IQ3_XXS] = {
+        .name = "iq3_xxs", .block_size = QK_K, .type_size = sizeof(e0_block_iq3_xxs), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq3_xxs_to_float, .from_float_ref = e0_iq3_xxs_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq3_xxs_ref, e0_vec_dot_iq3_xxs_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_iq3_xxs_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq3_xxs_avx2, NULL},
+    },
+    [E0_TYPE_IQ3_S] = {
+        .name = "iq3_s", .block_size = QK_K, .type_size = sizeof(e0_block_iq3_s), .is_quantized = 1, .weight_ok = 1,
+        .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq3_s_to_float, .from_float_ref = e0_iq3_s_from_float_ref,
+        .vec_dot = {e0_vec_dot_iq3_s_ref, e0_vec_dot_iq3_s_avx2, NULL},
     },
 };
 

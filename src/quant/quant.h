@@ -44,6 +44,8 @@ enum e0_type {
     E0_TYPE_IQ1_S = 19,
     E0_TYPE_IQ2_S = 22,
     E0_TYPE_IQ1_M = 29,
+    E0_TYPE_IQ3_XXS = 18,
+    E0_TYPE_IQ3_S = 21,
     E0_TYPE_BF16 = 30,
     /* non-linear 4-bit and FP4 (quant_iq4.c), ternary and 1/2-bit (quant_tern.c) */
     E0_TYPE_IQ4_NL = 20,

@@ -24,7 +24,8 @@ uint32_t synth_fallback_type(uint32_t want, int64_t row_len) {
     if (t && row_len % t->block_size == 0) return want;
     const synth_type *st = synth_type_of(want);
     uint32_t alt = st ? st->fallback : E0_TYPE_F16;
-    if (row_len % e0_type_traits_of(alt)->block_size == 0) return alt;
+    const e0_type_traits *at = e0_type_traits_of(alt);
+    if (at && row_len % at->block_size == 0) return alt;
     return E0_TYPE_F16;
 }
 

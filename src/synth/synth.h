@@ -43,6 +43,10 @@ typedef struct synth_params {
     int64_t swa_period;        /* attention.sliding_window_pattern; 0: not written (the arch's default) */
     double yarn_factor;        /* rope.scaling.type yarn with this factor; 0: no rope.scaling keys */
     int64_t yarn_orig_ctx;     /* rope.scaling.original_context_length; 0: not written */
+    /* Per-tensor types (synth_recipe.c): type_map's rules first, then the llama.cpp recipe of
+     * ftype (when use_ftype), else `type`; NULL / 0: every matrix is `type` (the plain path). */
+    const struct synth_type_map *type_map;
+    int use_ftype, ftype;      /* ftype: a llama_ftype value (synth_ftype_from_name) */
     int progress;              /* print progress lines on stderr */
 } synth_params;
 
@@ -71,8 +75,28 @@ int synth_validate(const synth_params *p, e0_err *e);
 
 /* The type a tensor with rows of `row_len` elements gets when `want` is requested: `want` if the
  * row is a whole number of blocks, else llama.cpp's fallback (Q4_K->Q5_0, Q5_K->Q5_1,
- * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0 here since IQ4_NL is not supported), else F16. */
+ * Q6_K->Q8_0, Q2_K/Q3_K->Q4_0, IQ3_XXS/IQ3_S->IQ4_NL, or Q4_0 while IQ4_NL is not in the type
+ * table), else F16. */
 uint32_t synth_fallback_type(uint32_t want, int64_t row_len);
+
+/* ---- per-tensor types (synth_recipe.c) ---- */
+/* 'REGEX=TYPE,...': POSIX extended regexes searched in the GGUF tensor name, first match wins;
+ * TYPE any ggml type name (q4_K, iq2_xxs, mxfp4 ...; case-insensitive). One error for a bad
+ * regex, a missing '=' or an unknown type. */
+typedef struct synth_type_map synth_type_map;
+int synth_type_map_parse(const char *spec, synth_type_map **out, e0_err *e);
+void synth_type_map_free(synth_type_map *m);
+/* llama.cpp file types by name ("Q4_K_M", "iq3_xxs", "MXFP4_MOE" ...): the llama_ftype value, or -1. */
+int synth_ftype_from_name(const char *name);
+const char *synth_ftype_names(void); /* space-separated, for messages */
+uint32_t synth_ftype_default_type(int ftype); /* llama.cpp's default tensor type of a file type */
+/* ggml's name of any ggml type id (also those this engine does not support yet), or "unknown";
+ * and back (-1 if unknown). */
+const char *synth_ggml_type_name(uint32_t type);
+int synth_ggml_type_from_name(const char *name);
+/* The tensors synth would write for p, with their types (ggml ids, maybe unsupported ones), in
+ * file order: cb(arg, name, type) for each. For --print-types and the tests. */
+int synth_list_types(const synth_params *p, void (*cb)(void *arg, const char *name, uint32_t type), void *arg, e0_err *e);
 
 /* Value of llama.cpp's general.file_type for an all-`type` model. */
 uint32_t synth_file_type(uint32_t type);

@@ -17,6 +17,8 @@
  *  q2_K q4_K q5_K  w = d*sc*q - dmin*m, dmin = d*(2^bits - 1)/2 and m = sc + j (j in -1..1,
  *                  mean 0): each sub-block is centered up to the small random offset j.
  *  q3_K q6_K       w = d*s*(q - z), s a signed sub-block scale with random sign.
+ *  iq3_xxs iq3_s   w = d*f(ls)*g*sign: random grid points g, random signs, sub-block scales ls
+ *                  in 8..15 (f: the type's scale rule); the type's per_d2 gives E[w^2]/E[d^2].
  * The fp16 block scale comes from the target variance divided by the expected squares of the
  * other factors (computed below from the same discrete distributions the generator uses). */
 #include <math.h>
@@ -26,6 +28,7 @@
 #include "quant/quant.h"
 #include "quant/quant_iq2.h"
 #include "quant/quant_iq4.h"
+#include "quant/quant_iq3.h"
 #include "synth/synth_impl.h"
 
 #define WORDS_PER_BLOCK 32 /* counter stride per block; every type uses fewer words */
@@ -374,6 +377,66 @@ static void gen_nvfp4(uint64_t key, uint64_t b, float base, uint8_t *dst) {
     memcpy(dst + NVFP4_QS, w, 32);
 }
 
+/* ---- i-quants on a 3-bit grid: random grid indices, random signs, sub-block scales in
+ * IQ3_SC_LO .. IQ3_SC_LO + 7 ---- */
+
+enum { IQ3_SC_LO = 8, IQ3_SC_BITS = 3 };
+
+static void gen_iq3_xxs(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[8 + 4 + 1 + 1];
+    block_words(key, b, 14, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 12);
+    e0_block_iq3_xxs y;
+    memcpy(y.qs, w, QK_K / 4); /* 64 grid indices */
+    for (int ib = 0; ib < 8; ib++) {
+        uint32_t sas;
+        memcpy(&sas, (const uint8_t *)(w + 8) + 4 * ib, 4);
+        const uint32_t ls = IQ3_SC_LO + (ctl[ib] & ((1u << IQ3_SC_BITS) - 1));
+        sas = (sas & 0x0fffffffu) | ls << 28; /* four random 7-bit sign indices, the scale */
+        memcpy(y.qs + QK_K / 4 + 4 * ib, &sas, 4);
+    }
+    y.d = fp16_nonzero(base * jitter((uint8_t)w[13]));
+    memcpy(dst, &y, sizeof y);
+}
+
+static void gen_iq3_s(uint64_t key, uint64_t b, float base, uint8_t *dst) {
+    uint64_t w[8 + 1 + 4 + 1 + 1];
+    block_words(key, b, 15, w);
+    const uint8_t *ctl = (const uint8_t *)(w + 13);
+    e0_block_iq3_s y;
+    memcpy(y.qs, w, sizeof y.qs);
+    memcpy(y.qh, w + 8, sizeof y.qh);
+    memcpy(y.signs, w + 9, sizeof y.signs);
+    for (int j = 0; j < 4; j++) {
+        const unsigned m = (1u << IQ3_SC_BITS) - 1;
+        y.scales[j] = (uint8_t)((IQ3_SC_LO + (ctl[2 * j] & m)) | (IQ3_SC_LO + (ctl[2 * j + 1] & m)) << 4);
+    }
+    y.d = fp16_nonzero(base * jitter((uint8_t)w[14]));
+    memcpy(dst, &y, sizeof y);
+}
+
+/* E[w^2] / E[d^2 f^2] of the generators above: the mean square of the sub-block factor times the
+ * mean square grid magnitude (every grid byte equally likely). */
+static double grid_sq(const uint32_t *grid, int n) {
+    double s = 0;
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < 4; j++) {
+            const double v = (grid[k] >> (8 * j)) & 0xff;
+            s += v * v;
+        }
+    return s / (4.0 * n);
+}
+static double per_d2_iq3_xxs(void) {
+    double f = 0;
+    for (int ls = IQ3_SC_LO; ls < IQ3_SC_LO + (1 << IQ3_SC_BITS); ls++) f += (0.5 + ls) * 0.5 * (0.5 + ls) * 0.5;
+    return f / (1 << IQ3_SC_BITS) * grid_sq(e0_iq3_xxs_grid, 256);
+}
+static double per_d2_iq3_s(void) {
+    double f = 0;
+    for (int sc = IQ3_SC_LO; sc < IQ3_SC_LO + (1 << IQ3_SC_BITS); sc++) f += (1.0 + 2 * sc) * (1.0 + 2 * sc);
+    return f / (1 << IQ3_SC_BITS) * grid_sq(e0_iq3_s_grid, 512);
+}
+
 /* ---- the per-type rows ---- */
 
 /* llama_ftype values; the K-quants map to their "_S" (uniform) variant. Fallbacks are llama.cpp's
@@ -414,6 +477,9 @@ static const synth_type types[E0_TYPE_COUNT] = {
     [E0_TYPE_TQ2_0] = {.file_type = 37, .fallback = E0_TYPE_Q4_0, .gen = gen_tq2_0, .codes = 4},
     [E0_TYPE_Q1_0] = {.file_type = 40, .fallback = E0_TYPE_F16, .gen = gen_q1_0, .codes = 2},
     [E0_TYPE_Q2_0] = {.file_type = 41, .fallback = E0_TYPE_Q4_0, .gen = gen_q2_0, .codes = 4},
+    /* IQ3 fallback: llama.cpp's IQ4_NL (ggml type 20); Q4_0 until this engine has IQ4_NL */
+    [E0_TYPE_IQ3_XXS] = {.file_type = 23, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq3_xxs, .per_d2 = per_d2_iq3_xxs},
+    [E0_TYPE_IQ3_S] = {.file_type = 26, .fallback = E0_TYPE_IQ4_NL, .gen = gen_iq3_s, .per_d2 = per_d2_iq3_s},
 };
 
 const synth_type *synth_type_of(uint32_t type) {
@@ -445,6 +511,7 @@ static double code_sq_of(const synth_type *st) {
  * plus (zero point * j)^2 for those with jittered mins (the K affine types). */
 static float base_scale(const synth_type *st, double std) {
     double f2 = mean_jitter_sq();
+    if (st->per_d2) return (float)(std / sqrt(f2 * st->per_d2()));
     double per_d2 = st->centered ? code_sq_centered(st->codes) : code_sq_signed(st->codes);
     if (code_sq_of(st) > 0) per_d2 = code_sq_of(st); /* non-uniform code values */
     if (st->sc_bits) {

@@ -28,6 +28,7 @@ typedef struct synth_type {
     int codes;          /* number of code values (2^bits) */
     int centered;       /* codes centered by (codes - 1) / 2 (affine types), else by codes / 2 */
     int sc_lo, sc_bits; /* sub-block scale magnitudes sc_lo .. sc_lo + 2^sc_bits - 1; sc_bits 0: none */
+    double (*per_d2)(void); /* if set (grid types): E[w^2] / E[(d*f)^2] of gen's blocks; codes etc. unused */
 } synth_type;
 
 /* The row of `type`, or NULL if synth does not write it (Q8_1, Q8_K, unknown ids). */
@@ -41,6 +42,16 @@ int synth_blocks_supported(uint32_t type);
  * dequantized weights have mean ~0 and standard deviation ~std. Each block depends only on
  * (key, its index). -1 if the type is not supported or std is not a positive finite number. */
 int synth_fill_blocks(uint32_t type, uint64_t key, uint64_t first_block, uint64_t n_blocks, double std, void *dst);
+
+/* One tensor for the per-tensor type plan (synth_recipe.c). */
+typedef struct synth_tensor_desc {
+    const char *name;
+    uint64_t ne[3];
+    int quantizable; /* a matrix llama.cpp quantizes (not vectors, not routers) */
+} synth_tensor_desc;
+/* types[i] for each of the n tensors: p->type_map, then p->ftype's llama.cpp recipe (or
+ * p->type), then llama.cpp's fallback for rows that are not whole blocks; F32 for the others. */
+int synth_assign_types(const synth_params *p, const synth_tensor_desc *t, size_t n, uint32_t *types, e0_err *e);
 
 /* The tokenizer arrays of a synth model; kept alive until the writer has written its header. */
 typedef struct synth_vocab synth_vocab;

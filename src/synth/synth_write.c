@@ -148,6 +148,37 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
     return 0;
 }
 
+/* The per-tensor plan (--type-map / --ftype), when p has one: each tensor's type from
+ * synth_assign_types, with its size and drawing mode redone. */
+static int apply_plan(const synth_params *p, tensor_list *l, e0_err *e) {
+    if (!p->type_map && !p->use_ftype) return 0;
+    synth_tensor_desc *d = calloc(l->n ? l->n : 1, sizeof *d);
+    uint32_t *types = calloc(l->n ? l->n : 1, sizeof *types);
+    int rc = d && types ? 0 : e0_fail(e, "out of memory");
+    for (size_t i = 0; !rc && i < l->n; i++)
+        d[i] = (synth_tensor_desc){l->t[i].name, {l->t[i].ne[0], l->t[i].ne[1], l->t[i].ne[2]},
+                                   l->t[i].n_dims >= 2 && l->t[i].init != INIT_ROUTER};
+    if (!rc) rc = synth_assign_types(p, d, l->n, types, e);
+    for (size_t i = 0; !rc && i < l->n; i++) {
+        synth_tensor *t = &l->t[i];
+        t->type = types[i];
+        t->nbytes = e0_type_traits_of(t->type) ? e0_row_size(t->type, (int64_t)t->ne[0]) * t->ne[1] * t->ne[2] : 0;
+        t->direct = use_direct(t, p);
+    }
+    free(d);
+    free(types);
+    return rc;
+}
+
+int synth_list_types(const synth_params *p, void (*cb)(void *arg, const char *name, uint32_t type), void *arg, e0_err *e) {
+    if (synth_validate(p, e)) return -1;
+    tensor_list l = {0};
+    int rc = build_tensors(p, &l, e) || apply_plan(p, &l, e) ? -1 : 0;
+    for (size_t i = 0; !rc && i < l.n; i++) cb(arg, l.t[i].name, l.t[i].type);
+    free(l.t);
+    return rc;
+}
+
 /* ---- metadata ---- */
 static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
     const e0_arch_info *ai = e0_arch_get(p->arch);
@@ -157,7 +188,7 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
     if (!p->name) snprintf(name, sizeof name, "synth-%s", a);
 #define K(k) e0_arch_key(ai, E0_KV_##k, key, sizeof key)
     int rc = gguf_writer_kv_str(w, "general.architecture", a) || gguf_writer_kv_str(w, "general.name", name) ||
-             gguf_writer_kv_u32(w, "general.file_type", synth_file_type(p->type)) ||
+             gguf_writer_kv_u32(w, "general.file_type", p->use_ftype ? (uint32_t)p->ftype : synth_file_type(p->type)) ||
              gguf_writer_kv_u32(w, "general.quantization_version", 2) ||
              gguf_writer_kv_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT) ||
              gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)p->n_layer) ||
@@ -356,13 +387,18 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
     if (synth_validate(p, e)) return -1;
     double t0 = e0_now();
     tensor_list l = {0};
-    if (build_tensors(p, &l, e)) {
+    if (build_tensors(p, &l, e) || apply_plan(p, &l, e)) {
         free(l.t);
         return -1;
     }
     for (size_t i = 0; i < l.n; i++) { /* every type used needs a quantizer */
         const e0_type_traits *tr = e0_type_traits_of(l.t[i].type);
         char buf[32];
+        if (!tr || !tr->weight_ok) {
+            e0_fail(e, "type %s not supported yet (tensor %s)", synth_ggml_type_name(l.t[i].type), l.t[i].name);
+            free(l.t);
+            return -1;
+        }
         if (l.t[i].type != E0_TYPE_F32 && (!tr || !tr->from_float_ref)) {
             e0_fail(e, "no quantizer for type %s (tensor %s)", e0_type_name(l.t[i].type, buf), l.t[i].name);
             free(l.t);
