@@ -23,6 +23,10 @@ static void usage(FILE *f) {
             "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"
             "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
             "  --rope-base F --rms-eps F                       override RoPE base / RMSNorm epsilon\n"
+            "  deepseek2: --head-dim is nope + rope per head; --n-rot --head-dim-v --kv-lora-rank --q-lora-rank (0: none)\n"
+            "    --n-dense-lead --n-expert-shared --n-expert-groups --n-group-used --exp-probs-b 0|1\n"
+            "    --expert-weights-norm 0|1 --gating softmax|sigmoid --expert-weights-scale F\n"
+            "    --yarn-factor F (0: no YaRN) --yarn-log-mul F --n-ctx-orig N\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -51,12 +55,20 @@ static const dim_flag dims[] = {
     DIM("--n-expert", n_expert, 0, 512),       DIM("--n-expert-used", n_expert_used, 0, 512),
     DIM("--n-ff-exp", n_ff_exp, 0, 1 << 20),   DIM("--n-ff-shexp", n_ff_shexp, 0, 1 << 20),
     DIM("--n-vocab", n_vocab, 260, 1 << 22),   DIM("--n-ctx", n_ctx, 1, 1 << 24),
+    /* deepseek2 */
+    DIM("--n-dense-lead", n_layer_dense_lead, 0, 512), DIM("--n-expert-shared", n_expert_shared, 0, 64),
+    DIM("--q-lora-rank", q_lora_rank, 0, 65536),   DIM("--kv-lora-rank", kv_lora_rank, 1, 65536),
+    DIM("--n-rot", n_rot, 2, 1024),                DIM("--head-dim-v", head_dim_v, 1, 1024),
+    DIM("--n-expert-groups", n_expert_groups, 0, 512), DIM("--n-group-used", n_group_used, 0, 512),
+    DIM("--exp-probs-b", exp_probs_b, 0, 1),       DIM("--expert-weights-norm", expert_weights_norm, 0, 1),
+    DIM("--n-ctx-orig", n_ctx_orig, 0, 1 << 24),
 };
 #define N_DIMS (sizeof dims / sizeof dims[0])
 
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
     const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
+    const char *gating = NULL, *w_scale = NULL, *yarn = NULL, *yarn_mul = NULL; /* deepseek2 */
     int show_progress = isatty(2), tied = 0, quantize = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
@@ -86,6 +98,10 @@ int cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) slot = &threads;
         else if (!strcmp(a, "--rope-base")) slot = &rope;
         else if (!strcmp(a, "--rms-eps")) slot = &eps;
+        else if (!strcmp(a, "--gating")) slot = &gating;
+        else if (!strcmp(a, "--expert-weights-scale")) slot = &w_scale;
+        else if (!strcmp(a, "--yarn-factor")) slot = &yarn;
+        else if (!strcmp(a, "--yarn-log-mul")) slot = &yarn_mul;
         else
             for (size_t d = 0; d < N_DIMS; d++)
                 if (!strcmp(a, dims[d].flag)) slot = &dim_val[d];
@@ -132,6 +148,15 @@ int cmd_synth(int argc, char **argv) {
     }
     if (rope && e0_parse_f64(rope, 1e-3, 1e12, &p.rope_base, "--rope-base", &e)) return cli_error("synth: %s", e.msg);
     if (eps && e0_parse_f64(eps, 1e-12, 1, &p.rms_eps, "--rms-eps", &e)) return cli_error("synth: %s", e.msg);
+    if (gating && strcmp(gating, "softmax") && strcmp(gating, "sigmoid"))
+        return cli_error("synth: --gating: '%s' is not softmax or sigmoid", gating);
+    if (gating) p.gating_sigmoid = !strcmp(gating, "sigmoid");
+    if (w_scale && e0_parse_f64(w_scale, 0, 1e5, &p.expert_weights_scale, "--expert-weights-scale", &e))
+        return cli_error("synth: %s", e.msg);
+    if (yarn && e0_parse_f64(yarn, 0, 1e5, &p.yarn_factor, "--yarn-factor", &e)) return cli_error("synth: %s", e.msg);
+    if (yarn_mul && e0_parse_f64(yarn_mul, 0, 10, &p.yarn_log_mul, "--yarn-log-mul", &e)) return cli_error("synth: %s", e.msg);
+    if ((gating || w_scale || yarn || yarn_mul) && !ai->mla)
+        return cli_error("synth: --gating, --expert-weights-scale and --yarn-* apply to deepseek2 only");
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;

@@ -19,7 +19,8 @@
 
 #include "gguf/gguf.h"
 
-enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE, E0_ARCH_COUNT };
+enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE,
+               E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */, E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
 enum e0_ffn {
@@ -29,7 +30,10 @@ enum e0_ffn {
 };
 
 /* How router logits become expert weights. */
-enum e0_gating { E0_GATING_SOFTMAX /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */ };
+enum e0_gating {
+    E0_GATING_SOFTMAX,
+    E0_GATING_SIGMOID, /* DeepSeek-V3 style: independent sigmoid scores (route.c) */
+};
 
 /* RoPE pairing: normal rotates (2i, 2i+1), NEOX rotates (i, i + n_rot/2). */
 enum e0_rope { E0_ROPE_NORMAL, E0_ROPE_NEOX };
@@ -55,6 +59,10 @@ typedef struct e0_arch_info {
     /* The family's usual values, used by synth when a shape does not give them. */
     double typical_rope_base, typical_rms_eps;
     enum e0_vocab vocab;
+    /* deepseek2: multi-head latent attention, and its routing keys (leading dense layers,
+     * shared expert count, gating function, groups, weight scale and norm, YaRN); read by
+     * arch.c's read_mla_hparams */
+    bool mla;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -73,6 +81,23 @@ typedef struct e0_hparams {
     bool shared_expert;  /* qwen2moe: shared expert */
     bool shared_expert_gate; /* qwen2moe: ... sigmoid-gated by ffn_gate_inp_shexp */
     enum e0_gating gating;
+    /* deepseek2 routing (route.c); zero for the other architectures */
+    int64_t n_layer_dense_lead; /* layers < this have a dense FFN even in an MoE model */
+    int64_t n_expert_shared;    /* shared experts (n_ff_shexp = n_expert_shared * n_ff_exp, no gate) */
+    int64_t n_expert_groups, n_group_used; /* group-limited top-k: experts in n_expert_groups
+                                  equal groups, only the n_group_used best groups compete */
+    float expert_weights_scale; /* routed scaling factor (0 or 1: none), after the normalization */
+    /* deepseek2 multi-head latent attention (attn_mla.c). Then head_dim = kv_lora + n_rot (a
+     * row of the compressed cache, which all heads share: n_head_kv = 1) and the per-head
+     * query/key width is head_dim_k_mla = nope + n_rot, the value width head_dim_v_mla. */
+    bool mla;
+    int64_t q_lora_rank;        /* 0: attn_q directly; else attn_q_a -> norm -> attn_q_b */
+    int64_t kv_lora_rank;
+    int64_t head_dim_k_mla, head_dim_v_mla;
+    float attn_scale;           /* > 0: the attention's score scale (deepseek2's kq_scale); else 1/sqrt(head_dim) */
+    /* RoPE scaling (YaRN) as llama.cpp applies it: freq_scale 1 and ext_factor 0 mean none */
+    float rope_freq_scale, rope_ext_factor, rope_attn_factor, rope_beta_fast, rope_beta_slow;
+    int64_t n_ctx_orig;         /* rope.scaling.original_context_length */
 } e0_hparams;
 
 /* The row of `a` (NULL if out of range); the row whose name is `name` (NULL if none). */
@@ -86,7 +111,14 @@ enum e0_kv {
     E0_KV_CONTEXT_LENGTH, E0_KV_EMBEDDING_LENGTH, E0_KV_BLOCK_COUNT, E0_KV_FEED_FORWARD_LENGTH,
     E0_KV_EXPERT_FEED_FORWARD_LENGTH, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, E0_KV_EXPERT_COUNT,
     E0_KV_EXPERT_USED_COUNT, E0_KV_HEAD_COUNT, E0_KV_HEAD_COUNT_KV, E0_KV_KEY_LENGTH, E0_KV_VALUE_LENGTH,
-    E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE, E0_KV_COUNT
+    E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE,
+    /* deepseek2 */
+    E0_KV_LEADING_DENSE_BLOCK_COUNT, E0_KV_EXPERT_SHARED_COUNT, E0_KV_EXPERT_WEIGHTS_SCALE,
+    E0_KV_EXPERT_WEIGHTS_NORM, E0_KV_EXPERT_GATING_FUNC, E0_KV_EXPERT_GROUP_COUNT, E0_KV_EXPERT_GROUP_USED_COUNT,
+    E0_KV_Q_LORA_RANK, E0_KV_KV_LORA_RANK, E0_KV_KEY_LENGTH_MLA, E0_KV_VALUE_LENGTH_MLA,
+    E0_KV_ROPE_SCALING_TYPE, E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR,
+    E0_KV_ROPE_SCALING_ORIG_CTX_LEN, E0_KV_ROPE_SCALING_YARN_LOG_MUL,
+    E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n);
@@ -106,6 +138,9 @@ enum e0_tensor {
     E0_T_FFN_GATE, E0_T_FFN_UP, E0_T_FFN_DOWN,
     E0_T_FFN_GATE_INP, E0_T_FFN_GATE_EXPS, E0_T_FFN_UP_EXPS, E0_T_FFN_DOWN_EXPS,
     E0_T_FFN_GATE_INP_SHEXP, E0_T_FFN_GATE_SHEXP, E0_T_FFN_UP_SHEXP, E0_T_FFN_DOWN_SHEXP,
+    /* deepseek2: multi-head latent attention, routing correction bias */
+    E0_T_MLA_Q, E0_T_MLA_Q_A, E0_T_MLA_Q_A_NORM, E0_T_MLA_Q_B, E0_T_MLA_KV_A, E0_T_MLA_KV_A_NORM,
+    E0_T_MLA_K_B, E0_T_MLA_V_B, E0_T_MLA_OUT, E0_T_FFN_EXP_PROBS_B,
     E0_T_OUTPUT_NORM, E0_T_OUTPUT,
     E0_T_COUNT
 };
@@ -121,6 +156,15 @@ enum e0_dim {
     E0_DIM_FF_EXP,   /* n_ff_exp */
     E0_DIM_FF_SHEXP, /* n_ff_shexp */
     E0_DIM_EXPERT,   /* n_expert */
+    /* deepseek2 (MLA) */
+    E0_DIM_HEADS,    /* n_head */
+    E0_DIM_Q_MLA,    /* n_head * head_dim_k_mla */
+    E0_DIM_V_MLA,    /* head_dim_v_mla */
+    E0_DIM_ATT_MLA,  /* n_head * head_dim_v_mla */
+    E0_DIM_Q_LORA,   /* q_lora_rank */
+    E0_DIM_KV_LORA,  /* kv_lora_rank */
+    E0_DIM_KV_A,     /* kv_lora_rank + n_rot */
+    E0_DIM_NOPE,     /* head_dim_k_mla - n_rot */
 };
 
 /* When a model has the tensor. */
@@ -133,6 +177,11 @@ enum e0_need {
     E0_NEED_SHARED_EXPERT,      /* n_expert > 0 and a shared expert */
     E0_NEED_SHARED_EXPERT_GATE, /* ... with its gate */
     E0_NEED_OUTPUT,             /* optional where the output may be tied */
+    E0_NEED_MHA,                /* ordinary attention (not MLA) */
+    E0_NEED_MLA,                /* multi-head latent attention */
+    E0_NEED_MLA_Q,              /* ... without q LoRA */
+    E0_NEED_MLA_Q_LORA,         /* ... with q LoRA */
+    E0_NEED_EXP_PROBS_B,        /* optional routing correction bias of MoE layers (deepseek2) */
 };
 
 /* What the values are (synth draws each kind at its own scale). */
@@ -152,6 +201,9 @@ const e0_tensor_info *e0_tensor_get(enum e0_tensor t);
 const char *e0_tensor_name(enum e0_tensor t, int il, char *buf, size_t n);
 /* Whether a model with hp has tensor t: 2 required, 1 optional, 0 never. */
 int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp);
+/* The hyperparameters layer il's tensors follow: hp, with n_expert = 0 in a leading dense layer
+ * (il < n_layer_dense_lead) of an MoE model. */
+e0_hparams e0_layer_hparams(const e0_hparams *hp, int64_t il);
 /* Its shape under hp: fills ne[0..n_dims-1], returns n_dims. */
 int e0_tensor_shape(enum e0_tensor t, const e0_hparams *hp, int64_t ne[3]);
 

@@ -53,6 +53,7 @@ size_t e0_kv_row_bytes(const e0_hparams *hp, uint32_t type) {
 }
 
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
+    if (hp->mla) return (uint64_t)hp->n_layer * e0_kv_row_bytes(hp, type_k); /* the compressed row only */
     return (uint64_t)hp->n_layer * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
 }
 

@@ -39,6 +39,14 @@ typedef struct e0_layer {
     e0_weight gate_exps, up_exps, down_exps;    /* routed experts */
     const float *shexp_gate_inp;                /* qwen2moe: shared expert gate [n_embd] */
     e0_weight gate_shexp, up_shexp, down_shexp; /* qwen2moe shared expert */
+    /* deepseek2 multi-head latent attention (attn_mla.c); wo is attn_output [n_head*v_mla, E] */
+    e0_weight wq_a, wq_b;                       /* q LoRA: [E, q_lora], [q_lora, n_head*k_mla] (wq without) */
+    const float *q_a_norm;                      /* [q_lora] */
+    e0_weight wkv_a;                            /* [E, kv_lora + n_rot] */
+    const float *kv_a_norm;                     /* [kv_lora] */
+    e0_weight wk_b;                             /* [nope, kv_lora, n_head]: per head, kv_lora rows of nope */
+    e0_weight wv_b;                             /* [kv_lora, v_mla, n_head]: per head, v_mla rows of kv_lora */
+    const float *exp_probs_b;                   /* [n_expert] routing correction bias (selection only), or NULL */
 } e0_layer;
 
 typedef struct e0_model_params {

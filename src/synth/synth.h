@@ -38,6 +38,17 @@ typedef struct synth_params {
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
     int progress;              /* print progress lines on stderr */
+    /* deepseek2 (0 = the shape's value where one applies). head_dim is the per-head key width
+     * nope + n_rot there; the file's key_length is kv_lora_rank + n_rot. */
+    int64_t n_layer_dense_lead, n_expert_shared, q_lora_rank, kv_lora_rank, n_rot, head_dim_v;
+    int64_t n_expert_groups, n_group_used;
+    int64_t gating_sigmoid;    /* 1: sigmoid scores (expert_gating_func 2), 0: softmax (1) */
+    int64_t exp_probs_b;       /* 1: write the routing correction biases blk.N.exp_probs_b.bias */
+    int64_t expert_weights_norm; /* 1: renormalize the selected weights */
+    double expert_weights_scale; /* routed scaling factor (0: key not written) */
+    double yarn_factor;        /* > 0: rope.scaling.type yarn with this factor */
+    double yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as the converter writes it (0.1 * mscale_all_dim) */
+    int64_t n_ctx_orig;        /* rope.scaling.original_context_length (0: n_ctx) */
 } synth_params;
 
 /* What synth_write did. */
