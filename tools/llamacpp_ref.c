@@ -231,6 +231,11 @@ static int load_backends(void) {
 static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, int threads, enum ggml_type kv, enum ggml_type kv_v) {
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    /* LLAMACPP_REF_NO_REPACK=1: no extra (repacked) weight buffers. The CPU backend's repacked
+     * q4_0 / q8_0 / q4_K weights break deepseek2's per-head attn_k_b / attn_v_b products (an
+     * abort in ggml-backend.cpp, or wrong values for q4_K), so its tests set it. */
+    const char *norepack = getenv("LLAMACPP_REF_NO_REPACK");
+    if (norepack && *norepack == '1') mp.use_extra_bufts = false;
     m->model = llama_model_load_from_file(path, mp);
     if (!m->model) return fail("%s: llama.cpp could not load the model (LLAMACPP_REF_VERBOSE=1 to see why)", path);
     m->vocab = llama_model_get_vocab(m->model);
