@@ -17,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "engine/model.h"
 #include "synth/synth.h"
 #include "synth/synth_impl.h"
 #include "t.h"
@@ -243,6 +244,7 @@ static void test_every_arch_and_type(void) {
         check_model(&p, "t.gguf");
     }
     for (int a = 0; a < E0_ARCH_COUNT; a++) {
+        if (a == E0_ARCH_DEEPSEEK2) continue; /* its own tensors: test_deepseek2 */
         synth_params p = small((enum e0_arch)a, E0_TYPE_Q8_0, 256);
         check_model(&p, "a.gguf");
         p = small((enum e0_arch)a, E0_TYPE_Q4_K, 256);
@@ -650,6 +652,100 @@ static void cleanup(void) {
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
+/* deepseek2: the tensors and keys of llama.cpp's deepseek2 loader (models/deepseek2.cpp), with q
+ * LoRA on and off, the correction bias, two leading dense layers and two shared experts. */
+static void test_deepseek2(void) {
+    for (int v = 0; v < 2; v++) {
+        synth_params p = {0};
+        e0_err e = {{0}};
+        p.arch = E0_ARCH_DEEPSEEK2;
+        CHECK(synth_shape_apply(&p, "tiny", &e) == 0);
+        p.type = v ? E0_TYPE_Q4_K : E0_TYPE_Q8_0, p.seed = 5, p.n_threads = 2, p.n_layer = 3;
+        p.n_layer_dense_lead = 1 + v, p.n_expert_shared = 2, p.q_lora_rank = v ? 64 : 0, p.exp_probs_b = v;
+        p.gating_sigmoid = v, p.expert_weights_norm = v, p.n_head = 3;
+        const char *path = tmp_path("ds.gguf");
+        synth_stats st;
+        CHECKF(synth_write(&p, path, &st, &e) == 0, "deepseek2: %s", e.msg);
+        gguf_file *f = gguf_open(path, &e);
+        CHECKF(f, "gguf_open: %s", e.msg);
+        if (!f) continue;
+        const uint64_t E = (uint64_t)p.n_embd, H = (uint64_t)p.n_head, C = (uint64_t)p.kv_lora_rank, R = (uint64_t)p.n_rot;
+        const uint64_t KM = (uint64_t)p.head_dim, VM = (uint64_t)p.head_dim_v, QL = (uint64_t)p.q_lora_rank;
+        const uint64_t X = (uint64_t)p.n_expert, FE = (uint64_t)p.n_ff_exp, FS = FE * (uint64_t)p.n_expert_shared;
+        static exp_tensor ex[256];
+        int n = 0;
+#define X_(q, nd, a, b, c, ...)                                         \
+    do {                                                                \
+        snprintf(ex[n].name, 64, __VA_ARGS__);                          \
+        ex[n].n_dims = nd, ex[n].ne[0] = a, ex[n].ne[1] = b, ex[n].ne[2] = c, ex[n].quantized = q; \
+        n++;                                                            \
+    } while (0)
+        X_(1, 2, E, (uint64_t)p.n_vocab, 1, "token_embd.weight");
+        X_(0, 1, E, 1, 1, "output_norm.weight");
+        X_(1, 2, E, (uint64_t)p.n_vocab, 1, "output.weight");
+        for (int i = 0; i < p.n_layer; i++) {
+            X_(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
+            if (QL) {
+                X_(0, 1, QL, 1, 1, "blk.%d.attn_q_a_norm.weight", i);
+                X_(1, 2, E, QL, 1, "blk.%d.attn_q_a.weight", i);
+                X_(1, 2, QL, H * KM, 1, "blk.%d.attn_q_b.weight", i);
+            } else {
+                X_(1, 2, E, H * KM, 1, "blk.%d.attn_q.weight", i);
+            }
+            X_(0, 1, C, 1, 1, "blk.%d.attn_kv_a_norm.weight", i);
+            X_(1, 2, E, C + R, 1, "blk.%d.attn_kv_a_mqa.weight", i);
+            X_(1, 3, KM - R, C, H, "blk.%d.attn_k_b.weight", i);
+            X_(1, 3, C, VM, H, "blk.%d.attn_v_b.weight", i);
+            X_(1, 2, H * VM, E, 1, "blk.%d.attn_output.weight", i);
+            X_(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+            if (i < p.n_layer_dense_lead) {
+                X_(1, 2, E, (uint64_t)p.n_ff, 1, "blk.%d.ffn_gate.weight", i);
+                X_(1, 2, E, (uint64_t)p.n_ff, 1, "blk.%d.ffn_up.weight", i);
+                X_(1, 2, (uint64_t)p.n_ff, E, 1, "blk.%d.ffn_down.weight", i);
+                continue;
+            }
+            X_(0, 2, E, X, 1, "blk.%d.ffn_gate_inp.weight", i);
+            if (p.exp_probs_b) X_(0, 1, X, 1, 1, "blk.%d.exp_probs_b.bias", i);
+            X_(1, 3, E, FE, X, "blk.%d.ffn_gate_exps.weight", i);
+            X_(1, 3, E, FE, X, "blk.%d.ffn_up_exps.weight", i);
+            X_(1, 3, FE, E, X, "blk.%d.ffn_down_exps.weight", i);
+            X_(1, 2, E, FS, 1, "blk.%d.ffn_gate_shexp.weight", i);
+            X_(1, 2, E, FS, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X_(1, 2, FS, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+#undef X_
+        CHECKF(f->n_tensors == (uint64_t)n, "deepseek2: %llu tensors, expected %d", (unsigned long long)f->n_tensors, n);
+        for (int i = 0; i < n; i++) {
+            const gguf_tensor *t = gguf_find_tensor(f, ex[i].name);
+            CHECKF(t, "deepseek2: missing %s", ex[i].name);
+            if (!t) continue;
+            CHECKF(t->n_dims == ex[i].n_dims, "%s: %u dims", t->name, t->n_dims);
+            for (uint32_t d = 0; d < ex[i].n_dims; d++) CHECKF(t->ne[d] == ex[i].ne[d], "%s ne[%u]", t->name, d);
+            if (!ex[i].quantized) CHECKF(t->type == E0_TYPE_F32, "%s is not F32", t->name);
+        }
+        const char *a = "deepseek2";
+        CHECK(get_i(f, a, "attention.head_count_kv") == 1);
+        CHECK(get_i(f, a, "attention.key_length") == (int64_t)(C + R) && get_i(f, a, "attention.value_length") == (int64_t)C);
+        CHECK(get_i(f, a, "attention.key_length_mla") == (int64_t)KM && get_i(f, a, "attention.value_length_mla") == (int64_t)VM);
+        CHECK(get_i(f, a, "attention.kv_lora_rank") == (int64_t)C && get_i(f, a, "attention.q_lora_rank") == (int64_t)QL);
+        CHECK(get_i(f, a, "rope.dimension_count") == (int64_t)R);
+        CHECK(get_i(f, a, "leading_dense_block_count") == p.n_layer_dense_lead);
+        CHECK(get_i(f, a, "expert_shared_count") == p.n_expert_shared);
+        CHECK(get_i(f, a, "expert_gating_func") == (v ? 2 : 1));
+        gguf_close(f);
+        /* and the engine loads it with those hyperparameters */
+        e0_model *m = e0_model_load(path, NULL, false, &e);
+        CHECKF(m, "deepseek2 load: %s", e.msg);
+        if (m) {
+            CHECK(m->hp.mla && m->hp.q_lora_rank == (int64_t)QL && m->hp.n_layer_dense_lead == p.n_layer_dense_lead);
+            CHECK(m->hp.gating == (v ? E0_GATING_SIGMOID : E0_GATING_SOFTMAX) && m->hp.moe_norm_topk == (v != 0));
+            CHECK(m->hp.n_ff_shexp == (int64_t)FS && !m->hp.shared_expert_gate);
+            e0_model_free(m);
+        }
+        unlink(path);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_synth.XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -657,6 +753,7 @@ int main(void) {
         return 1;
     }
     RUN(test_every_arch_and_type);
+    RUN(test_deepseek2);
     RUN(test_direct_blocks);
     RUN(test_quantize_path);
     RUN(test_fallback_types);

@@ -16,6 +16,7 @@ static const char *gating_name(enum e0_gating g) {
     switch (g) {
     case E0_GATING_SOFTMAX: return "softmax";
     case E0_GATING_SOFTMAX_WEIGHT: return "softmax over the top-k logits";
+    case E0_GATING_SIGMOID: return "sigmoid";
     }
     return "?";
 }
@@ -100,7 +101,17 @@ int cmd_info(int argc, char **argv) {
                hp->moe_norm_topk ? "renormalized" : "not renormalized");
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
+        if (hp->mla) /* deepseek2's routing details */
+            printf("routing:         %lld leading dense layers, %lld shared experts, groups %lld (%lld used), "
+                   "weights scale %g\n", (long long)hp->n_layer_dense_lead, (long long)hp->n_expert_shared,
+                   (long long)hp->n_expert_groups, (long long)hp->n_group_used, (double)hp->expert_weights_scale);
     }
+    if (hp->mla)
+        printf("attention:       multi-head latent (MLA): kv_lora_rank %lld, q_lora_rank %lld, key %lld (nope %lld + "
+               "rope %lld), value %lld; the cache keeps kv_lora_rank + rope values per token and layer%s\n",
+               (long long)hp->kv_lora_rank, (long long)hp->q_lora_rank, (long long)hp->head_dim_k_mla,
+               (long long)(hp->head_dim_k_mla - hp->n_rot), (long long)hp->n_rot, (long long)hp->head_dim_v_mla,
+               hp->rope_ext_factor != 0 ? ", YaRN RoPE" : "");
     /* KV cache bytes per token (K and V rows of every layer) at the default types, and the others */
     printf("kv cache:        %llu bytes per token at f16 (the default; -ctk/-ctv:",
            (unsigned long long)e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16));

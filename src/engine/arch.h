@@ -20,7 +20,8 @@
 #include "gguf/gguf.h"
 
 enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE,
-               E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */, E0_ARCH_COUNT };
+               E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */,
+               E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */, E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
 enum e0_ffn {
@@ -31,8 +32,9 @@ enum e0_ffn {
 
 /* How router logits become expert weights. */
 enum e0_gating {
-    E0_GATING_SOFTMAX, /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */
+    E0_GATING_SOFTMAX,
     E0_GATING_SOFTMAX_WEIGHT, /* gpt-oss: top-k on the raw (biased) logits, softmax over the selected ones */
+    E0_GATING_SIGMOID, /* DeepSeek-V3 style: independent sigmoid scores (route.c) */
 };
 
 /* The activation of the (expert) FFN. */
@@ -77,6 +79,10 @@ typedef struct e0_arch_info {
                                is SWA when il % period < period - 1 (llama.cpp's default pattern);
                                attention.sliding_window_pattern overrides it; 0: no SWA */
     enum e0_ffn_act ffn_act;
+    /* deepseek2: multi-head latent attention, and its routing keys (leading dense layers,
+     * shared expert count, gating function, groups, weight scale and norm, YaRN); read by
+     * arch.c's read_mla_hparams */
+    bool mla;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -101,12 +107,28 @@ typedef struct e0_hparams {
     int64_t n_swa;          /* sliding window (keys at positions p - n_swa < j <= p); 0: none */
     int64_t swa_period;     /* layer il is SWA when n_swa > 0 and il % swa_period < swa_period - 1 */
     float rope_base_swa;    /* RoPE base of the SWA layers (rope.freq_base_swa, else rope_base) */
-    /* RoPE scaling, as ggml's rope_ext takes it (arch rows with rope_scaling; else scale 1, ext 0, attn 1) */
+    /* RoPE scaling, as ggml's rope_ext takes it (arch rows with rope_scaling, and deepseek2; else
+     * scale 1, ext 0, attn 1) */
     float rope_freq_scale;  /* 1 / rope.scaling.factor */
     float rope_ext_factor;  /* 1 for YaRN, else 0 */
     float rope_attn_factor; /* the magnitude factor llama.cpp's context computes (before YaRN's own) */
     float yarn_beta_fast, yarn_beta_slow;
     int64_t n_ctx_orig;     /* rope.scaling.original_context_length, else context_length */
+    /* deepseek2 routing (route.c); zero for the other architectures */
+    int64_t n_layer_dense_lead; /* layers < this have a dense FFN even in an MoE model */
+    int64_t n_expert_shared;    /* shared experts (n_ff_shexp = n_expert_shared * n_ff_exp, no gate) */
+    int64_t n_expert_groups, n_group_used; /* group-limited top-k: experts in n_expert_groups
+                                  equal groups, only the n_group_used best groups compete */
+    float expert_weights_scale; /* routed scaling factor (0 or 1: none), after the normalization */
+    /* deepseek2 multi-head latent attention (attn_mla.c). Then head_dim = kv_lora + n_rot (a
+     * row of the compressed cache, which all heads share: n_head_kv = 1) and the per-head
+     * query/key width is head_dim_k_mla = nope + n_rot, the value width head_dim_v_mla. */
+    bool mla;
+    int64_t q_lora_rank;        /* 0: attn_q directly; else attn_q_a -> norm -> attn_q_b */
+    int64_t kv_lora_rank;
+    int64_t head_dim_k_mla, head_dim_v_mla;
+    float attn_scale;           /* > 0: the attention's score scale (deepseek2's kq_scale); else 1/sqrt(head_dim) */
+    /* (its YaRN: the RoPE scaling fields above, read by arch.c's read_rope_scaling) */
 } e0_hparams;
 
 /* Whether layer il of hp uses sliding-window attention. */
@@ -127,7 +149,13 @@ enum e0_kv {
     E0_KV_EXPERT_USED_COUNT, E0_KV_HEAD_COUNT, E0_KV_HEAD_COUNT_KV, E0_KV_KEY_LENGTH, E0_KV_VALUE_LENGTH,
     E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE,
     E0_KV_SLIDING_WINDOW, E0_KV_SLIDING_WINDOW_PATTERN, E0_KV_ROPE_FREQ_BASE_SWA, E0_KV_ROPE_SCALING_TYPE,
-    E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR, E0_KV_ROPE_SCALING_ORIG_CTX_LEN, E0_KV_COUNT
+    E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR, E0_KV_ROPE_SCALING_ORIG_CTX_LEN,
+    /* deepseek2 */
+    E0_KV_LEADING_DENSE_BLOCK_COUNT, E0_KV_EXPERT_SHARED_COUNT, E0_KV_EXPERT_WEIGHTS_SCALE,
+    E0_KV_EXPERT_WEIGHTS_NORM, E0_KV_EXPERT_GATING_FUNC, E0_KV_EXPERT_GROUP_COUNT, E0_KV_EXPERT_GROUP_USED_COUNT,
+    E0_KV_Q_LORA_RANK, E0_KV_KV_LORA_RANK, E0_KV_KEY_LENGTH_MLA, E0_KV_VALUE_LENGTH_MLA,
+    E0_KV_ROPE_SCALING_YARN_LOG_MUL,
+    E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n);
@@ -151,6 +179,9 @@ enum e0_tensor {
      * not have them, keep their tensor order) */
     E0_T_ATTN_OUT_BIAS, E0_T_ATTN_SINKS, E0_T_ATTN_POST_NORM, E0_T_FFN_GATE_INP_BIAS,
     E0_T_FFN_GATE_EXPS_BIAS, E0_T_FFN_UP_EXPS_BIAS, E0_T_FFN_DOWN_EXPS_BIAS,
+    /* deepseek2: multi-head latent attention, routing correction bias */
+    E0_T_MLA_Q, E0_T_MLA_Q_A, E0_T_MLA_Q_A_NORM, E0_T_MLA_Q_B, E0_T_MLA_KV_A, E0_T_MLA_KV_A_NORM,
+    E0_T_MLA_K_B, E0_T_MLA_V_B, E0_T_MLA_OUT, E0_T_FFN_EXP_PROBS_B,
     E0_T_OUTPUT_NORM, E0_T_OUTPUT,
     E0_T_COUNT
 };
@@ -167,6 +198,14 @@ enum e0_dim {
     E0_DIM_FF_SHEXP, /* n_ff_shexp */
     E0_DIM_EXPERT,   /* n_expert */
     E0_DIM_HEADS,    /* n_head (one value per query head) */
+    /* deepseek2 (MLA) */
+    E0_DIM_Q_MLA,    /* n_head * head_dim_k_mla */
+    E0_DIM_V_MLA,    /* head_dim_v_mla */
+    E0_DIM_ATT_MLA,  /* n_head * head_dim_v_mla */
+    E0_DIM_Q_LORA,   /* q_lora_rank */
+    E0_DIM_KV_LORA,  /* kv_lora_rank */
+    E0_DIM_KV_A,     /* kv_lora_rank + n_rot */
+    E0_DIM_NOPE,     /* head_dim_k_mla - n_rot */
 };
 
 /* When a model has the tensor. */
@@ -184,6 +223,11 @@ enum e0_need {
     E0_NEED_ATTN_OUT_BIAS, E0_NEED_ATTN_SINKS,
     E0_NEED_ROUTER_BIAS,        /* n_expert > 0 and the arch's router has a bias */
     E0_NEED_EXPERT_BIAS,        /* n_expert > 0 and the arch's experts have biases */
+    E0_NEED_MHA,                /* ordinary attention (not MLA) */
+    E0_NEED_MLA,                /* multi-head latent attention */
+    E0_NEED_MLA_Q,              /* ... without q LoRA */
+    E0_NEED_MLA_Q_LORA,         /* ... with q LoRA */
+    E0_NEED_EXP_PROBS_B,        /* optional routing correction bias of MoE layers (deepseek2) */
 };
 
 /* What the values are (synth draws each kind at its own scale). */
@@ -205,6 +249,9 @@ const e0_tensor_info *e0_tensor_get(enum e0_tensor t);
 const char *e0_tensor_name(enum e0_tensor t, int il, char *buf, size_t n);
 /* Whether a model with hp has tensor t: 2 required, 1 optional, 0 never. */
 int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp);
+/* The hyperparameters layer il's tensors follow: hp, with n_expert = 0 in a leading dense layer
+ * (il < n_layer_dense_lead) of an MoE model. */
+e0_hparams e0_layer_hparams(const e0_hparams *hp, int64_t il);
 /* Its shape under hp: fills ne[0..n_dims-1], returns n_dims. */
 int e0_tensor_shape(enum e0_tensor t, const e0_hparams *hp, int64_t ne[3]);
 

@@ -15,10 +15,10 @@ static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 /* Bytes of the largest activation row converted to any vec_dot_type, over every input width a
  * matrix product takes: n_embd, q_dim, ff_max, n_ff_exp. */
 static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
-    int64_t widths[] = {hp->n_embd, q_dim, ff_max, hp->n_ff_exp};
+    int64_t widths[] = {hp->n_embd, q_dim, ff_max, hp->n_ff_exp, hp->q_lora_rank /* MLA's q_b; 0 otherwise */};
     uint32_t vtypes[] = {E0_TYPE_Q8_0, E0_TYPE_Q8_1, E0_TYPE_Q8_K, E0_TYPE_F32};
     size_t best = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
         for (size_t j = 0; j < 4; j++) {
             const e0_type_traits *tt = e0_type_traits_of(vtypes[j]);
             int64_t w = widths[i];
@@ -27,6 +27,12 @@ static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
             best = max_sz(best, (size_t)blocks * tt->type_size);
         }
     return best;
+}
+
+/* MLA: the widest row gathered per head (q_nope for k_b, the latent output for v_b). */
+static int64_t mla_gath_width(const e0_hparams *hp) {
+    int64_t nope = hp->head_dim_k_mla - hp->n_rot;
+    return nope > hp->kv_lora_rank ? nope : hp->kv_lora_rank;
 }
 
 /* One buffer carved from the scratch allocation (NULL when bytes = 0), 64-byte aligned. */
@@ -81,6 +87,13 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
         PART(c->act.kq, (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
         PART(c->act.vrow, (size_t)max_threads * (size_t)hp->head_dim * 4),
+        /* added later: empty for the models before them */
+        PART(c->moe.route_tmp, X * 4),
+        PART(c->mla.qa, hp->mla ? B * (size_t)hp->q_lora_rank * 4 : 0),
+        PART(c->mla.gath, hp->mla ? B * (size_t)hp->n_head * (size_t)mla_gath_width(hp) * 4 : 0),
+        /* converted rows are at most 4 bytes per value (F32 needs no conversion; F16 2, Q8_* < 1.2) */
+        PART(c->mla.gathq, hp->mla ? B * (size_t)hp->n_head * ((size_t)mla_gath_width(hp) * 4 + 64) : 0),
+        PART(c->mla.jobs, hp->mla ? (size_t)hp->n_head * sizeof(e0_matmul) : 0),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;
@@ -118,6 +131,7 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     /* the KV cache in its types (e0_ctx_new checks them with e0_kv_check before allocating) */
     c->kv.type_k = p ? p->type_k : E0_TYPE_F32;
     c->kv.type_v = p ? p->type_v : E0_TYPE_F32;
+    if (hp->mla) c->kv.type_v = c->kv.type_k; /* MLA: the values are the first kv_lora of the key rows */
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, NULL) == 0) {
         c->kv.row_k = e0_kv_row_bytes(hp, c->kv.type_k);
         c->kv.row_v = e0_kv_row_bytes(hp, c->kv.type_v);
@@ -128,10 +142,11 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
         c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
         c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
         c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
-        /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c) */
+        /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c);
+         * MLA (deepseek2) keeps only the compressed rows in k, no separate values */
         const size_t rows = (size_t)e0_kv_layout_rows(hp, c->n_ctx, c->n_batch, NULL, NULL);
         c->kv.bytes_k = rows * c->kv.row_k;
-        c->kv.bytes_v = rows * c->kv.row_v;
+        c->kv.bytes_v = hp->mla ? 0 : rows * c->kv.row_v;
     }
     return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
 }
@@ -168,7 +183,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
     if (e0_kv_layout_init(c, e) < 0) goto fail;
     c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
-    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
+    c->kv.v = hp->mla ? c->kv.k : e0_alloc(E0_MEM_KV, c->kv.bytes_v); /* MLA: no separate values */
     if (!c->kv.k || !c->kv.v) {
         e0_fail(e, "cannot allocate the KV cache (%zu + %zu bytes; lower -c or use a smaller --cache-type-k/-v)",
                 c->kv.bytes_k, c->kv.bytes_v);
@@ -189,7 +204,7 @@ void e0_ctx_free(e0_ctx *c) {
     if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
     e0_pool_free(c->threads.decode);
     e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
-    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
+    if (c->kv.v != c->kv.k) e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     e0_kv_layout_free(c);
     free(c);

@@ -111,7 +111,18 @@ struct e0_ctx {
         float *pair_h, *pair_h2; /* [B*K][F] gate and up outputs per pair */
         float *pair_out;      /* [B*K][E] down output per pair */
         e0_matmul *jobs;      /* [2 * X + 4] one dispatch's matrix products */
+        float *route_tmp;     /* [X] biased / group-limited selection scores (route.c) */
     } moe;
+
+    /* Multi-head latent attention (attn_mla.c; NULL unless hp->mla). H = n_head, C = kv_lora,
+     * R = n_rot, KM = head_dim_k_mla, nope = KM - R, VM = head_dim_v_mla, QL = q_lora_rank. The
+     * attention itself is forward.c's, over head_dim = C + R wide rows of one shared KV "head". */
+    struct {
+        float *qa;            /* [B][QL] q LoRA's first projection */
+        float *gath;          /* [H][B][max(nope, C)] one head's rows gathered for its k_b / v_b */
+        uint8_t *gathq;       /* the same, converted to the weight's vec_dot_type */
+        e0_matmul *jobs;      /* [H] one matrix per head */
+    } mla;
 
     /* Expert prediction and prefetch policy (experts_predict.c). */
     struct {
@@ -188,8 +199,8 @@ void e0_top_k(const float *p, int64_t X, int64_t K, int *ids);
 /* w[s] = p[ids[s]] for s < K, renormalized to sum 1 when the model asks (moe_norm_topk). */
 void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, float *w);
 /* Router logits p [X] -> the scores top-k ranks, in place: + bias (gpt-oss: ffn_gate_inp.bias,
- * NULL otherwise), then softmax (E0_GATING_SOFTMAX) or unchanged (E0_GATING_SOFTMAX_WEIGHT, whose
- * e0_route_weights takes the softmax over the selected ones). */
+ * NULL otherwise), then softmax (E0_GATING_SOFTMAX), sigmoid (E0_GATING_SIGMOID) or unchanged
+ * (E0_GATING_SOFTMAX_WEIGHT, whose e0_route_weights takes the softmax over the selected ones). */
 void e0_route_probs(const e0_hparams *hp, const float *bias, float *p);
 
 /* ---- attn_ext.c: gpt-oss pieces (RoPE scaling, sinks, clamped SwiGLU, SWA cache layout) ---- */
@@ -226,6 +237,24 @@ static inline size_t e0_kv_layer_row0(const e0_ctx *c, int il) {
 static inline size_t e0_kv_slot(const e0_ctx *c, int il, int pos) {
     return c->kv.layer_rows ? (size_t)(pos % c->kv.layer_rows[il]) : (size_t)pos;
 }
+/* The K experts ids of scores p [X]: plain top-k (the softmax path), or with the correction bias
+ * [X] (may be NULL) added and the group limit applied for the choice only; tmp [X] scratch. */
+void e0_route_select(const e0_hparams *hp, const float *bias, const float *p, int *ids, float *tmp);
+/* One token: probs (router_b: the logits' bias, or NULL), select (sel_bias: the correction bias,
+ * or NULL), weights (w [K]); p is left holding the scores without the correction bias. */
+void e0_route_token(const e0_hparams *hp, const float *router_b, const float *sel_bias, float *p, int *ids, float *w,
+                    float *tmp);
+
+/* ---- attn_mla.c (deepseek2 multi-head latent attention) ---- */
+
+/* Layer il, the chunk's normed input xn [n][E] (act.xn): queries (q LoRA when present), the
+ * compressed KV row c = [rmsnorm(kv_a) (C), RoPE'd k_pe (R)] of each token -> the KV cache at
+ * pos0 + i, and the absorbed queries act.q [n][H][C+R] = [k_b_h q_nope_h, RoPE'd q_pe_h], so
+ * that forward.c's attention over one shared head of width C+R gives each head's scores. */
+void e0_mla_project(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0);
+/* act.att [n][H][C+R] (the first C of each head: the attention-weighted latent rows) ->
+ * out [n][E] = wo (v_b_h att_h for every head). */
+void e0_mla_output(e0_ctx *c, const e0_layer *L, int n_tok, float *out);
 
 /* ---- experts_predict.c ---- */
 

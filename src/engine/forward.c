@@ -83,7 +83,7 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
                    uint8_t *kq, float *vrow) {
     const e0_hparams *hp = c->hp;
     const int64_t hd = hp->head_dim;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hd); /* deepseek2: its kq_scale */
     const size_t rk = c->kv.row_k, rv = c->kv.row_v;
     const uint8_t *kc = c->kv.k + e0_kv_layer_row0(c, t->il) * rk + (size_t)kvh * c->kv.head_k;
     const uint8_t *vc = c->kv.v + e0_kv_layer_row0(c, t->il) * rv + (size_t)kvh * c->kv.head_v;
@@ -182,16 +182,15 @@ static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, co
     e0_matmul_weight(c, down, out);
 }
 
-/* Route each token: router logits [n][X] -> probabilities (softmax, in place) -> the top K
- * experts sel [n][K] (ties: lower id) and their weights sel_w [n][K]. */
+/* Route each token: router logits [n][X] -> probabilities (softmax or sigmoid, in place) -> the
+ * top K experts sel [n][K] (ties: lower id; deepseek2: chosen with the correction bias and the
+ * group limit, route.c) and their weights sel_w [n][K]. */
 static void route(e0_ctx *c, const e0_layer *L, int n_tok) {
     const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
     for (int i = 0; i < n_tok; i++) {
         float *p = c->moe.router + (size_t)i * X;
         int *sel = c->moe.sel + (size_t)i * K;
-        e0_route_probs(c->hp, L->router_b, p); /* (+ bias) softmax, or the biased logits (gpt-oss) */
-        e0_top_k(p, X, K, sel);
-        e0_route_weights(c->hp, p, sel, c->moe.sel_w + (size_t)i * K);
+        e0_route_token(c->hp, L->router_b, L->exp_probs_b, p, sel, c->moe.sel_w + (size_t)i * K, c->moe.route_tmp);
     }
 }
 
@@ -355,14 +354,19 @@ static int ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_hparams *hp = c->hp;
     const e0_layer *L = &c->m->layers[il];
     double t0 = e0_clock_if(c);
-    if (hp->n_expert == 0) {
+    if (hp->n_expert == 0 || il < hp->n_layer_dense_lead) { /* deepseek2: leading dense layers */
         swiglu_ffn(c, &L->ffn_gate, &L->ffn_up, &L->ffn_down, n_tok, out);
         c->stats.st.ffn_dense += e0_clock_if(c) - t0;
         return 0;
     }
     if (moe_ffn(c, il, n_tok, out) < 0) return -1;
     t0 = e0_clock_if(c);
-    if (hp->shared_expert) {
+    if (hp->shared_expert && !L->shexp_gate_inp) { /* deepseek2: ungated shared experts: out += shared */
+        float *shared = c->act.att;
+        swiglu_ffn(c, &L->gate_shexp, &L->up_shexp, &L->down_shexp, n_tok, shared);
+        for (int64_t i = 0; i < n_tok * hp->n_embd; i++) out[i] += shared[i];
+        c->stats.st.ffn_dense += e0_clock_if(c) - t0;
+    } else if (hp->shared_expert) {
         /* out += sigmoid(shexp_gate_inp . xn) * shared_expert(xn): xn [n][E] -> shared [n][E].
          * Alias: att is not read again in this layer after the output projection. */
         float *shared = c->act.att;
@@ -403,18 +407,27 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         double t0 = e0_clock_if(c);
         /* x [n][E] -> xn = rmsnorm(x) * attn_norm [n][E] */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
+        if (hp->mla) {
+            /* deepseek2: xn -> absorbed queries q [n][H][C+R], compressed row -> KV cache (attn_mla.c) */
+            e0_mla_project(c, L, (int)il, n_tok, pos0);
+        } else {
         /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type) */
         e0_matmul_input(c, xn, n_tok, E);
         e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
         e0_matmul_run(c->threads.cur, qkv, 3);
         /* q, k (+bias, q/k norm) -> RoPE; k, v -> KV cache rows pos0 .. pos0+n-1 of layer il */
         rope_and_cache(c, L, (int)il, n_tok, pos0);
+        }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
-        /* att -> attn_out [n][E] = wo att; x += attn_out */
+        /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c); x += attn_out */
+        if (hp->mla) {
+            e0_mla_output(c, L, n_tok, attn_out);
+        } else {
         e0_matmul_input(c, c->act.att, n_tok, c->q_dim);
         e0_matmul_weight(c, &L->wo, attn_out);
+        }
         if (L->bo) /* gpt-oss: attn_output.bias */
             for (int i = 0; i < n_tok; i++)
                 for (int64_t e = 0; e < E; e++) attn_out[(size_t)i * E + e] += L->bo[e];

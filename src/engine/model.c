@@ -26,6 +26,8 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_byte
         b += matrix_bytes(&L->ffn_gate) + matrix_bytes(&L->ffn_up) + matrix_bytes(&L->ffn_down);
         b += matrix_bytes(&L->router) + matrix_bytes(&L->gate_shexp) + matrix_bytes(&L->up_shexp) + matrix_bytes(&L->down_shexp);
         b += (uint64_t)hp->n_expert_used * (matrix_bytes(&L->gate_exps) + matrix_bytes(&L->up_exps) + matrix_bytes(&L->down_exps));
+        b += matrix_bytes(&L->wq_a) + matrix_bytes(&L->wq_b) + matrix_bytes(&L->wkv_a); /* MLA */
+        b += (uint64_t)L->wk_b.ne[2] * matrix_bytes(&L->wk_b) + (uint64_t)L->wv_b.ne[2] * matrix_bytes(&L->wv_b);
         b += (uint64_t)hp->n_embd * 4 * 2; /* norms */
         if (L->down_exps_b) /* gpt-oss: the used experts' biases */
             b += (uint64_t)hp->n_expert_used * (uint64_t)(2 * hp->n_ff_exp + hp->n_embd) * 4;
@@ -100,7 +102,7 @@ static bool shape_is(const gguf_tensor *t, const int64_t *want, int nd) {
 
 /* Bind a matrix [ne0, ne1] or expert stack [ne0, ne1, ne2] (ne2 > 0). Returns -1 on error. */
 static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
-                       bool required) {
+                       bool required, bool expert) {
     memset(w, 0, sizeof *w);
     const gguf_tensor *t = lookup(bd, name, required);
     if (!t) return required ? -1 : 0;
@@ -119,7 +121,7 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
     w->ne[2] = ne2 > 0 ? ne2 : 1;
     w->row_bytes = e0_row_size(t->type, ne0);
     w->matrix_bytes = w->row_bytes * (size_t)ne1;
-    return push(bd, (binding){.t = t, .w = w, .expert = ne2 > 0, .size = t->nbytes});
+    return push(bd, (binding){.t = t, .w = w, .expert = expert, .size = t->nbytes});
 }
 
 /* A vector [ne[0]] (nd 1) or a stack of vectors [ne[0], ne[1]] (nd 2: per-expert biases), read
@@ -178,6 +180,16 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
     case E0_T_FFN_GATE_EXPS_BIAS: return &L->gate_exps_b;
     case E0_T_FFN_UP_EXPS_BIAS: return &L->up_exps_b;
     case E0_T_FFN_DOWN_EXPS_BIAS: return &L->down_exps_b;
+    case E0_T_MLA_Q: return &L->wq;
+    case E0_T_MLA_Q_A: return &L->wq_a;
+    case E0_T_MLA_Q_A_NORM: return &L->q_a_norm;
+    case E0_T_MLA_Q_B: return &L->wq_b;
+    case E0_T_MLA_KV_A: return &L->wkv_a;
+    case E0_T_MLA_KV_A_NORM: return &L->kv_a_norm;
+    case E0_T_MLA_K_B: return &L->wk_b;
+    case E0_T_MLA_V_B: return &L->wv_b;
+    case E0_T_MLA_OUT: return &L->wo;
+    case E0_T_FFN_EXP_PROBS_B: return &L->exp_probs_b;
     case E0_T_COUNT: break;
     }
     return NULL;
@@ -186,16 +198,19 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
 /* Bind tensor role t (of layer il, or a model tensor when L is NULL) if the model has it. */
 static int bind_tensor(binder *bd, e0_model *m, e0_layer *L, int il, enum e0_tensor t) {
     const e0_tensor_info *ti = e0_tensor_get(t);
-    int presence = e0_tensor_presence(t, &m->hp);
+    const e0_hparams lhp = e0_layer_hparams(&m->hp, L ? il : m->hp.n_layer); /* a leading dense layer has no experts */
+    int presence = e0_tensor_presence(t, &lhp);
     if (!presence || ti->per_layer != (L != NULL)) return 0;
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     e0_tensor_name(t, il, name, sizeof name);
-    int nd = e0_tensor_shape(t, &m->hp, ne);
+    int nd = e0_tensor_shape(t, &lhp, ne);
     void *slot = slot_of(m, L, t);
     if (nd == 1) return bind_vector(bd, slot, name, ne[0], presence == 2);
     if (nd == 2 && ti->role == E0_ROLE_BIAS) return bind_floats(bd, slot, name, ne, 2, presence == 2);
-    return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2);
+    /* stacks of routed experts go to the expert buffer (and may stream); MLA's per-head stacks are dense */
+    return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2,
+                       nd == 3 && ti->need == E0_NEED_MOE_FFN);
 }
 
 static int bind_all(binder *bd, e0_model *m) {
@@ -221,10 +236,14 @@ static int bind_all(binder *bd, e0_model *m) {
 
 /* Tensors each layer must have (to reject absurd block counts before allocating). */
 static uint64_t required_per_layer(const e0_hparams *hp) {
-    uint64_t n = 0;
-    for (int t = 0; t < E0_T_COUNT; t++)
+    uint64_t n = 0, n_dense = 0;
+    const e0_hparams dense = e0_layer_hparams(hp, 0); /* layer 0 is dense when any is */
+    for (int t = 0; t < E0_T_COUNT; t++) {
         n += e0_tensor_get((enum e0_tensor)t)->per_layer && e0_tensor_presence((enum e0_tensor)t, hp) == 2;
-    return n;
+        n_dense += e0_tensor_get((enum e0_tensor)t)->per_layer && e0_tensor_presence((enum e0_tensor)t, &dense) == 2;
+    }
+    /* leading dense layers may have fewer tensors than MoE ones */
+    return hp->n_layer_dense_lead > 0 && n_dense < n ? n_dense : n;
 }
 
 /* The vocabulary metadata must be self-consistent: token, score and type arrays of one length,

@@ -54,7 +54,38 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->rope_base = (float)p->rope_base;
     hp->n_swa = p->n_swa;
     if (p->swa_period) hp->swa_period = p->swa_period;
+    if (a && a->mla) { /* deepseek2: MLA widths and routing as arch.c's read_mla_hparams sets them */
+        hp->n_rot = p->n_rot;
+        hp->head_dim_k_mla = p->head_dim;
+        hp->head_dim_v_mla = p->head_dim_v;
+        hp->kv_lora_rank = p->kv_lora_rank;
+        hp->q_lora_rank = p->q_lora_rank;
+        hp->head_dim = p->kv_lora_rank + p->n_rot;
+        hp->n_head_kv = 1;
+        hp->n_layer_dense_lead = p->n_layer_dense_lead;
+        hp->n_expert_shared = p->n_expert_shared;
+        hp->shared_expert = p->n_expert_shared > 0;
+        hp->n_ff_shexp = p->n_expert_shared * p->n_ff_exp;
+        hp->n_expert_groups = p->n_expert_groups;
+        hp->n_group_used = p->n_group_used;
+    }
 }
+
+/* deepseek2's MLA and routing defaults per shape (the named shapes' other dimensions are above). */
+typedef struct mla_shape {
+    const char *name;
+    int64_t head_dim, n_rot, head_dim_v, kv_lora_rank, q_lora_rank, n_layer_dense_lead, n_expert_shared;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff;
+    double expert_weights_scale, yarn_factor, yarn_log_mul;
+    int64_t n_ctx_orig;
+} mla_shape;
+
+static const mla_shape mla_shapes[] = {
+    /* tiny: layer 0 dense, 1 shared expert, no q LoRA, no YaRN */
+    {"tiny", 96, 32, 64, 128, 0, 1, 1, 8, 2, 256, 512, 0, 0, 0, 0},
+    /* DeepSeek-V2-Lite (config.json): 27 layers, 64 experts of 1408 + 2 shared, YaRN x40 */
+    {"deepseek-v2-lite", 192, 64, 128, 512, 0, 1, 2, 64, 6, 1408, 10944, 1.0, 40, 0.0707, 4096},
+};
 
 /* ---- named shapes ---- */
 typedef struct shape {
@@ -75,9 +106,12 @@ static const shape shapes[] = {
     {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6, 1e-6, 0, 0, 0},
     /* openai/gpt-oss-20b's config (sliding window 128 on every other layer, YaRN x32 from 4096) */
     {"gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 32, 4, 2880, 0, 201088, 131072, 150000, 1e-5, 128, 32, 4096},
+    {"deepseek-v2-lite", 27, 2048, 16, 16, 192, 10944, 64, 6, 1408, 0, 102400, 163840, 1e4, 1e-6, 0, 0, 0},
 };
 
-const char *synth_shape_names(void) { return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b"; }
+const char *synth_shape_names(void) {
+    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite";
+}
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     const shape *s = NULL;
@@ -114,6 +148,59 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     p->yarn_orig_ctx = a->rope_scaling ? s->yarn_orig_ctx : 0;
     p->rope_base = s->rope_base ? s->rope_base : a->typical_rope_base;
     p->rms_eps = s->rms_eps ? s->rms_eps : a->typical_rms_eps;
+    if (a->mla) {
+        const mla_shape *ms = NULL;
+        for (size_t i = 0; i < sizeof mla_shapes / sizeof mla_shapes[0]; i++)
+            if (!strcmp(name, mla_shapes[i].name)) ms = &mla_shapes[i];
+        if (!ms) return e0_fail(e, "shape '%s' has no deepseek2 variant (tiny, deepseek-v2-lite)", name);
+        p->head_dim = ms->head_dim;
+        p->n_head_kv = 1;
+        p->n_rot = ms->n_rot;
+        p->head_dim_v = ms->head_dim_v;
+        p->kv_lora_rank = ms->kv_lora_rank;
+        p->q_lora_rank = ms->q_lora_rank;
+        p->n_layer_dense_lead = ms->n_layer_dense_lead;
+        p->n_expert_shared = ms->n_expert_shared;
+        p->n_expert = ms->n_expert;
+        p->n_expert_used = ms->n_expert_used;
+        p->n_ff_exp = ms->n_ff_exp;
+        p->n_ff = ms->n_ff;
+        p->n_ff_shexp = 0;
+        p->expert_weights_scale = ms->expert_weights_scale;
+        p->yarn_factor = ms->yarn_factor;
+        p->yarn_log_mul = ms->yarn_log_mul;
+        p->yarn_orig_ctx = ms->n_ctx_orig;
+    }
+    return 0;
+}
+
+static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err *e);
+
+/* deepseek2's own fields (the widths llama.cpp's loader and our MLA path need). */
+static int validate_mla(const synth_params *p, e0_err *e) {
+    if (in_range(p->kv_lora_rank, 1, 65536, "--kv-lora-rank", e) || in_range(p->n_rot, 2, 1024, "--n-rot", e) ||
+        in_range(p->q_lora_rank, 0, 65536, "--q-lora-rank", e) || in_range(p->head_dim_v, 1, 1024, "--head-dim-v", e) ||
+        in_range(p->n_layer_dense_lead, 0, p->n_layer, "--n-dense-lead", e) ||
+        in_range(p->n_expert_shared, 1, 64, "--n-expert-shared", e) ||
+        in_range(p->n_expert_groups, 0, p->n_expert, "--n-expert-groups", e))
+        return -1;
+    if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+    if (p->head_dim <= p->n_rot || p->head_dim - p->n_rot > p->kv_lora_rank)
+        return e0_fail(e, "--head-dim (nope + rope = %lld) must exceed --n-rot %lld by at most --kv-lora-rank %lld",
+                       (long long)p->head_dim, (long long)p->n_rot, (long long)p->kv_lora_rank);
+    if (p->head_dim_v > p->kv_lora_rank + p->n_rot)
+        return e0_fail(e, "--head-dim-v %lld is above kv_lora_rank + n_rot", (long long)p->head_dim_v);
+    if (p->n_expert_groups > 1) {
+        if (p->n_expert % p->n_expert_groups || p->n_expert_groups >= p->n_expert)
+            return e0_fail(e, "--n-expert-groups %lld must divide --n-expert %lld", (long long)p->n_expert_groups,
+                           (long long)p->n_expert);
+        if (in_range(p->n_group_used, 1, p->n_expert_groups - 1, "--n-group-used", e)) return -1;
+        if (p->n_group_used * (p->n_expert / p->n_expert_groups) < p->n_expert_used)
+            return e0_fail(e, "--n-group-used groups cannot hold --n-expert-used experts");
+    }
+    if (!(p->expert_weights_scale >= 0 && p->expert_weights_scale < 1e6) || !(p->yarn_factor >= 0 && p->yarn_factor < 1e6) ||
+        !(p->yarn_log_mul >= 0 && p->yarn_log_mul < 100) || p->yarn_orig_ctx < 0)
+        return e0_fail(e, "--expert-weights-scale / --yarn-factor / --yarn-log-mul / --n-ctx-orig out of range");
     return 0;
 }
 
@@ -160,11 +247,12 @@ int synth_validate(const synth_params *p, e0_err *e) {
     if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
                       : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))
         return -1;
-    if (!a->rope_scaling && (p->yarn_factor || p->yarn_orig_ctx))
+    if (!a->rope_scaling && !a->mla && (p->yarn_factor || p->yarn_orig_ctx))
         return e0_fail(e, "--yarn-factor, --yarn-orig-ctx: %s models have no rope scaling keys", a->name);
-    if (!(p->yarn_factor == 0 || (p->yarn_factor >= 1 && p->yarn_factor <= 1024)))
+    if (a->rope_scaling && !(p->yarn_factor == 0 || (p->yarn_factor >= 1 && p->yarn_factor <= 1024)))
         return e0_fail(e, "--yarn-factor %g is out of range: 0 (none) or [1, 1024]", p->yarn_factor);
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
+    if (a->mla && validate_mla(p, e)) return -1;
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
     uint64_t big;

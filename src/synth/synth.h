@@ -38,12 +38,23 @@ typedef struct synth_params {
     int quantize;              /* 1: quantized types from float weights via the reference quantizer
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
-    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere) */
+    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere; deepseek2 uses
+     * the yarn fields too) */
     int64_t n_swa;             /* attention.sliding_window (required there) */
     int64_t swa_period;        /* attention.sliding_window_pattern; 0: not written (the arch's default) */
     double yarn_factor;        /* rope.scaling.type yarn with this factor; 0: no rope.scaling keys */
     int64_t yarn_orig_ctx;     /* rope.scaling.original_context_length; 0: not written */
     int progress;              /* print progress lines on stderr */
+    /* deepseek2 (0 = the shape's value where one applies). head_dim is the per-head key width
+     * nope + n_rot there; the file's key_length is kv_lora_rank + n_rot. */
+    int64_t n_layer_dense_lead, n_expert_shared, q_lora_rank, kv_lora_rank, n_rot, head_dim_v;
+    int64_t n_expert_groups, n_group_used;
+    int64_t gating_sigmoid;    /* 1: sigmoid scores (expert_gating_func 2), 0: softmax (1) */
+    int64_t exp_probs_b;       /* 1: write the routing correction biases blk.N.exp_probs_b.bias */
+    int64_t expert_weights_norm; /* 1: renormalize the selected weights */
+    double expert_weights_scale; /* routed scaling factor (0: key not written) */
+    /* (yarn_factor: > 0: rope.scaling.type yarn; yarn_orig_ctx: 0 writes n_ctx) */
+    double yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as the converter writes it (0.1 * mscale_all_dim) */
 } synth_params;
 
 /* What synth_write did. */

@@ -124,6 +124,7 @@ static enum init_kind init_of(enum e0_role r) {
 /* Tensor role t of layer il (ignored for model tensors), if the model has it. */
 static int push_role(tensor_list *l, const synth_params *p, const e0_hparams *hp, enum e0_tensor t, int il, e0_err *e) {
     if (!e0_tensor_presence(t, hp) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
+    if (t == E0_T_FFN_EXP_PROBS_B && !p->exp_probs_b) return 0; /* optional: only when asked */
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     int nd = e0_tensor_shape(t, hp, ne);
@@ -141,8 +142,10 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
         if (push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     for (int64_t il = 0; il < p->n_layer; il++)
         for (int u = 0; u < E0_T_COUNT; u++)
-            if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, (int)il, e))
-                return -1;
+            if (e0_tensor_get((enum e0_tensor)u)->per_layer) {
+                const e0_hparams lhp = e0_layer_hparams(&hp, il); /* leading dense layers: no experts */
+                if (push_role(l, p, &lhp, (enum e0_tensor)u, (int)il, e)) return -1;
+            }
     for (; t < E0_T_COUNT; t++)
         if (!e0_tensor_get((enum e0_tensor)t)->per_layer && push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     return 0;
@@ -165,12 +168,12 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
              gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
-             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)p->n_head_kv) ||
-             gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)p->head_dim) ||
-             gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
+             gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank + p->n_rot : p->head_dim)) ||
+             gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank : p->head_dim)) ||
              gguf_writer_kv_f32(w, K(RMS_EPS), (float)p->rms_eps) ||
              gguf_writer_kv_f32(w, K(ROPE_FREQ_BASE), (float)p->rope_base) ||
-             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)p->head_dim);
+             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)(ai->mla ? p->n_rot : p->head_dim));
     if (!rc && p->n_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_COUNT), (uint32_t)p->n_expert) ||
              gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
@@ -185,6 +188,26 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
         rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
              gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
              (p->yarn_orig_ctx && gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)p->yarn_orig_ctx));
+    if (!rc && ai->mla) { /* deepseek2: the keys the current converter writes */
+        rc = gguf_writer_kv_u32(w, K(KV_LORA_RANK), (uint32_t)p->kv_lora_rank) ||
+             gguf_writer_kv_u32(w, K(Q_LORA_RANK), (uint32_t)p->q_lora_rank) ||
+             gguf_writer_kv_u32(w, K(KEY_LENGTH_MLA), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K(VALUE_LENGTH_MLA), (uint32_t)p->head_dim_v) ||
+             gguf_writer_kv_u32(w, K(LEADING_DENSE_BLOCK_COUNT), (uint32_t)p->n_layer_dense_lead) ||
+             gguf_writer_kv_u32(w, K(EXPERT_SHARED_COUNT), (uint32_t)p->n_expert_shared) ||
+             gguf_writer_kv_u32(w, K(EXPERT_GATING_FUNC), p->gating_sigmoid ? 2u : 1u) ||
+             gguf_writer_kv_bool(w, K(EXPERT_WEIGHTS_NORM), p->expert_weights_norm != 0);
+        if (!rc && p->expert_weights_scale != 0)
+            rc = gguf_writer_kv_f32(w, K(EXPERT_WEIGHTS_SCALE), (float)p->expert_weights_scale);
+        if (!rc && p->n_expert_groups > 1)
+            rc = gguf_writer_kv_u32(w, K(EXPERT_GROUP_COUNT), (uint32_t)p->n_expert_groups) ||
+                 gguf_writer_kv_u32(w, K(EXPERT_GROUP_USED_COUNT), (uint32_t)p->n_group_used);
+        if (!rc && p->yarn_factor > 0)
+            rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
+                 gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
+                 gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)(p->yarn_orig_ctx ? p->yarn_orig_ctx : p->n_ctx)) ||
+                 gguf_writer_kv_f32(w, K(ROPE_SCALING_YARN_LOG_MUL), (float)p->yarn_log_mul);
+    }
 #undef K
     if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
     return 0;
