@@ -23,6 +23,9 @@ static void usage(FILE *f) {
             "  --n-layer --n-embd --n-head --n-head-kv --head-dim --n-ff --n-expert --n-expert-used\n"
             "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
             "  --rope-base F --rms-eps F                       override RoPE base / RMSNorm epsilon\n"
+            "  --n-rot --ssm-conv --ssm-state --ssm-groups --ssm-heads --full-attn-interval N\n"
+            "                        hybrid architectures (qwen35*, qwen3next): RoPE dims, DeltaNet conv kernel,\n"
+            "                        head size, key heads, value heads, every N-th layer full attention\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -51,6 +54,10 @@ static const dim_flag dims[] = {
     DIM("--n-expert", n_expert, 0, 512),       DIM("--n-expert-used", n_expert_used, 0, 512),
     DIM("--n-ff-exp", n_ff_exp, 0, 1 << 20),   DIM("--n-ff-shexp", n_ff_shexp, 0, 1 << 20),
     DIM("--n-vocab", n_vocab, 260, 1 << 22),   DIM("--n-ctx", n_ctx, 1, 1 << 24),
+    /* hybrid architectures */
+    DIM("--n-rot", n_rot, 0, 1024),            DIM("--ssm-conv", ssm_d_conv, 2, 64),
+    DIM("--ssm-state", ssm_d_state, 1, 1024),  DIM("--ssm-groups", ssm_n_group, 1, 1024),
+    DIM("--ssm-heads", ssm_dt_rank, 1, 1024),  DIM("--full-attn-interval", full_attn_interval, 1, 512),
 };
 #define N_DIMS (sizeof dims / sizeof dims[0])
 

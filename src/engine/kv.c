@@ -53,7 +53,7 @@ size_t e0_kv_row_bytes(const e0_hparams *hp, uint32_t type) {
 }
 
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
-    return (uint64_t)hp->n_layer * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
+    return (uint64_t)e0_hparams_kv_layers(hp) * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
 }
 
 void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row) {

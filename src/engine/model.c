@@ -26,6 +26,8 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_byte
         b += matrix_bytes(&L->ffn_gate) + matrix_bytes(&L->ffn_up) + matrix_bytes(&L->ffn_down);
         b += matrix_bytes(&L->router) + matrix_bytes(&L->gate_shexp) + matrix_bytes(&L->up_shexp) + matrix_bytes(&L->down_shexp);
         b += (uint64_t)hp->n_expert_used * (matrix_bytes(&L->gate_exps) + matrix_bytes(&L->up_exps) + matrix_bytes(&L->down_exps));
+        b += matrix_bytes(&L->dn_qkv) + matrix_bytes(&L->dn_gate) + matrix_bytes(&L->dn_beta) +
+             matrix_bytes(&L->dn_alpha) + matrix_bytes(&L->dn_ba) + matrix_bytes(&L->dn_out);
         b += (uint64_t)hp->n_embd * 4 * 2; /* norms */
     }
     return b + (uint64_t)n_kv * kv_bytes_per_pos; /* the KV rows of every layer, in their types */
@@ -112,11 +114,13 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
     return push(bd, (binding){.t = t, .w = w, .expert = ne2 > 0, .size = t->nbytes});
 }
 
-static int bind_vector(binder *bd, const float **v, const char *name, int64_t n, bool required) {
+/* A vector [ne[0]] (nd = 1), or a small matrix read as floats (nd = 2: the conv1d kernel). */
+static int bind_vector(binder *bd, const float **v, const char *name, const int64_t *ne, int nd, bool required) {
     *v = NULL;
     const gguf_tensor *t = lookup(bd, name, required);
     if (!t) return required ? -1 : 0;
-    if (!shape_is(t, &n, 1)) return shape_error(bd, t, &n, 1);
+    if (!shape_is(t, ne, nd)) return shape_error(bd, t, ne, nd);
+    const int64_t n = nd == 2 ? ne[0] * ne[1] : ne[0];
     const e0_type_traits *tt = e0_type_traits_of(t->type);
     if (!tt || !tt->to_float) {
         char buf[32];
@@ -154,6 +158,17 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
     case E0_T_FFN_GATE_SHEXP: return &L->gate_shexp;
     case E0_T_FFN_UP_SHEXP: return &L->up_shexp;
     case E0_T_FFN_DOWN_SHEXP: return &L->down_shexp;
+    case E0_T_ATTN_POST_NORM: return &L->ffn_norm;
+    case E0_T_DN_QKV: return &L->dn_qkv;
+    case E0_T_DN_GATE: return &L->dn_gate;
+    case E0_T_DN_CONV1D: return &L->dn_conv;
+    case E0_T_DN_DT: return &L->dn_dt;
+    case E0_T_DN_A: return &L->dn_a;
+    case E0_T_DN_BETA: return &L->dn_beta;
+    case E0_T_DN_ALPHA: return &L->dn_alpha;
+    case E0_T_DN_BA: return &L->dn_ba;
+    case E0_T_DN_NORM: return &L->dn_norm;
+    case E0_T_DN_OUT: return &L->dn_out;
     case E0_T_COUNT: break;
     }
     return NULL;
@@ -162,14 +177,14 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
 /* Bind tensor role t (of layer il, or a model tensor when L is NULL) if the model has it. */
 static int bind_tensor(binder *bd, e0_model *m, e0_layer *L, int il, enum e0_tensor t) {
     const e0_tensor_info *ti = e0_tensor_get(t);
-    int presence = e0_tensor_presence(t, &m->hp);
+    int presence = e0_tensor_presence_at(t, &m->hp, il);
     if (!presence || ti->per_layer != (L != NULL)) return 0;
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     e0_tensor_name(t, il, name, sizeof name);
     int nd = e0_tensor_shape(t, &m->hp, ne);
     void *slot = slot_of(m, L, t);
-    if (nd == 1) return bind_vector(bd, slot, name, ne[0], presence == 2);
+    if (nd == 1 || ti->role == E0_ROLE_CONV) return bind_vector(bd, slot, name, ne, nd, presence == 2);
     return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2);
 }
 
@@ -196,10 +211,15 @@ static int bind_all(binder *bd, e0_model *m) {
 
 /* Tensors each layer must have (to reject absurd block counts before allocating). */
 static uint64_t required_per_layer(const e0_hparams *hp) {
-    uint64_t n = 0;
-    for (int t = 0; t < E0_T_COUNT; t++)
-        n += e0_tensor_get((enum e0_tensor)t)->per_layer && e0_tensor_presence((enum e0_tensor)t, hp) == 2;
-    return n;
+    uint64_t n = 0, attn = 0, recr = 0; /* hybrid: the fewer of an attention and a DeltaNet layer's */
+    for (int t = 0; t < E0_T_COUNT; t++) {
+        const e0_tensor_info *ti = e0_tensor_get((enum e0_tensor)t);
+        if (!ti->per_layer || e0_tensor_presence((enum e0_tensor)t, hp) != 2) continue;
+        if (hp->hybrid && ti->kind == E0_KIND_ATTN) attn++;
+        else if (hp->hybrid && ti->kind == E0_KIND_RECR) recr++;
+        else n++;
+    }
+    return n + (attn < recr ? attn : recr);
 }
 
 /* The vocabulary metadata must be self-consistent: token, score and type arrays of one length,

@@ -38,6 +38,11 @@ typedef struct synth_params {
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
     int progress;              /* print progress lines on stderr */
+    /* hybrid architectures (qwen35, qwen35moe, qwen3next; 0 elsewhere) */
+    int64_t n_rot;             /* rope.dimension_count (partial RoPE); 0 = head_dim */
+    int64_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank; /* conv kernel, DeltaNet head size,
+                                                                  key heads, value heads */
+    int64_t full_attn_interval; /* every this-many-th layer is full attention */
 } synth_params;
 
 /* What synth_write did. */
@@ -53,7 +58,7 @@ typedef struct synth_stats {
 int synth_type_from_name(const char *name);
 
 /* Fill every dimension from a named shape ("tiny", "qwen3-30b-a3b", "mixtral-8x7b",
- * "qwen1.5-moe-a2.7b") with the defaults of p->arch's row (rope base and eps when the shape
+ * "qwen1.5-moe-a2.7b", "qwen3.5-35b-a3b" (hybrid: its DeltaNet sizes too)) with the defaults of p->arch's row (rope base and eps when the shape
  * has none). Dense architectures get n_expert = 0 whatever the shape says; "tiny" stays dense
  * for architectures where experts are optional. */
 int synth_shape_apply(synth_params *p, const char *shape, e0_err *e);

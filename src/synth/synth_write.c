@@ -25,7 +25,7 @@
 #include "quant/quant.h"
 #include "synth/synth_impl.h"
 
-enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER };
+enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER, INIT_DECAY, INIT_CONV };
 
 typedef struct synth_tensor {
     char name[GGUF_MAX_NAME + 1];
@@ -58,8 +58,9 @@ static inline float gauss(uint64_t key, uint64_t i) {
 
 /* The intended mean and standard deviation of tensor t's elements. */
 static float init_std(const synth_tensor *t, float *mean) {
-    *mean = t->init == INIT_NORM ? 1.0f : 0.0f;
+    *mean = t->init == INIT_NORM ? 1.0f : t->init == INIT_DECAY ? -0.5f : 0.0f;
     switch (t->init) {
+    case INIT_DECAY: return 0.15f; /* ssm_a = -exp(A_log) < 0: each token's decay exp(g) is < 1 */
     case INIT_EMBED: return 1.0f;
     case INIT_NORM: return 0.1f;
     case INIT_BIAS: return 0.1f;
@@ -99,8 +100,8 @@ static int push(tensor_list *l, const synth_params *p, const char *name, uint32_
     t->ne[1] = ne1;
     t->ne[2] = ne2;
     t->init = init;
-    /* vectors and routers stay F32, as llama.cpp's quantizer keeps them */
-    t->type = (n_dims == 1 || init == INIT_ROUTER) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
+    /* vectors, routers and conv1d kernels stay F32, as llama.cpp's quantizer keeps them */
+    t->type = (n_dims == 1 || init == INIT_ROUTER || init == INIT_CONV) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
     t->nbytes = e0_row_size(t->type, (int64_t)ne0) * ne1 * ne2;
     t->key = name_key(p->seed, name);
     t->direct = use_direct(t, p);
@@ -114,6 +115,8 @@ static enum init_kind init_of(enum e0_role r) {
     case E0_ROLE_NORM: return INIT_NORM;
     case E0_ROLE_BIAS: return INIT_BIAS;
     case E0_ROLE_ROUTER: return INIT_ROUTER;
+    case E0_ROLE_DECAY: return INIT_DECAY;
+    case E0_ROLE_CONV: return INIT_CONV;
     case E0_ROLE_WEIGHT: break;
     }
     return INIT_MATRIX;
@@ -121,7 +124,7 @@ static enum init_kind init_of(enum e0_role r) {
 
 /* Tensor role t of layer il (ignored for model tensors), if the model has it. */
 static int push_role(tensor_list *l, const synth_params *p, const e0_hparams *hp, enum e0_tensor t, int il, e0_err *e) {
-    if (!e0_tensor_presence(t, hp) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
+    if (!e0_tensor_presence_at(t, hp, il) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     int nd = e0_tensor_shape(t, hp, ne);
@@ -168,7 +171,7 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)p->head_dim) ||
              gguf_writer_kv_f32(w, K(RMS_EPS), (float)p->rms_eps) ||
              gguf_writer_kv_f32(w, K(ROPE_FREQ_BASE), (float)p->rope_base) ||
-             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)p->head_dim);
+             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)(p->n_rot ? p->n_rot : p->head_dim));
     if (!rc && p->n_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_COUNT), (uint32_t)p->n_expert) ||
              gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
@@ -176,6 +179,19 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
         rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
     if (!rc && p->n_expert && ai->shared_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
+    if (!rc && ai->hybrid) { /* the keys llama.cpp's qwen35 / qwen35moe / qwen3next loaders read */
+        rc = gguf_writer_kv_u32(w, K(SSM_CONV_KERNEL), (uint32_t)p->ssm_d_conv) ||
+             gguf_writer_kv_u32(w, K(SSM_STATE_SIZE), (uint32_t)p->ssm_d_state) ||
+             gguf_writer_kv_u32(w, K(SSM_GROUP_COUNT), (uint32_t)p->ssm_n_group) ||
+             gguf_writer_kv_u32(w, K(SSM_TIME_STEP_RANK), (uint32_t)p->ssm_dt_rank) ||
+             gguf_writer_kv_u32(w, K(SSM_INNER_SIZE), (uint32_t)(p->ssm_dt_rank * p->ssm_d_state)) ||
+             gguf_writer_kv_u32(w, K(FULL_ATTENTION_INTERVAL), (uint32_t)p->full_attn_interval);
+        if (!rc && ai->rope == E0_ROPE_IMROPE) {
+            int32_t sec[4];
+            synth_rope_sections(p->n_rot ? p->n_rot : p->head_dim, sec);
+            rc = gguf_writer_kv_arr(w, K(ROPE_DIMENSION_SECTIONS), GGUF_I32, sec, 4);
+        }
+    }
 #undef K
     if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
     return 0;
