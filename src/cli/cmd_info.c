@@ -85,6 +85,14 @@ int cmd_info(int argc, char **argv) {
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
                hp->qk_norm ? "per-head q/k RMSNorm" : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
+    if (hp->hybrid) {
+        printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "
+               "%lld gated attention layers\n",
+               (long long)(hp->n_layer - hp->n_layer_kv), (long long)hp->ssm_n_group, (long long)hp->ssm_dt_rank,
+               (long long)hp->ssm_d_state, (long long)hp->ssm_d_conv, (long long)hp->n_layer_kv);
+        if (hp->n_layer_nextn) printf("mtp blocks:      %lld (loaded by llama.cpp as draft heads; ignored here)\n", (long long)hp->n_layer_nextn);
+        printf("recurrent state: %llu bytes per sequence (any context length)\n", (unsigned long long)e0_recurrent_bytes(hp));
+    }
     printf("n_embd:          %lld\n", (long long)hp->n_embd);
     printf("heads:           %lld (kv %lld, head_dim %lld, rope dims %lld, %s)\n", (long long)hp->n_head,
            (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, hp->rope_neox ? "neox" : "normal");

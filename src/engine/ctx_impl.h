@@ -220,10 +220,9 @@ void e0_predict_reset_stats(e0_ctx *c);
 
 /* ---- deltanet.c ---- */
 
-/* DeltaNet layers, conv channels, and one sequence's state bytes (0 for non-hybrid models). */
+/* DeltaNet layers and conv channels (0 for non-hybrid models); e0_recurrent_bytes: engine.h. */
 int64_t e0_recurrent_layers(const e0_hparams *hp);
 int64_t e0_recurrent_conv_dim(const e0_hparams *hp);
-uint64_t e0_recurrent_bytes(const e0_hparams *hp);
 /* Zero the recurrent state (a new sequence). */
 void e0_recurrent_reset(e0_ctx *c);
 /* DeltaNet layer il: act.xn [n][E] -> out [n][E] (out may alias act.xn), advancing the state. */

@@ -47,8 +47,10 @@ int e0_ctx_n_threads(const e0_ctx *c);
  * state) cannot go back to 0 < pos < current: they forget everything (e0_ctx_pos() is then 0),
  * so a caller reusing a prefix reads e0_ctx_pos() afterwards to know what is still cached. */
 void e0_ctx_truncate(e0_ctx *c, int pos);
-/* Bytes of the recurrent state (hybrid models' DeltaNet conv and delta-rule states; 0 otherwise). */
+/* Bytes of the recurrent state (hybrid models' DeltaNet conv and delta-rule states; 0 otherwise):
+ * of this context, and of one sequence of a model with hp (deltanet.c). */
 uint64_t e0_ctx_recurrent_bytes(const e0_ctx *c);
+uint64_t e0_recurrent_bytes(const e0_hparams *hp);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
 /* The KV cache's element types and its size (K and V, all layers, n_ctx positions). */
