@@ -182,7 +182,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
     c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
     c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
-    if (!c->kv.k || !c->kv.v) {
+    if ((c->kv.bytes_k && !c->kv.k) || (c->kv.bytes_v && !c->kv.v)) { /* 0 bytes: a hybrid without attention layers */
         e0_fail(e, "cannot allocate the KV cache (%zu + %zu bytes; lower -c or use a smaller --cache-type-k/-v)",
                 c->kv.bytes_k, c->kv.bytes_v);
         goto fail;
