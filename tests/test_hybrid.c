@@ -10,7 +10,8 @@
  *  - streamed experts: routing=actual is byte-identical to resident ones (logits and greedy ids),
  *    routing=predicted runs;
  *  - `chat`: a second turn reuses the recurrent state (only the new tokens are prefilled);
- *  - `info` shows the recurrent state; malformed hybrid metadata is refused with a clear error. */
+ *  - `info` shows the recurrent state; malformed hybrid metadata is refused with a clear error;
+ *  - the Qwen3.5 chat template's enable_thinking; an MTP block is loaded past and ignored. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,27 @@ static void test_chat_reuse(void) {
     }
 }
 
+/* An MTP (NextN) block after the layers is loaded past and left out: the logits are those of the
+ * same model without it (synth draws every tensor from its name, so the shared ones are equal). */
+static void test_mtp_ignored(void) {
+    char with[PATH], cmd[PATH * 4], a[PATH], b[PATH];
+    CHECK(synth("qwen35moe", "--mtp", "f32", with, sizeof with) == 0);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer info --model '%s' 2>&1 | grep -q 'mtp blocks:      1'", t_build(), with);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "info does not show the MTP block");
+    snprintf(a, sizeof a, "%s/test-hybrid-mtp-a.bin", t_build());
+    snprintf(b, sizeof b, "%s/test-hybrid-mtp-b.bin", t_build());
+    const char *paths[2] = {models[1], with}, *outs[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens 1,2,3,50,60,70,80 --out '%s' 2>/dev/null",
+                 t_build(), paths[k], outs[k]);
+        CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+    }
+    CHECKF(files_equal(a, b), "the MTP block changed the logits");
+    unlink(a);
+    unlink(b);
+    unlink(with);
+}
+
 /* info shows the state; bad hybrid metadata is refused clearly. */
 static void test_info_and_errors(void) {
     char cmd[PATH * 4], out[16384];
@@ -260,6 +282,23 @@ static void test_info_and_errors(void) {
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch qwen35 --ssm-groups 3 --ssm-heads 4 --type f32 --out %s/x.gguf 2>&1",
              t_build(), t_build());
     CHECKF(t_sh(cmd, out, sizeof out) != 0 && strstr(out, "multiple"), "%s", out);
+}
+
+/* The Qwen3.5 chat template (its golden cases run in test_jinja): enable_thinking false closes an
+ * empty think block in the generation prompt; the default opens one. */
+static void test_qwen35_template(void) {
+    if (!t_need_shared("templates/Qwen3.5-4B.jinja", NULL)) return;
+    char cmd[PATH * 4], out[4096];
+    const char *tail[2] = {"<|im_start|>assistant\n<think>\n\n</think>\n\n", "<|im_start|>assistant\n<think>\n"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd,
+                 "echo '[{\"role\":\"user\",\"content\":\"hi\"}]' | %s/bin/edge0-infer apply-template "
+                 "--chat-template-file %s/templates/Qwen3.5-4B.jinja --messages-file - %s",
+                 t_build(), t_shared(), k == 0 ? "--chat-template-kwargs '{\"enable_thinking\": false}'" : "");
+        CHECKF(t_sh(cmd, out, sizeof out) == 0, "%s", cmd);
+        size_t n = strlen(out), m = strlen(tail[k]);
+        CHECKF(n >= m && !strcmp(out + n - m, tail[k]), "enable_thinking %s: rendered\n%s", k ? "default" : "false", out);
+    }
 }
 
 int main(void) {
@@ -274,6 +313,8 @@ int main(void) {
     RUN(test_streaming);
     RUN(test_chat_reuse);
     RUN(test_info_and_errors);
+    RUN(test_qwen35_template);
+    RUN(test_mtp_ignored);
     for (int a = 0; a < 3; a++) unlink(models[a]);
     return T_DONE();
 }

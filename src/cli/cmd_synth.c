@@ -26,6 +26,7 @@ static void usage(FILE *f) {
             "  --n-rot --ssm-conv --ssm-state --ssm-groups --ssm-heads --full-attn-interval N\n"
             "                        hybrid architectures (qwen35*, qwen3next): RoPE dims, DeltaNet conv kernel,\n"
             "                        head size, key heads, value heads, every N-th layer full attention\n"
+            "  --mtp                 hybrid architectures: one MTP (NextN draft) block after the layers\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -64,7 +65,7 @@ static const dim_flag dims[] = {
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
     const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
-    int show_progress = isatty(2), tied = 0, quantize = 0;
+    int show_progress = isatty(2), tied = 0, quantize = 0, mtp = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -81,6 +82,10 @@ int cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(a, "--quantize")) {
             quantize = 1;
+            continue;
+        }
+        if (!strcmp(a, "--mtp")) {
+            mtp = 1;
             continue;
         }
         if (!strcmp(a, "--arch")) slot = &arch;
@@ -142,6 +147,7 @@ int cmd_synth(int argc, char **argv) {
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;
+    p.mtp = mtp;
     p.progress = show_progress;
     if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
 

@@ -211,6 +211,9 @@ int synth_validate(const synth_params *p, e0_err *e) {
             return e0_fail(e, "--ssm-heads (%lld) must be a multiple of --ssm-groups (%lld)", (long long)p->ssm_dt_rank,
                            (long long)p->ssm_n_group);
         if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+        if (p->mtp && p->n_layer >= 512) return e0_fail(e, "--mtp: at most 511 layers");
+    } else if (p->mtp) {
+        return e0_fail(e, "--mtp: only the hybrid architectures have MTP blocks here");
     } else if (p->n_rot || p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval) {
         if (p->n_rot && p->n_rot != p->head_dim)
             return e0_fail(e, "--n-rot: %s rotates whole heads (only the hybrid architectures have partial RoPE here)", a->name);

@@ -43,6 +43,8 @@ typedef struct synth_params {
     int64_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank; /* conv kernel, DeltaNet head size,
                                                                   key heads, value heads */
     int64_t full_attn_interval; /* every this-many-th layer is full attention */
+    int mtp;                   /* 1: one MTP (NextN draft) block after the layers, as the converter
+                                  writes it (nextn_predict_layers 1); the engine ignores it */
 } synth_params;
 
 /* What synth_write did. */

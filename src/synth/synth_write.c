@@ -144,6 +144,20 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
         for (int u = 0; u < E0_T_COUNT; u++)
             if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, (int)il, e))
                 return -1;
+    if (p->mtp) { /* the MTP block: a full-attention layer (layer n_layer is not recurrent) + NextN tensors */
+        const int il = (int)p->n_layer;
+        char name[GGUF_MAX_NAME + 1];
+        for (int u = 0; u < E0_T_COUNT; u++)
+            if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, il, e)) return -1;
+        const uint64_t E = (uint64_t)p->n_embd;
+        snprintf(name, sizeof name, "blk.%d.nextn.eh_proj.weight", il);
+        if (push(l, p, name, 2, 2 * E, E, 1, INIT_MATRIX, e)) return -1;
+        static const char *const norms[] = {"enorm", "hnorm", "shared_head_norm"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "blk.%d.nextn.%s.weight", il, norms[k]);
+            if (push(l, p, name, 1, E, 1, 1, INIT_NORM, e)) return -1;
+        }
+    }
     for (; t < E0_T_COUNT; t++)
         if (!e0_tensor_get((enum e0_tensor)t)->per_layer && push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     return 0;
@@ -161,7 +175,7 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, "general.file_type", synth_file_type(p->type)) ||
              gguf_writer_kv_u32(w, "general.quantization_version", 2) ||
              gguf_writer_kv_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT) ||
-             gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)p->n_layer) ||
+             gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)(p->n_layer + (p->mtp ? 1 : 0))) ||
              gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
              gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
@@ -186,6 +200,7 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(SSM_TIME_STEP_RANK), (uint32_t)p->ssm_dt_rank) ||
              gguf_writer_kv_u32(w, K(SSM_INNER_SIZE), (uint32_t)(p->ssm_dt_rank * p->ssm_d_state)) ||
              gguf_writer_kv_u32(w, K(FULL_ATTENTION_INTERVAL), (uint32_t)p->full_attn_interval);
+        if (!rc && p->mtp) rc = gguf_writer_kv_u32(w, K(NEXTN_PREDICT_LAYERS), 1);
         if (!rc && ai->rope == E0_ROPE_IMROPE) {
             int32_t sec[4];
             synth_rope_sections(p->n_rot ? p->n_rot : p->head_dim, sec);
