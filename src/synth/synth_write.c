@@ -414,7 +414,7 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
         for (size_t i = 0; i < l.n; i++) {
             st->n_params += l.t[i].ne[0] * l.t[i].ne[1] * l.t[i].ne[2];
             st->data_bytes += l.t[i].nbytes;
-            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].type != p->type) st->n_fallback++;
+            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].init != INIT_CONV && l.t[i].type != p->type) st->n_fallback++;
         }
         st->seconds = e0_now() - t0;
     }
