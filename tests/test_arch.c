@@ -120,7 +120,8 @@ static void check_loads(const synth_params *p, const char *what) {
     CHECKF(hp->qk_norm == a->qk_norm && hp->qkv_bias == a->qkv_bias &&
                (a->mla || (hp->shared_expert == a->shared_expert && hp->moe_norm_topk == a->norm_topk &&
                            hp->gating == a->gating)) &&
-               hp->shared_expert_gate == a->shared_expert_gate && hp->rope_neox == (a->rope == E0_ROPE_NEOX),
+               hp->shared_expert_gate == a->shared_expert_gate && hp->rope_neox == (a->rope != E0_ROPE_NORMAL) &&
+               hp->rope_imrope == (a->rope == E0_ROPE_IMROPE) && hp->hybrid == a->hybrid,
            "%s: flags differ from the row", what);
     if (a->mla)
         CHECKF(hp->mla && hp->shared_expert == (p->n_expert_shared > 0) && hp->n_layer_dense_lead == p->n_layer_dense_lead &&
@@ -137,14 +138,25 @@ static void check_loads(const synth_params *p, const char *what) {
     /* and to the slots the row's flags promise */
     for (int64_t il = 0; il < hp->n_layer; il++) {
         const e0_layer *L = &m->layers[il];
-        if (a->mla)
+        if (e0_layer_is_recurrent(hp, il)) { /* hybrid: a Gated DeltaNet layer, no attention tensors */
+            CHECKF(L->attn_norm && L->ffn_norm && L->dn_qkv.data && L->dn_gate.data && L->dn_out.data && L->dn_conv &&
+                       L->dn_dt && L->dn_a && L->dn_norm && !L->wq.t && !L->q_norm,
+                   "%s: DeltaNet layer %lld", what, (long long)il);
+            CHECKF(a->dn_ba_fused ? L->dn_ba.data && !L->dn_beta.t : L->dn_beta.data && L->dn_alpha.data && !L->dn_ba.t,
+                   "%s: DeltaNet beta/alpha", what);
+        } else if (a->mla) {
             CHECKF(L->attn_norm && L->ffn_norm && (p->q_lora_rank ? L->wq_a.data && L->wq_b.data && L->q_a_norm : L->wq.data != NULL) &&
                        L->wkv_a.data && L->kv_a_norm && L->wk_b.data && L->wv_b.data && L->wo.data && !L->wk.data,
                    "%s: MLA attention", what);
-        else
-        CHECKF(L->attn_norm && L->ffn_norm && L->wq.data && L->wk.data && L->wv.data && L->wo.data, "%s: attention", what);
-        CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
-        CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+            CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
+            CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+        } else {
+            CHECKF(L->attn_norm && L->ffn_norm && L->wq.data && L->wk.data && L->wv.data && L->wo.data, "%s: attention", what);
+            CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
+            CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+            CHECKF(L->wq.ne[1] == (a->hybrid ? 2 : 1) * p->n_head * p->head_dim, "%s: attn_q rows", what);
+            CHECKF(!a->hybrid || !L->dn_qkv.t, "%s: attention layer with DeltaNet tensors", what);
+        }
         int moe = p->n_expert > 0 && il >= p->n_layer_dense_lead; /* deepseek2's leading layers are dense */
         CHECKF(!moe == !(L->router.data && L->gate_exps.data && L->up_exps.data && L->down_exps.data), "%s: experts", what);
         CHECKF(moe == !(L->ffn_gate.data && L->ffn_up.data && L->ffn_down.data), "%s: dense FFN", what);

@@ -35,7 +35,12 @@ static const char *tmp_path(const char *name) {
 
 /* The architectures whose models always have routed experts (written here, not taken from the
  * table, so that the expectations stay independent of it). */
-static int is_moe_arch(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS; }
+static int is_moe_arch(enum e0_arch a) {
+    return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS || a == E0_ARCH_QWEN35MOE ||
+           a == E0_ARCH_QWEN3NEXT;
+}
+/* architectures with a sigmoid-gated shared expert */
+static int has_shexp(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN35MOE || a == E0_ARCH_QWEN3NEXT; }
 
 /* A small model: 2 layers, the given embedding width, 4 heads of 32, 2 KV heads. */
 static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
@@ -54,7 +59,7 @@ static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
     p.n_ctx = 512;
     if (arch == E0_ARCH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
     if (is_moe_arch(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
-    if (arch == E0_ARCH_QWEN2MOE) p.n_ff_shexp = 2 * n_embd;
+    if (has_shexp(arch)) p.n_ff_shexp = 2 * n_embd;
     p.seed = 7;
     p.n_threads = 2;
     return p;
@@ -84,9 +89,28 @@ static int expect(const synth_params *p, exp_tensor *out) {
     X(1, 2, E, p->n_vocab, 1, "token_embd.weight");
     X(0, 1, E, 1, 1, "output_norm.weight");
     if (!p->tied_output) X(1, 2, E, p->n_vocab, 1, "output.weight");
+    const int hybrid = p->arch == E0_ARCH_QWEN35 || p->arch == E0_ARCH_QWEN35MOE || p->arch == E0_ARCH_QWEN3NEXT;
+    if (hybrid) qkn = 1;
     for (int i = 0; i < p->n_layer; i++) {
         X(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
-        X(1, 2, E, QD, 1, "blk.%d.attn_q.weight", i);
+        if (hybrid && (i + 1) % p->full_attn_interval != 0) {
+            /* a Gated DeltaNet layer (llama.cpp's qwen35 / qwen3next tensors) */
+            uint64_t S = (uint64_t)p->ssm_d_state, HV = (uint64_t)p->ssm_dt_rank, DI = HV * S;
+            uint64_t C = 2 * (uint64_t)p->ssm_n_group * S + DI;
+            X(1, 2, E, C, 1, "blk.%d.attn_qkv.weight", i);
+            X(1, 2, E, DI, 1, "blk.%d.attn_gate.weight", i);
+            X(0, 2, (uint64_t)p->ssm_d_conv, C, 1, "blk.%d.ssm_conv1d.weight", i);
+            X(0, 1, HV, 1, 1, "blk.%d.ssm_dt.bias", i);
+            X(0, 1, HV, 1, 1, "blk.%d.ssm_a", i);
+            if (p->arch == E0_ARCH_QWEN3NEXT) X(1, 2, E, 2 * HV, 1, "blk.%d.ssm_ba.weight", i);
+            else {
+                X(1, 2, E, HV, 1, "blk.%d.ssm_beta.weight", i);
+                X(1, 2, E, HV, 1, "blk.%d.ssm_alpha.weight", i);
+            }
+            X(0, 1, S, 1, 1, "blk.%d.ssm_norm.weight", i);
+            X(1, 2, DI, E, 1, "blk.%d.ssm_out.weight", i);
+        } else {
+        X(1, 2, E, hybrid ? 2 * QD : QD, 1, "blk.%d.attn_q.weight", i); /* hybrid: q and its gate */
         X(1, 2, E, KD, 1, "blk.%d.attn_k.weight", i);
         X(1, 2, E, KD, 1, "blk.%d.attn_v.weight", i);
         X(1, 2, QD, E, 1, "blk.%d.attn_output.weight", i);
@@ -99,9 +123,10 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
-        if (!oss) X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+        }
+        if (hybrid || oss) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
+        else X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
         if (oss) {
-            X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
             X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i);
             X(0, 1, p->n_head, 1, 1, "blk.%d.attn_sinks.weight", i);
             X(0, 1, p->n_expert, 1, 1, "blk.%d.ffn_gate_inp.bias", i);
@@ -119,7 +144,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(1, 2, E, p->n_ff, 1, "blk.%d.ffn_up.weight", i);
             X(1, 2, p->n_ff, E, 1, "blk.%d.ffn_down.weight", i);
         }
-        if (p->arch == E0_ARCH_QWEN2MOE) {
+        if (p->arch == E0_ARCH_QWEN2MOE || (hybrid && moe)) {
             X(0, 1, E, 1, 1, "blk.%d.ffn_gate_inp_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
@@ -212,14 +237,14 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_i(f, a, "attention.head_count_kv") == p->n_head_kv);
     CHECK(get_i(f, a, "attention.key_length") == p->head_dim);
     CHECK(get_i(f, a, "attention.value_length") == p->head_dim);
-    CHECK(get_i(f, a, "rope.dimension_count") == p->head_dim);
+    CHECK(get_i(f, a, "rope.dimension_count") == (p->n_rot ? p->n_rot : p->head_dim));
     CHECK(fabsf(get_f(f, a, "attention.layer_norm_rms_epsilon") - (float)p->rms_eps) < 1e-12f);
     CHECK(get_f(f, a, "rope.freq_base") == (float)p->rope_base);
     CHECK(get_i(f, a, "expert_count") == (p->n_expert ? p->n_expert : -12345));
     CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
     CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) ? p->n_ff_exp : -12345));
-    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == E0_ARCH_QWEN2MOE ? p->n_ff_shexp : -12345));
     CHECK(get_i(f, a, "attention.sliding_window") == (p->arch == E0_ARCH_GPTOSS ? p->n_swa : -12345));
+    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (has_shexp(p->arch) ? p->n_ff_shexp : -12345));
     /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");

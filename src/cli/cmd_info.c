@@ -87,9 +87,22 @@ int cmd_info(int argc, char **argv) {
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
                hp->qk_norm ? "per-head q/k RMSNorm" : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
+    if (hp->hybrid) {
+        printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "
+               "%lld gated attention layers\n",
+               (long long)(hp->n_layer - hp->n_layer_kv), (long long)hp->ssm_n_group, (long long)hp->ssm_dt_rank,
+               (long long)hp->ssm_d_state, (long long)hp->ssm_d_conv, (long long)hp->n_layer_kv);
+        if (hp->n_layer_nextn) printf("mtp blocks:      %lld (loaded by llama.cpp as draft heads; ignored here)\n", (long long)hp->n_layer_nextn);
+        printf("recurrent state: %llu bytes per sequence (any context length)\n", (unsigned long long)e0_recurrent_bytes(hp));
+    }
     printf("n_embd:          %lld\n", (long long)hp->n_embd);
+    char rope_kind[96];
+    if (hp->rope_imrope)
+        snprintf(rope_kind, sizeof rope_kind, "imrope, sections %d,%d,%d,%d", hp->rope_sections[0], hp->rope_sections[1],
+                 hp->rope_sections[2], hp->rope_sections[3]);
+    else snprintf(rope_kind, sizeof rope_kind, "%s", hp->rope_neox ? "neox" : "normal");
     printf("heads:           %lld (kv %lld, head_dim %lld, rope dims %lld, %s)\n", (long long)hp->n_head,
-           (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, hp->rope_neox ? "neox" : "normal");
+           (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, rope_kind);
     printf("rope freq base:  %g\n", (double)hp->rope_base);
     printf("rms eps:         %g\n", (double)hp->rms_eps);
     printf("context length:  %lld\n", (long long)hp->n_ctx_train);

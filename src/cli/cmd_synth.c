@@ -30,6 +30,10 @@ static void usage(FILE *f) {
             "    --n-dense-lead --n-expert-shared --n-expert-groups --n-group-used --exp-probs-b 0|1\n"
             "    --expert-weights-norm 0|1 --gating softmax|sigmoid --expert-weights-scale F\n"
             "    --yarn-log-mul F; --n-ctx-orig N (= --yarn-orig-ctx; 0: n_ctx)\n"
+            "  --n-rot --ssm-conv --ssm-state --ssm-groups --ssm-heads --full-attn-interval N\n"
+            "                        hybrid architectures (qwen35*, qwen3next): RoPE dims, DeltaNet conv kernel,\n"
+            "                        head size, key heads, value heads, every N-th layer full attention\n"
+            "  --mtp                 hybrid architectures: one MTP (NextN draft) block after the layers\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -63,10 +67,14 @@ static const dim_flag dims[] = {
     /* deepseek2 */
     DIM("--n-dense-lead", n_layer_dense_lead, 0, 512), DIM("--n-expert-shared", n_expert_shared, 0, 64),
     DIM("--q-lora-rank", q_lora_rank, 0, 65536),   DIM("--kv-lora-rank", kv_lora_rank, 1, 65536),
-    DIM("--n-rot", n_rot, 2, 1024),                DIM("--head-dim-v", head_dim_v, 1, 1024),
+    DIM("--head-dim-v", head_dim_v, 1, 1024), /* --n-rot: with the hybrids' below */
     DIM("--n-expert-groups", n_expert_groups, 0, 512), DIM("--n-group-used", n_group_used, 0, 512),
     DIM("--exp-probs-b", exp_probs_b, 0, 1),       DIM("--expert-weights-norm", expert_weights_norm, 0, 1),
     DIM("--n-ctx-orig", yarn_orig_ctx, 0, 1 << 24), /* = --yarn-orig-ctx (0: n_ctx) */
+    /* hybrid architectures (--n-rot: deepseek2's rope dims too) */
+    DIM("--n-rot", n_rot, 0, 1024),            DIM("--ssm-conv", ssm_d_conv, 2, 64),
+    DIM("--ssm-state", ssm_d_state, 1, 1024),  DIM("--ssm-groups", ssm_n_group, 1, 1024),
+    DIM("--ssm-heads", ssm_dt_rank, 1, 1024),  DIM("--full-attn-interval", full_attn_interval, 1, 512),
 };
 #define N_DIMS (sizeof dims / sizeof dims[0])
 
@@ -74,7 +82,7 @@ int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
     const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0};
     const char *gating = NULL, *w_scale = NULL, *yarn = NULL, *yarn_mul = NULL; /* deepseek2 */
-    int show_progress = isatty(2), tied = 0, quantize = 0;
+    int show_progress = isatty(2), tied = 0, quantize = 0, mtp = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -91,6 +99,10 @@ int cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(a, "--quantize")) {
             quantize = 1;
+            continue;
+        }
+        if (!strcmp(a, "--mtp")) {
+            mtp = 1;
             continue;
         }
         if (!strcmp(a, "--arch")) slot = &arch;
@@ -167,6 +179,7 @@ int cmd_synth(int argc, char **argv) {
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;
+    p.mtp = mtp;
     p.progress = show_progress;
     if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
 

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_LAYERS 4096
@@ -46,6 +47,21 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                            .gating = E0_GATING_SOFTMAX, .norm_topk = false, .rope = E0_ROPE_NORMAL,
                            .tied_output = true, .rope_freq_base = 10000.0f, .typical_rope_base = 1e4,
                            .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE, .mla = true},
+    /* hybrids (llama.cpp src/models/qwen35.cpp, qwen35moe.cpp, qwen3next.cpp) */
+    [E0_ARCH_QWEN35] = {.arch = E0_ARCH_QWEN35, .name = "qwen35", .ffn = E0_FFN_DENSE, .qk_norm = true,
+                        .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_IMROPE, .tied_output = true,
+                        .rope_freq_base = 10000.0f, .typical_rope_base = 1e7, .typical_rms_eps = 1e-6,
+                        .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .hybrid = true, .dn_heads_tiled = true},
+    [E0_ARCH_QWEN35MOE] = {.arch = E0_ARCH_QWEN35MOE, .name = "qwen35moe", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                           .qk_norm = true, .shared_expert = true, .shared_expert_gate = true,
+                           .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_IMROPE, .tied_output = true,
+                           .rope_freq_base = 10000.0f, .typical_rope_base = 1e7, .typical_rms_eps = 1e-6,
+                           .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .hybrid = true, .dn_heads_tiled = true},
+    [E0_ARCH_QWEN3NEXT] = {.arch = E0_ARCH_QWEN3NEXT, .name = "qwen3next", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                           .qk_norm = true, .shared_expert = true, .shared_expert_gate = true,
+                           .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_NEOX, .tied_output = true,
+                           .rope_freq_base = 10000.0f, .typical_rope_base = 1e7, .typical_rms_eps = 1e-6,
+                           .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .hybrid = true, .dn_ba_fused = true},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -70,7 +86,11 @@ const char *e0_arch_list(const char *sep, char *buf, size_t n) {
 void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->arch = a->arch;
     hp->arch_name = a->name;
-    hp->rope_neox = a->rope == E0_ROPE_NEOX;
+    hp->rope_neox = a->rope == E0_ROPE_NEOX || a->rope == E0_ROPE_IMROPE;
+    hp->rope_imrope = a->rope == E0_ROPE_IMROPE;
+    hp->hybrid = a->hybrid;
+    hp->dn_ba_fused = a->dn_ba_fused;
+    hp->dn_heads_tiled = a->dn_heads_tiled;
     hp->qk_norm = a->qk_norm;
     hp->qkv_bias = a->qkv_bias;
     hp->moe_norm_topk = a->norm_topk;
@@ -128,6 +148,15 @@ static const char *const kv_names[E0_KV_COUNT] = {
     [E0_KV_ROPE_SCALING_ATTN_FACTOR] = "rope.scaling.attn_factor",
     [E0_KV_ROPE_SCALING_ORIG_CTX_LEN] = "rope.scaling.original_context_length",
     [E0_KV_ROPE_SCALING_YARN_LOG_MUL] = "rope.scaling.yarn_log_multiplier",
+    [E0_KV_SSM_CONV_KERNEL] = "ssm.conv_kernel",
+    [E0_KV_SSM_INNER_SIZE] = "ssm.inner_size",
+    [E0_KV_SSM_STATE_SIZE] = "ssm.state_size",
+    [E0_KV_SSM_TIME_STEP_RANK] = "ssm.time_step_rank",
+    [E0_KV_SSM_GROUP_COUNT] = "ssm.group_count",
+    [E0_KV_FULL_ATTENTION_INTERVAL] = "full_attention_interval",
+    [E0_KV_ROPE_DIMENSION_SECTIONS] = "rope.dimension_sections",
+    [E0_KV_ATTENTION_RECURRENT_LAYERS] = "attention.recurrent_layers",
+    [E0_KV_NEXTN_PREDICT_LAYERS] = "nextn_predict_layers",
 };
 
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n) {
@@ -325,6 +354,109 @@ static int read_mla_hparams(kv_reader *r, e0_hparams *hp, int64_t vlen) {
     return 0;
 }
 
+/* An integer array key of exactly n entries (any integer or bool element type) into out.
+ * Returns 1 found, 0 absent, -1 error (wrong type or length). */
+static int get_int_array(kv_reader *r, enum e0_kv k, int64_t n, int64_t *out) {
+    char full[160];
+    e0_arch_key(r->a, k, full, sizeof full);
+    static const enum gguf_vtype types[] = {GGUF_I32, GGUF_U32, GGUF_BOOL, GGUF_U8, GGUF_I8, GGUF_I64, GGUF_U64};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const void *data;
+        uint64_t cnt;
+        e0_err tmp;
+        int rc = gguf_get_arr(r->f, full, types[ti], &data, &cnt, &tmp);
+        if (rc == 0) return 0; /* absent */
+        if (rc < 0) continue;  /* present with another element type: try the next */
+        if (cnt != (uint64_t)n)
+            return e0_fail(r->e, "%s: %s has %llu entries, expected %lld", r->f->path, full, (unsigned long long)cnt, (long long)n);
+        const uint8_t *b = data;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = 0;
+            switch (types[ti]) {
+            case GGUF_I32: { int32_t x; memcpy(&x, b + (size_t)i * 4, 4); v = x; } break;
+            case GGUF_U32: { uint32_t x; memcpy(&x, b + (size_t)i * 4, 4); v = x; } break;
+            case GGUF_I8: v = (int8_t)b[i]; break;
+            case GGUF_BOOL: case GGUF_U8: v = b[i]; break;
+            default: { int64_t x; memcpy(&x, b + (size_t)i * 8, 8); v = x; } break;
+            }
+            out[i] = v;
+        }
+        return 1;
+    }
+    return e0_fail(r->e, "%s: %s is not an array of integers", r->f->path, full);
+}
+
+/* The hybrid models' keys (llama.cpp's qwen35 / qwen35moe / qwen3next loaders): the DeltaNet
+ * sizes, which layers are recurrent, the MTP blocks to ignore, the RoPE sections. */
+static int read_hybrid(kv_reader *r, e0_hparams *hp) {
+    const char *path = r->f->path;
+    int64_t nextn = 0;
+    if (get_int(r, E0_KV_NEXTN_PREDICT_LAYERS, 0, hp->n_layer - 1, false, &nextn) < 0) return -1;
+    const int64_t n_all = hp->n_layer;
+    hp->n_layer_nextn = nextn;
+    hp->n_layer = n_all - nextn; /* the MTP blocks (draft heads) are not part of the main pass */
+    if (get_int(r, E0_KV_SSM_CONV_KERNEL, 1, 64, true, &hp->ssm_d_conv) < 0 ||
+        get_int(r, E0_KV_SSM_STATE_SIZE, 1, 4096, true, &hp->ssm_d_state) < 0 ||
+        get_int(r, E0_KV_SSM_GROUP_COUNT, 1, 4096, true, &hp->ssm_n_group) < 0 ||
+        get_int(r, E0_KV_SSM_TIME_STEP_RANK, 1, 4096, true, &hp->ssm_dt_rank) < 0 ||
+        get_int(r, E0_KV_SSM_INNER_SIZE, 1, MAX_DIM, true, &hp->ssm_d_inner) < 0)
+        return -1;
+    if (hp->ssm_dt_rank % hp->ssm_n_group)
+        return e0_fail(r->e, "%s: ssm.time_step_rank %lld (value heads) is not a multiple of ssm.group_count %lld (key heads)",
+                       path, (long long)hp->ssm_dt_rank, (long long)hp->ssm_n_group);
+    if (hp->ssm_d_inner != hp->ssm_dt_rank * hp->ssm_d_state)
+        return e0_fail(r->e, "%s: ssm.inner_size %lld != ssm.time_step_rank %lld x ssm.state_size %lld", path,
+                       (long long)hp->ssm_d_inner, (long long)hp->ssm_dt_rank, (long long)hp->ssm_d_state);
+    if (hp->ssm_d_state * hp->ssm_d_state * hp->ssm_dt_rank > ((int64_t)1 << 30))
+        return e0_fail(r->e, "%s: DeltaNet state of %lld x %lld x %lld values is too large", path,
+                       (long long)hp->ssm_dt_rank, (long long)hp->ssm_d_state, (long long)hp->ssm_d_state);
+    /* recurrent layers: attention.recurrent_layers, else every layer but each interval-th */
+    int64_t *flags = malloc((size_t)n_all * sizeof *flags);
+    if (!flags) return e0_fail(r->e, "out of memory");
+    int rc = get_int_array(r, E0_KV_ATTENTION_RECURRENT_LAYERS, n_all, flags);
+    if (rc < 0) return free(flags), -1;
+    if (rc == 0) {
+        int64_t interval = 4;
+        if (get_int(r, E0_KV_FULL_ATTENTION_INTERVAL, 1, E0_MAX_LAYERS, false, &interval) < 0) return free(flags), -1;
+        for (int64_t i = 0; i < n_all; i++) flags[i] = (i + 1) % interval != 0;
+    }
+    memset(hp->recr_bits, 0, sizeof hp->recr_bits);
+    hp->n_layer_kv = 0;
+    for (int64_t i = 0; i < hp->n_layer; i++) {
+        if (flags[i]) hp->recr_bits[i / 64] |= (uint64_t)1 << (i % 64);
+        else hp->n_layer_kv++;
+    }
+    free(flags);
+    /* RoPE sections (qwen35*: required, 4 entries; only text positions are supported, so they only
+     * decide which pairs stay unrotated) */
+    if (hp->rope_imrope) {
+        int64_t sec[4];
+        if ((rc = get_int_array(r, E0_KV_ROPE_DIMENSION_SECTIONS, 4, sec)) < 0) return -1;
+        if (rc == 0) {
+            char full[160];
+            return e0_fail(r->e, "%s: missing metadata key '%s'", path,
+                           e0_arch_key(r->a, E0_KV_ROPE_DIMENSION_SECTIONS, full, sizeof full));
+        }
+        int64_t sum = 0;
+        for (int i = 0; i < 4; i++) {
+            if (sec[i] < 0 || sec[i] > 65536) return e0_fail(r->e, "%s: rope.dimension_sections[%d] = %lld is out of range", path, i, (long long)sec[i]);
+            hp->rope_sections[i] = (int32_t)sec[i];
+            sum += sec[i];
+        }
+        if (sum <= 0 || sum > hp->head_dim || sec[0] + sec[1] + sec[2] == 0)
+            return e0_fail(r->e, "%s: rope.dimension_sections sum to %lld (must be in 1 .. head_dim %lld, t/h/w not all 0)", path,
+                           (long long)sum, (long long)hp->head_dim);
+    }
+    return 0;
+}
+
+int64_t e0_hparams_kv_layer(const e0_hparams *hp, int64_t il) {
+    if (!hp->hybrid) return il;
+    int64_t k = 0;
+    for (int64_t j = 0; j < il; j++) k += !e0_layer_is_recurrent(hp, j);
+    return k;
+}
+
 int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     const gguf_string *name;
     int rc = gguf_get_str(f, "general.architecture", &name, e);
@@ -391,7 +523,9 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
         get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_shexp) < 0)
         return -1;
     if (read_swa_and_rope_scaling(&r, hp) < 0) return -1;
-    if (a->mla) return read_mla_hparams(&r, hp, vlen);
+    if (a->mla && read_mla_hparams(&r, hp, vlen) < 0) return -1;
+    hp->n_layer_kv = hp->n_layer;
+    if (a->hybrid && read_hybrid(&r, hp) < 0) return -1;
     return 0;
 }
 
@@ -402,15 +536,15 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
 static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_TOKEN_EMBD] = {"token_embd.weight", false, M2(EMBD, VOCAB), E0_NEED_ALWAYS, E0_ROLE_EMBED},
     [E0_T_ATTN_NORM] = {"blk.%d.attn_norm.weight", true, V1(EMBD), E0_NEED_ALWAYS, E0_ROLE_NORM},
-    [E0_T_ATTN_Q] = {"blk.%d.attn_q.weight", true, M2(EMBD, Q), E0_NEED_MHA, E0_ROLE_WEIGHT},
-    [E0_T_ATTN_K] = {"blk.%d.attn_k.weight", true, M2(EMBD, KV), E0_NEED_MHA, E0_ROLE_WEIGHT},
-    [E0_T_ATTN_V] = {"blk.%d.attn_v.weight", true, M2(EMBD, KV), E0_NEED_MHA, E0_ROLE_WEIGHT},
+    [E0_T_ATTN_Q] = {"blk.%d.attn_q.weight", true, M2(EMBD, Q_OUT), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
+    [E0_T_ATTN_K] = {"blk.%d.attn_k.weight", true, M2(EMBD, KV), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
+    [E0_T_ATTN_V] = {"blk.%d.attn_v.weight", true, M2(EMBD, KV), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
     [E0_T_ATTN_Q_BIAS] = {"blk.%d.attn_q.bias", true, V1(Q), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_K_BIAS] = {"blk.%d.attn_k.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_V_BIAS] = {"blk.%d.attn_v.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
-    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM},
-    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM},
-    [E0_T_ATTN_OUT] = {"blk.%d.attn_output.weight", true, M2(Q, EMBD), E0_NEED_MHA, E0_ROLE_WEIGHT},
+    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_OUT] = {"blk.%d.attn_output.weight", true, M2(Q, EMBD), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
     [E0_T_FFN_NORM] = {"blk.%d.ffn_norm.weight", true, V1(EMBD), E0_NEED_FFN_NORM, E0_ROLE_NORM},
     [E0_T_FFN_GATE] = {"blk.%d.ffn_gate.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
     [E0_T_FFN_UP] = {"blk.%d.ffn_up.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
@@ -442,6 +576,17 @@ static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_FFN_GATE_EXPS_BIAS] = {"blk.%d.ffn_gate_exps.bias", true, M2(FF_EXP, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
     [E0_T_FFN_UP_EXPS_BIAS] = {"blk.%d.ffn_up_exps.bias", true, M2(FF_EXP, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
     [E0_T_FFN_DOWN_EXPS_BIAS] = {"blk.%d.ffn_down_exps.bias", true, M2(EMBD, EXPERT), E0_NEED_EXPERT_BIAS, E0_ROLE_BIAS},
+    /* hybrid models (llama.cpp's names; their FFN norm is E0_T_ATTN_POST_NORM): the DeltaNet layers' */
+    [E0_T_DN_QKV] = {"blk.%d.attn_qkv.weight", true, M2(EMBD, DN_CONV), E0_NEED_HYBRID, E0_ROLE_WEIGHT, E0_KIND_RECR},
+    [E0_T_DN_GATE] = {"blk.%d.attn_gate.weight", true, M2(EMBD, DN_V), E0_NEED_HYBRID, E0_ROLE_WEIGHT, E0_KIND_RECR},
+    [E0_T_DN_CONV1D] = {"blk.%d.ssm_conv1d.weight", true, M2(DN_KERNEL, DN_CONV), E0_NEED_HYBRID, E0_ROLE_CONV, E0_KIND_RECR},
+    [E0_T_DN_DT] = {"blk.%d.ssm_dt.bias", true, V1(DN_VHEADS), E0_NEED_HYBRID, E0_ROLE_BIAS, E0_KIND_RECR},
+    [E0_T_DN_A] = {"blk.%d.ssm_a", true, V1(DN_VHEADS), E0_NEED_HYBRID, E0_ROLE_DECAY, E0_KIND_RECR},
+    [E0_T_DN_BETA] = {"blk.%d.ssm_beta.weight", true, M2(EMBD, DN_VHEADS), E0_NEED_DN_SPLIT_BA, E0_ROLE_WEIGHT, E0_KIND_RECR},
+    [E0_T_DN_ALPHA] = {"blk.%d.ssm_alpha.weight", true, M2(EMBD, DN_VHEADS), E0_NEED_DN_SPLIT_BA, E0_ROLE_WEIGHT, E0_KIND_RECR},
+    [E0_T_DN_BA] = {"blk.%d.ssm_ba.weight", true, M2(EMBD, DN_VHEADS2), E0_NEED_DN_FUSED_BA, E0_ROLE_WEIGHT, E0_KIND_RECR},
+    [E0_T_DN_NORM] = {"blk.%d.ssm_norm.weight", true, V1(DN_STATE), E0_NEED_HYBRID, E0_ROLE_NORM, E0_KIND_RECR},
+    [E0_T_DN_OUT] = {"blk.%d.ssm_out.weight", true, M2(DN_V, EMBD), E0_NEED_HYBRID, E0_ROLE_WEIGHT, E0_KIND_RECR},
 };
 #undef V1
 #undef M2
@@ -484,8 +629,19 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
     case E0_NEED_ATTN_SINKS: return hp->attn_sinks ? 2 : 0;
     case E0_NEED_ROUTER_BIAS: return moe && hp->router_bias ? 2 : 0;
     case E0_NEED_EXPERT_BIAS: return moe && hp->expert_bias ? 2 : 0;
+    case E0_NEED_HYBRID: return hp->hybrid ? 2 : 0;
+    case E0_NEED_DN_SPLIT_BA: return hp->hybrid && !hp->dn_ba_fused ? 2 : 0;
+    case E0_NEED_DN_FUSED_BA: return hp->hybrid && hp->dn_ba_fused ? 2 : 0;
     }
     return 0;
+}
+
+int e0_tensor_presence_at(enum e0_tensor t, const e0_hparams *hp, int64_t il) {
+    int p = e0_tensor_presence(t, hp);
+    const e0_tensor_info *ti = e0_tensor_get(t);
+    if (!p || !ti->per_layer || !hp->hybrid || ti->kind == E0_KIND_ANY) return p;
+    bool recr = e0_layer_is_recurrent(hp, il);
+    return (ti->kind == E0_KIND_RECR) == recr ? p : 0;
 }
 
 static int64_t dim_value(enum e0_dim d, const e0_hparams *hp) {
@@ -507,6 +663,13 @@ static int64_t dim_value(enum e0_dim d, const e0_hparams *hp) {
     case E0_DIM_KV_LORA: return hp->kv_lora_rank;
     case E0_DIM_KV_A: return hp->kv_lora_rank + hp->n_rot;
     case E0_DIM_NOPE: return hp->head_dim_k_mla - hp->n_rot;
+    case E0_DIM_Q_OUT: return hp->n_head * hp->head_dim * (hp->hybrid ? 2 : 1);
+    case E0_DIM_DN_CONV: return 2 * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+    case E0_DIM_DN_V: return hp->ssm_d_inner;
+    case E0_DIM_DN_VHEADS: return hp->ssm_dt_rank;
+    case E0_DIM_DN_VHEADS2: return 2 * hp->ssm_dt_rank;
+    case E0_DIM_DN_STATE: return hp->ssm_d_state;
+    case E0_DIM_DN_KERNEL: return hp->ssm_d_conv;
     }
     return 0;
 }

@@ -4,6 +4,8 @@
  *   kv.c              the KV cache's types and row conversions (declared here and in engine.h)
  *   experts_predict.c expert prediction and prefetch policy (routing=predicted, predict_ahead,
  *                     prefetch, prefill_read=auto)
+ *   deltanet.c        the hybrid models' Gated DeltaNet layers and their recurrent state (rs),
+ *                     gated attention, multi-section RoPE
  *
  * Shapes use B = n_batch (tokens per chunk), E = n_embd, X = n_expert, K = n_expert_used,
  * F = n_ff_exp, q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim. A chunk of n = n_tok
@@ -152,6 +154,24 @@ struct e0_ctx {
         e0_ctx_stats st;
     } stats;
 
+    /* Hybrid models (deltanet.c; all NULL / 0 otherwise). C = conv channels (2*Hk*S + Hv*S), K = conv
+     * kernel, S = state size, Hv = value heads, DI = Hv*S, R = DeltaNet layers. The state belongs to
+     * the sequence like the KV cache: conv [R][K-1][C] and ssm [R][Hv][S][S] (E0_MEM_RECURRENT);
+     * the rest is scratch for a chunk. */
+    struct {
+        float *conv, *ssm;    /* the recurrent state */
+        size_t bytes_conv, bytes_ssm;
+        int64_t conv_dim;     /* C */
+        float *qkv;           /* [B][C] attn_qkv output, then the conv + silu output (q, k normed) */
+        float *win;           /* [K-1+B][C] the conv window: state rows, then the chunk's */
+        float *z;             /* [B][DI] the output gate */
+        float *ba;            /* [B][2*Hv] ssm_ba (qwen3next) or [B][Hv] ssm_alpha output */
+        float *beta, *gdec;   /* [B][Hv] beta (ssm_beta output, then sigmoid) and the decay g */
+        float *o;             /* [B][DI] delta-rule output, then gated-normed */
+        float *delta;         /* [max(threads)][S] per thread */
+        float *qg;            /* [B][2*q_dim] attention layers' wq output: q and gate per head */
+    } rs;
+
     uint8_t *scratch;         /* the one allocation every buffer above except kv is carved from */
     size_t scratch_bytes;
 };
@@ -271,5 +291,21 @@ void e0_predict_forget(e0_ctx *c);
  * il with the trace's experts for the chunk's tokens (weights: the trace's, else uniform). */
 void e0_replay_route(e0_ctx *c, int il, int n_tok);
 void e0_predict_reset_stats(e0_ctx *c);
+
+/* ---- deltanet.c ---- */
+
+/* DeltaNet layers and conv channels (0 for non-hybrid models); e0_recurrent_bytes: engine.h. */
+int64_t e0_recurrent_layers(const e0_hparams *hp);
+int64_t e0_recurrent_conv_dim(const e0_hparams *hp);
+/* Zero the recurrent state (a new sequence). */
+void e0_recurrent_reset(e0_ctx *c);
+/* DeltaNet layer il: act.xn [n][E] -> out [n][E] (out may alias act.xn), advancing the state. */
+void e0_deltanet_layer(e0_ctx *c, int il, int n_tok, float *out);
+/* Gated attention: q [n][q_dim] from wq's output qg [n][2*q_dim] (per head: q, then gate), and
+ * att [n][q_dim] *= sigmoid(gate). */
+void e0_gated_q_split(const e0_hparams *hp, const float *qg, int n_tok, float *q);
+void e0_gated_apply(const e0_hparams *hp, const float *qg, int n_tok, float *att);
+/* qwen35*'s interleaved multi-section RoPE for text positions (NEOX pairs). */
+void e0_rope_imrope(float *x, int64_t n_rot, int pos, float base, const int32_t sections[4]);
 
 #endif

@@ -29,7 +29,8 @@
 
 /* q [n][q_dim], k, v [n][kv_dim] of the chunk: add the biases (qwen2), normalize each head
  * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache (each row
- * converted once to its cache type). */
+ * converted once to its cache type; a hybrid's attention layers only have one: attn_ext.c's
+ * layout tables). */
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
     /* gpt-oss: RoPE with scaling (YaRN) and a per-layer base (attn_ext.c) */
@@ -47,12 +48,14 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             float *qh = q + h * hp->head_dim;
             if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos0 + i, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
             if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos0 + i, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         /* the row of position pos0 + i, converted once to the cache types */
@@ -407,24 +410,35 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         double t0 = e0_clock_if(c);
         /* x [n][E] -> xn = rmsnorm(x) * attn_norm [n][E] */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
+        if (e0_layer_is_recurrent(hp, il)) {
+            /* hybrid: a Gated DeltaNet layer instead of attention, xn -> attn_out [n][E] (deltanet.c) */
+            e0_deltanet_layer(c, (int)il, n_tok, attn_out);
+            for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
+            c->stats.st.attention += e0_clock_if(c) - t0;
+            goto ffn_part;
+        }
         if (hp->mla) {
             /* deepseek2: xn -> absorbed queries q [n][H][C+R], compressed row -> KV cache (attn_mla.c) */
             e0_mla_project(c, L, (int)il, n_tok, pos0);
         } else {
-        /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type) */
+        /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type);
+         * hybrid: wq gives q and the output gate per head into rs.qg [n][2*q_dim] */
         e0_matmul_input(c, xn, n_tok, E);
-        e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
+        e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, hp->hybrid ? c->rs.qg : c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
         e0_matmul_run(c->threads.cur, qkv, 3);
+        if (hp->hybrid) e0_gated_q_split(hp, c->rs.qg, n_tok, c->act.q);
         /* q, k (+bias, q/k norm) -> RoPE; k, v -> KV cache rows pos0 .. pos0+n-1 of layer il */
         rope_and_cache(c, L, (int)il, n_tok, pos0);
         }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
-        /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c); x += attn_out */
+        /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c; hybrid: att *=
+         * sigmoid(gate) first); x += attn_out */
         if (hp->mla) {
             e0_mla_output(c, L, n_tok, attn_out);
         } else {
+        if (hp->hybrid) e0_gated_apply(hp, c->rs.qg, n_tok, c->act.att); /* att *= sigmoid(gate) */
         e0_matmul_input(c, c->act.att, n_tok, c->q_dim);
         e0_matmul_weight(c, &L->wo, attn_out);
         }
@@ -433,7 +447,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
                 for (int64_t e = 0; e < E; e++) attn_out[(size_t)i * E + e] += L->bo[e];
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
         c->stats.st.attention += e0_clock_if(c) - t0;
-
+    ffn_part:
         /* x -> xn = rmsnorm(x) * ffn_norm [n][E] -> ffn_out [n][E]; x += ffn_out */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
         if (ffn(c, (int)il, n_tok, ffn_out) < 0) return -1;
@@ -469,7 +483,9 @@ int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
         int chunk = n - done < c->n_batch ? n - done : c->n_batch;
         c->err = e;
         if (forward_chunk(c, tokens + done, chunk, all_logits ? all_logits + (size_t)done * hp->n_vocab : NULL) < 0) {
-            /* The KV cache holds a partial chunk: forget it, keep what was complete before. */
+            /* The KV cache holds a partial chunk: forget it, keep what was complete before. A
+             * recurrent state cannot be rolled back: the sequence starts again. */
+            if (hp->hybrid) e0_ctx_truncate(c, 0);
             return -1;
         }
         done += chunk;

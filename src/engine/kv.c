@@ -66,7 +66,8 @@ static uint64_t pos_row_bytes(const e0_hparams *hp, uint32_t type_k, uint32_t ty
 }
 
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
-    return (uint64_t)(hp->n_layer - n_swa_layers(hp)) * pos_row_bytes(hp, type_k, type_v);
+    /* the full-attention layers (hybrids: their attention layers only) */
+    return (uint64_t)(e0_hparams_kv_layers(hp) - n_swa_layers(hp)) * pos_row_bytes(hp, type_k, type_v);
 }
 
 uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {

@@ -55,6 +55,16 @@ typedef struct e0_layer {
     e0_weight wk_b;                             /* [nope, kv_lora, n_head]: per head, kv_lora rows of nope */
     e0_weight wv_b;                             /* [kv_lora, v_mla, n_head]: per head, v_mla rows of kv_lora */
     const float *exp_probs_b;                   /* [n_expert] routing correction bias (selection only), or NULL */
+    /* hybrid models' Gated DeltaNet layers (engine/deltanet.c); their attention layers use wq
+     * (q and gate per head), wk, wv, wo, q_norm, k_norm; ffn_norm is post_attention_norm */
+    e0_weight dn_qkv;                           /* attn_qkv [n_embd -> conv_dim]: q, k, v channels */
+    e0_weight dn_gate;                          /* attn_gate [n_embd -> d_inner]: z, the output gate */
+    e0_weight dn_beta, dn_alpha;                /* [n_embd -> n_v_heads] (qwen35*) */
+    e0_weight dn_ba;                            /* [n_embd -> 2 n_v_heads] (qwen3next) */
+    e0_weight dn_out;                           /* ssm_out [d_inner -> n_embd] */
+    const float *dn_conv;                       /* ssm_conv1d [conv_dim][d_conv] */
+    const float *dn_dt, *dn_a;                  /* ssm_dt.bias, ssm_a (= -exp(A_log)) [n_v_heads] */
+    const float *dn_norm;                       /* ssm_norm [d_state] */
 } e0_layer;
 
 typedef struct e0_model_params {

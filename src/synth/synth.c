@@ -43,7 +43,7 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->n_head = p->n_head;
     hp->n_head_kv = p->n_head_kv;
     hp->head_dim = p->head_dim;
-    hp->n_rot = p->head_dim;
+    hp->n_rot = p->n_rot ? p->n_rot : p->head_dim;
     hp->n_ff = p->n_ff;
     hp->n_ctx_train = p->n_ctx;
     hp->n_expert = p->n_expert;
@@ -69,6 +69,27 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
         hp->n_expert_groups = p->n_expert_groups;
         hp->n_group_used = p->n_group_used;
     }
+    if (a && a->hybrid) { /* the DeltaNet sizes and which layers are recurrent, as arch.c reads them */
+        hp->ssm_d_conv = p->ssm_d_conv;
+        hp->ssm_d_state = p->ssm_d_state;
+        hp->ssm_n_group = p->ssm_n_group;
+        hp->ssm_dt_rank = p->ssm_dt_rank;
+        hp->ssm_d_inner = p->ssm_dt_rank * p->ssm_d_state;
+        hp->n_layer_kv = 0;
+        for (int64_t i = 0; i < p->n_layer && i < E0_MAX_LAYERS; i++) {
+            if (p->full_attn_interval > 0 && (i + 1) % p->full_attn_interval != 0) hp->recr_bits[i / 64] |= (uint64_t)1 << (i % 64);
+            else hp->n_layer_kv++;
+        }
+        synth_rope_sections(hp->n_rot, hp->rope_sections);
+    }
+}
+
+void synth_rope_sections(int64_t n_rot, int32_t sec[4]) {
+    /* Qwen3.5's [11, 11, 10, 0] for 32 rotated pairs, scaled to n_rot / 2 pairs */
+    const int64_t pairs = n_rot / 2;
+    sec[0] = sec[1] = (int32_t)(pairs * 11 / 32);
+    sec[2] = (int32_t)(pairs - 2 * sec[0]);
+    sec[3] = 0;
 }
 
 /* deepseek2's MLA and routing defaults per shape (the named shapes' other dimensions are above). */
@@ -98,6 +119,12 @@ typedef struct shape {
     int64_t yarn_orig_ctx;
 } shape;
 
+/* The DeltaNet sizes of shapes made for hybrid architectures (others get small defaults). */
+typedef struct hybrid_shape {
+    const char *name;
+    int64_t n_rot, ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank, full_attn_interval;
+} hybrid_shape;
+
 static const shape shapes[] = {
     /* small enough for tests and demos, like the golden models */
     {"tiny", 2, 256, 4, 2, 64, 512, 8, 2, 256, 512, 512, 2048, 0, 0, 0, 0, 0},
@@ -107,10 +134,18 @@ static const shape shapes[] = {
     /* openai/gpt-oss-20b's config (sliding window 128 on every other layer, YaRN x32 from 4096) */
     {"gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 32, 4, 2880, 0, 201088, 131072, 150000, 1e-5, 128, 32, 4096},
     {"deepseek-v2-lite", 27, 2048, 16, 16, 192, 10944, 64, 6, 1408, 0, 102400, 163840, 1e4, 1e-6, 0, 0, 0},
+    /* Qwen3.5-35B-A3B (Qwen/Qwen3.5-35B-A3B config.json): 40 layers of hidden size 2048, every 4th
+     * full attention (16 q heads, 2 KV heads of 256, partial RoPE over 64 dims, base 1e7), the others
+     * Gated DeltaNet (16 key heads, 32 value heads, head size 128, conv kernel 4); 256 experts of
+     * 512, 8 per token, a shared expert of 512; vocabulary 248320; context 262144 */
+    {"qwen3.5-35b-a3b", 40, 2048, 16, 2, 256, 512, 256, 8, 512, 512, 248320, 262144, 1e7, 1e-6, 0, 0, 0},
+};
+static const hybrid_shape hybrid_shapes[] = {
+    {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
 };
 
 const char *synth_shape_names(void) {
-    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite";
+    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -148,6 +183,25 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     p->yarn_orig_ctx = a->rope_scaling ? s->yarn_orig_ctx : 0;
     p->rope_base = s->rope_base ? s->rope_base : a->typical_rope_base;
     p->rms_eps = s->rms_eps ? s->rms_eps : a->typical_rms_eps;
+    p->n_rot = p->ssm_d_conv = p->ssm_d_state = p->ssm_n_group = p->ssm_dt_rank = p->full_attn_interval = 0;
+    if (a->hybrid) {
+        /* a shape without DeltaNet sizes (tiny) gets small ones: 4 layers (3 DeltaNet, 1 attention),
+         * RoPE over half of each head, 2 key heads and 4 value heads of 32, conv kernel 4 */
+        const hybrid_shape *h = NULL;
+        for (size_t i = 0; i < sizeof hybrid_shapes / sizeof hybrid_shapes[0]; i++)
+            if (!strcmp(name, hybrid_shapes[i].name)) h = &hybrid_shapes[i];
+        static const hybrid_shape small = {"", 0, 4, 32, 2, 4, 4};
+        if (!h) {
+            h = &small;
+            if (p->n_layer < 4) p->n_layer = 4;
+        }
+        p->n_rot = h->n_rot ? h->n_rot : s->head_dim / 2;
+        p->ssm_d_conv = h->ssm_d_conv;
+        p->ssm_d_state = h->ssm_d_state;
+        p->ssm_n_group = h->ssm_n_group;
+        p->ssm_dt_rank = h->ssm_dt_rank;
+        p->full_attn_interval = h->full_attn_interval;
+    }
     if (a->mla) {
         const mla_shape *ms = NULL;
         for (size_t i = 0; i < sizeof mla_shapes / sizeof mla_shapes[0]; i++)
@@ -254,6 +308,25 @@ int synth_validate(const synth_params *p, e0_err *e) {
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
     if (a->mla && validate_mla(p, e)) return -1;
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
+    if (a->hybrid) {
+        if (in_range(p->ssm_d_conv, 2, 64, "--ssm-conv", e) || in_range(p->ssm_d_state, 1, 1024, "--ssm-state", e) ||
+            in_range(p->ssm_n_group, 1, 1024, "--ssm-groups", e) || in_range(p->ssm_dt_rank, 1, 1024, "--ssm-heads", e) ||
+            in_range(p->full_attn_interval, 1, 512, "--full-attn-interval", e) ||
+            in_range(p->n_rot ? p->n_rot : p->head_dim, 4, p->head_dim, "--n-rot", e))
+            return -1;
+        if (p->ssm_dt_rank % p->ssm_n_group)
+            return e0_fail(e, "--ssm-heads (%lld) must be a multiple of --ssm-groups (%lld)", (long long)p->ssm_dt_rank,
+                           (long long)p->ssm_n_group);
+        if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+        if (p->mtp && p->n_layer >= 512) return e0_fail(e, "--mtp: at most 511 layers");
+    } else if (p->mtp) {
+        return e0_fail(e, "--mtp: only the hybrid architectures have MTP blocks here");
+    } else if (p->n_rot || p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval) {
+        if (p->n_rot && p->n_rot != p->head_dim && !a->mla) /* deepseek2: its rope dims (validate_mla) */
+            return e0_fail(e, "--n-rot: %s rotates whole heads (only the hybrid architectures have partial RoPE here)", a->name);
+        if (p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval)
+            return e0_fail(e, "--ssm-* / --full-attn-interval: %s has no DeltaNet layers", a->name);
+    }
     /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
     uint64_t big;
     int64_t ff = p->n_ff_exp > p->n_ff ? p->n_ff_exp : p->n_ff;
