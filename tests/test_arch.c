@@ -56,14 +56,22 @@ static void test_tensor_rows(void) {
         if (ti->per_layer) CHECKF(n_pct == 1 && pct && pct[1] == 'd', "%s: per-layer name without one %%d", ti->name);
         else CHECKF(n_pct == 0, "%s: model tensor name with %%", ti->name);
         CHECKF(ti->n_dims >= 1 && ti->n_dims <= 3, "%s: %d dims", ti->name, ti->n_dims);
-        if (ti->n_dims == 3) CHECKF(ti->ne[2] == E0_DIM_EXPERT, "%s: an expert stack's last dim is not experts", ti->name);
+        if (ti->n_dims == 3 && ti->need != E0_NEED_MLA) /* MLA's k_b / v_b: one matrix per head */
+            CHECKF(ti->ne[2] == E0_DIM_EXPERT, "%s: an expert stack's last dim is not experts", ti->name);
         e0_tensor_name((enum e0_tensor)t, 0, names[t][0], sizeof names[t][0]);
         e0_tensor_name((enum e0_tensor)t, 17, names[t][1], sizeof names[t][1]);
         CHECKF(!strstr(names[t][0], "%"), "%s: unexpanded", names[t][0]);
         CHECKF(ti->per_layer == (strcmp(names[t][0], names[t][1]) != 0), "%s: layer in the name", ti->name);
         if (ti->per_layer) CHECKF(!strncmp(names[t][1], "blk.17.", 7), "%s", names[t][1]);
-        for (int u = 0; u < t; u++)
-            CHECKF(strcmp(names[t][0], names[u][0]) && strcmp(names[t][1], names[u][1]), "%s named twice", names[t][0]);
+        for (int u = 0; u < t; u++) {
+            /* one name may have two rows that no model has both of: ordinary attention vs MLA */
+            enum e0_need nt = ti->need, nu = e0_tensor_get((enum e0_tensor)u)->need;
+            bool exclusive = (nt == E0_NEED_MHA) != (nu == E0_NEED_MHA) &&
+                             (nt == E0_NEED_MHA || nt == E0_NEED_MLA || nt == E0_NEED_MLA_Q) &&
+                             (nu == E0_NEED_MHA || nu == E0_NEED_MLA || nu == E0_NEED_MLA_Q);
+            CHECKF(exclusive || (strcmp(names[t][0], names[u][0]) && strcmp(names[t][1], names[u][1])), "%s named twice",
+                   names[t][0]);
+        }
     }
     CHECK(e0_tensor_get(E0_T_COUNT) == NULL);
     /* synth writes model tensors before and after the layers: the per-layer rows are contiguous */
@@ -83,6 +91,7 @@ static synth_params small(enum e0_arch a, int moe) {
     p.n_layer = 2, p.n_embd = 128, p.n_head = 4, p.n_head_kv = 2, p.head_dim = 32, p.n_ff = 256;
     p.n_vocab = 300, p.n_ctx = 64, p.seed = 3, p.n_threads = 1;
     const e0_arch_info *ai = e0_arch_get(a);
+    if (ai->mla) p.head_dim = p.n_rot + 16, p.n_head_kv = 1; /* deepseek2: head_dim = nope + rope */
     p.n_expert = p.n_expert_used = p.n_ff_exp = p.n_ff_shexp = 0;
     if (moe) {
         p.n_expert = 4, p.n_expert_used = 2;
@@ -107,10 +116,17 @@ static void check_loads(const synth_params *p, const char *what) {
     if (!m) return;
     const e0_hparams *hp = &m->hp;
     CHECKF(hp->arch == a->arch && !strcmp(hp->arch_name, a->name), "%s: loaded as %s", what, hp->arch_name);
-    CHECKF(hp->qk_norm == a->qk_norm && hp->qkv_bias == a->qkv_bias && hp->shared_expert == a->shared_expert &&
-               hp->shared_expert_gate == a->shared_expert_gate && hp->moe_norm_topk == a->norm_topk &&
-               hp->rope_neox == (a->rope == E0_ROPE_NEOX) && hp->gating == a->gating,
+    /* deepseek2's routing flags come from its keys (shared expert count, gating, norm) */
+    CHECKF(hp->qk_norm == a->qk_norm && hp->qkv_bias == a->qkv_bias &&
+               (a->mla || (hp->shared_expert == a->shared_expert && hp->moe_norm_topk == a->norm_topk &&
+                           hp->gating == a->gating)) &&
+               hp->shared_expert_gate == a->shared_expert_gate && hp->rope_neox == (a->rope != E0_ROPE_NORMAL) &&
+               hp->rope_imrope == (a->rope == E0_ROPE_IMROPE) && hp->hybrid == a->hybrid,
            "%s: flags differ from the row", what);
+    if (a->mla)
+        CHECKF(hp->mla && hp->shared_expert == (p->n_expert_shared > 0) && hp->n_layer_dense_lead == p->n_layer_dense_lead &&
+                   hp->kv_lora_rank == p->kv_lora_rank && hp->head_dim == p->kv_lora_rank + p->n_rot && hp->n_head_kv == 1,
+               "%s: MLA hyperparameters", what);
     CHECKF(hp->n_expert == p->n_expert && hp->n_expert_used == p->n_expert_used, "%s: experts", what);
     CHECKF(hp->n_vocab == p->n_vocab && hp->n_layer == p->n_layer && hp->n_embd == p->n_embd, "%s: dims", what);
     CHECKF(m->tied_output == (p->tied_output != 0), "%s: tied %d", what, m->tied_output);
@@ -122,13 +138,29 @@ static void check_loads(const synth_params *p, const char *what) {
     /* and to the slots the row's flags promise */
     for (int64_t il = 0; il < hp->n_layer; il++) {
         const e0_layer *L = &m->layers[il];
-        CHECKF(L->attn_norm && L->ffn_norm && L->wq.data && L->wk.data && L->wv.data && L->wo.data, "%s: attention", what);
-        CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
-        CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
-        int moe = p->n_expert > 0;
+        if (e0_layer_is_recurrent(hp, il)) { /* hybrid: a Gated DeltaNet layer, no attention tensors */
+            CHECKF(L->attn_norm && L->ffn_norm && L->dn_qkv.data && L->dn_gate.data && L->dn_out.data && L->dn_conv &&
+                       L->dn_dt && L->dn_a && L->dn_norm && !L->wq.t && !L->q_norm,
+                   "%s: DeltaNet layer %lld", what, (long long)il);
+            CHECKF(a->dn_ba_fused ? L->dn_ba.data && !L->dn_beta.t : L->dn_beta.data && L->dn_alpha.data && !L->dn_ba.t,
+                   "%s: DeltaNet beta/alpha", what);
+        } else if (a->mla) {
+            CHECKF(L->attn_norm && L->ffn_norm && (p->q_lora_rank ? L->wq_a.data && L->wq_b.data && L->q_a_norm : L->wq.data != NULL) &&
+                       L->wkv_a.data && L->kv_a_norm && L->wk_b.data && L->wv_b.data && L->wo.data && !L->wk.data,
+                   "%s: MLA attention", what);
+            CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
+            CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+        } else {
+            CHECKF(L->attn_norm && L->ffn_norm && L->wq.data && L->wk.data && L->wv.data && L->wo.data, "%s: attention", what);
+            CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
+            CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+            CHECKF(L->wq.ne[1] == (a->hybrid ? 2 : 1) * p->n_head * p->head_dim, "%s: attn_q rows", what);
+            CHECKF(!a->hybrid || !L->dn_qkv.t, "%s: attention layer with DeltaNet tensors", what);
+        }
+        int moe = p->n_expert > 0 && il >= p->n_layer_dense_lead; /* deepseek2's leading layers are dense */
         CHECKF(!moe == !(L->router.data && L->gate_exps.data && L->up_exps.data && L->down_exps.data), "%s: experts", what);
         CHECKF(moe == !(L->ffn_gate.data && L->ffn_up.data && L->ffn_down.data), "%s: dense FFN", what);
-        CHECKF(!(moe && a->shared_expert) == !(L->gate_shexp.data && L->up_shexp.data && L->down_shexp.data),
+        CHECKF(!(moe && (a->shared_expert || p->n_expert_shared > 0)) == !(L->gate_shexp.data && L->up_shexp.data && L->down_shexp.data),
                "%s: shared expert", what);
         CHECKF(!(moe && a->shared_expert_gate) == !L->shexp_gate_inp, "%s: shared expert gate", what);
         if (moe)

@@ -103,9 +103,16 @@ static void expect_error(const char *args, const char *want) { expect_error_in(a
 /* The message must name `path` (a path the user gave). */
 static void expect_error_path(const char *args, const char *path) { expect_error_in(args, path, 0); }
 
+static void broken_model_at(const char *name, const char *src, mutation mu, const char *want);
 static void broken_model(const char *name, const char *base, mutation mu, const char *want) {
-    char src[600], dst[700], args[1600];
+    char src[600];
     snprintf(src, sizeof src, "%s/golden/%s", t_shared(), base);
+    broken_model_at(name, src, mu, want);
+}
+
+/* The same from any model file. */
+static void broken_model_at(const char *name, const char *src, mutation mu, const char *want) {
+    char dst[700], args[1600];
     snprintf(dst, sizeof dst, "%s/broken.gguf", dir); /* a neutral name: it must not match `want` */
     t_begin(name);
     CHECKF(rewrite(src, dst, &mu) == 0, "could not write %s", dst);
@@ -160,6 +167,27 @@ int main(void) {
     broken_model("token_type shorter than tokens", dense, (mutation){.short_arr = "tokenizer.ggml.token_type"}, "tokenizer.ggml.token_type");
     broken_model("bos id >= n_vocab", dense, (mutation){.key = "tokenizer.ggml.bos_token_id", .kind = 1, .u32 = 512}, "bos");
     broken_model("eos id >= n_vocab", dense, (mutation){.key = "tokenizer.ggml.eos_token_id", .kind = 1, .u32 = 70000}, "eos");
+
+    /* hybrid models (a synth qwen35moe): their ssm.* keys, sections, MTP count, DeltaNet tensors */
+    char hyb[700], cmd[1600];
+    snprintf(hyb, sizeof hyb, "%s/hybrid.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch qwen35moe --type f32 --out %s >/dev/null 2>&1", t_build(), hyb);
+    if (t_sh(cmd, NULL, 0) == 0) {
+        broken_model_at("hybrid: inner_size != heads x state", hyb, (mutation){.key = "qwen35moe.ssm.inner_size", .kind = 1, .u32 = 100}, "inner_size");
+        broken_model_at("hybrid: value heads not a multiple of key heads", hyb, (mutation){.key = "qwen35moe.ssm.group_count", .kind = 1, .u32 = 3}, "multiple");
+        broken_model_at("hybrid: state_size 0", hyb, (mutation){.key = "qwen35moe.ssm.state_size", .kind = 1, .u32 = 0}, "state_size");
+        broken_model_at("hybrid: no conv_kernel", hyb, (mutation){.key = "qwen35moe.ssm.conv_kernel", .kind = 3}, "qwen35moe.ssm.conv_kernel");
+        broken_model_at("hybrid: no rope sections", hyb, (mutation){.key = "qwen35moe.rope.dimension_sections", .kind = 3}, "dimension_sections");
+        broken_model_at("hybrid: full_attention_interval 0", hyb, (mutation){.key = "qwen35moe.full_attention_interval", .kind = 1, .u32 = 0}, "full_attention_interval");
+        broken_model_at("hybrid: every block MTP", hyb, (mutation){.key = "qwen35moe.nextn_predict_layers", .kind = 1, .u32 = 4}, "nextn_predict_layers");
+        broken_model_at("hybrid: missing DeltaNet tensor", hyb, (mutation){.drop_tensor = "blk.1.ssm_a"}, "blk.1.ssm_a");
+        broken_model_at("hybrid: interval making a DeltaNet layer attention", hyb, (mutation){.key = "qwen35moe.full_attention_interval", .kind = 1, .u32 = 1}, "blk.0.attn_q.weight");
+        unlink(hyb);
+    } else {
+        t_begin("hybrid models");
+        CHECKF(0, "%s failed", cmd);
+        t_end();
+    }
 
     char model[600], args[1600], path[700];
     snprintf(model, sizeof model, "%s/golden/%s", t_shared(), dense);

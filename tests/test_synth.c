@@ -17,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "engine/model.h"
 #include "synth/synth.h"
 #include "synth/synth_impl.h"
 #include "t.h"
@@ -34,7 +35,12 @@ static const char *tmp_path(const char *name) {
 
 /* The architectures whose models always have routed experts (written here, not taken from the
  * table, so that the expectations stay independent of it). */
-static int is_moe_arch(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS; }
+static int is_moe_arch(enum e0_arch a) {
+    return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS || a == E0_ARCH_QWEN35MOE ||
+           a == E0_ARCH_QWEN3NEXT;
+}
+/* architectures with a sigmoid-gated shared expert */
+static int has_shexp(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN35MOE || a == E0_ARCH_QWEN3NEXT; }
 
 /* A small model: 2 layers, the given embedding width, 4 heads of 32, 2 KV heads. */
 static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
@@ -53,7 +59,7 @@ static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
     p.n_ctx = 512;
     if (arch == E0_ARCH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
     if (is_moe_arch(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
-    if (arch == E0_ARCH_QWEN2MOE) p.n_ff_shexp = 2 * n_embd;
+    if (has_shexp(arch)) p.n_ff_shexp = 2 * n_embd;
     p.seed = 7;
     p.n_threads = 2;
     return p;
@@ -83,9 +89,28 @@ static int expect(const synth_params *p, exp_tensor *out) {
     X(1, 2, E, p->n_vocab, 1, "token_embd.weight");
     X(0, 1, E, 1, 1, "output_norm.weight");
     if (!p->tied_output) X(1, 2, E, p->n_vocab, 1, "output.weight");
+    const int hybrid = p->arch == E0_ARCH_QWEN35 || p->arch == E0_ARCH_QWEN35MOE || p->arch == E0_ARCH_QWEN3NEXT;
+    if (hybrid) qkn = 1;
     for (int i = 0; i < p->n_layer; i++) {
         X(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
-        X(1, 2, E, QD, 1, "blk.%d.attn_q.weight", i);
+        if (hybrid && (i + 1) % p->full_attn_interval != 0) {
+            /* a Gated DeltaNet layer (llama.cpp's qwen35 / qwen3next tensors) */
+            uint64_t S = (uint64_t)p->ssm_d_state, HV = (uint64_t)p->ssm_dt_rank, DI = HV * S;
+            uint64_t C = 2 * (uint64_t)p->ssm_n_group * S + DI;
+            X(1, 2, E, C, 1, "blk.%d.attn_qkv.weight", i);
+            X(1, 2, E, DI, 1, "blk.%d.attn_gate.weight", i);
+            X(0, 2, (uint64_t)p->ssm_d_conv, C, 1, "blk.%d.ssm_conv1d.weight", i);
+            X(0, 1, HV, 1, 1, "blk.%d.ssm_dt.bias", i);
+            X(0, 1, HV, 1, 1, "blk.%d.ssm_a", i);
+            if (p->arch == E0_ARCH_QWEN3NEXT) X(1, 2, E, 2 * HV, 1, "blk.%d.ssm_ba.weight", i);
+            else {
+                X(1, 2, E, HV, 1, "blk.%d.ssm_beta.weight", i);
+                X(1, 2, E, HV, 1, "blk.%d.ssm_alpha.weight", i);
+            }
+            X(0, 1, S, 1, 1, "blk.%d.ssm_norm.weight", i);
+            X(1, 2, DI, E, 1, "blk.%d.ssm_out.weight", i);
+        } else {
+        X(1, 2, E, hybrid ? 2 * QD : QD, 1, "blk.%d.attn_q.weight", i); /* hybrid: q and its gate */
         X(1, 2, E, KD, 1, "blk.%d.attn_k.weight", i);
         X(1, 2, E, KD, 1, "blk.%d.attn_v.weight", i);
         X(1, 2, QD, E, 1, "blk.%d.attn_output.weight", i);
@@ -98,9 +123,10 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
             X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
-        if (!oss) X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+        }
+        if (hybrid || oss) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
+        else X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
         if (oss) {
-            X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
             X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i);
             X(0, 1, p->n_head, 1, 1, "blk.%d.attn_sinks.weight", i);
             X(0, 1, p->n_expert, 1, 1, "blk.%d.ffn_gate_inp.bias", i);
@@ -118,7 +144,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(1, 2, E, p->n_ff, 1, "blk.%d.ffn_up.weight", i);
             X(1, 2, p->n_ff, E, 1, "blk.%d.ffn_down.weight", i);
         }
-        if (p->arch == E0_ARCH_QWEN2MOE) {
+        if (p->arch == E0_ARCH_QWEN2MOE || (hybrid && moe)) {
             X(0, 1, E, 1, 1, "blk.%d.ffn_gate_inp_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
@@ -211,14 +237,14 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_i(f, a, "attention.head_count_kv") == p->n_head_kv);
     CHECK(get_i(f, a, "attention.key_length") == p->head_dim);
     CHECK(get_i(f, a, "attention.value_length") == p->head_dim);
-    CHECK(get_i(f, a, "rope.dimension_count") == p->head_dim);
+    CHECK(get_i(f, a, "rope.dimension_count") == (p->n_rot ? p->n_rot : p->head_dim));
     CHECK(fabsf(get_f(f, a, "attention.layer_norm_rms_epsilon") - (float)p->rms_eps) < 1e-12f);
     CHECK(get_f(f, a, "rope.freq_base") == (float)p->rope_base);
     CHECK(get_i(f, a, "expert_count") == (p->n_expert ? p->n_expert : -12345));
     CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
     CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) ? p->n_ff_exp : -12345));
-    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (p->arch == E0_ARCH_QWEN2MOE ? p->n_ff_shexp : -12345));
     CHECK(get_i(f, a, "attention.sliding_window") == (p->arch == E0_ARCH_GPTOSS ? p->n_swa : -12345));
+    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (has_shexp(p->arch) ? p->n_ff_shexp : -12345));
     /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");
@@ -243,6 +269,7 @@ static void test_every_arch_and_type(void) {
         check_model(&p, "t.gguf");
     }
     for (int a = 0; a < E0_ARCH_COUNT; a++) {
+        if (a == E0_ARCH_DEEPSEEK2) continue; /* its own tensors: test_deepseek2 */
         synth_params p = small((enum e0_arch)a, E0_TYPE_Q8_0, 256);
         check_model(&p, "a.gguf");
         p = small((enum e0_arch)a, E0_TYPE_Q4_K, 256);
@@ -724,6 +751,100 @@ static void cleanup(void) {
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
+/* deepseek2: the tensors and keys of llama.cpp's deepseek2 loader (models/deepseek2.cpp), with q
+ * LoRA on and off, the correction bias, two leading dense layers and two shared experts. */
+static void test_deepseek2(void) {
+    for (int v = 0; v < 2; v++) {
+        synth_params p = {0};
+        e0_err e = {{0}};
+        p.arch = E0_ARCH_DEEPSEEK2;
+        CHECK(synth_shape_apply(&p, "tiny", &e) == 0);
+        p.type = v ? E0_TYPE_Q4_K : E0_TYPE_Q8_0, p.seed = 5, p.n_threads = 2, p.n_layer = 3;
+        p.n_layer_dense_lead = 1 + v, p.n_expert_shared = 2, p.q_lora_rank = v ? 64 : 0, p.exp_probs_b = v;
+        p.gating_sigmoid = v, p.expert_weights_norm = v, p.n_head = 3;
+        const char *path = tmp_path("ds.gguf");
+        synth_stats st;
+        CHECKF(synth_write(&p, path, &st, &e) == 0, "deepseek2: %s", e.msg);
+        gguf_file *f = gguf_open(path, &e);
+        CHECKF(f, "gguf_open: %s", e.msg);
+        if (!f) continue;
+        const uint64_t E = (uint64_t)p.n_embd, H = (uint64_t)p.n_head, C = (uint64_t)p.kv_lora_rank, R = (uint64_t)p.n_rot;
+        const uint64_t KM = (uint64_t)p.head_dim, VM = (uint64_t)p.head_dim_v, QL = (uint64_t)p.q_lora_rank;
+        const uint64_t X = (uint64_t)p.n_expert, FE = (uint64_t)p.n_ff_exp, FS = FE * (uint64_t)p.n_expert_shared;
+        static exp_tensor ex[256];
+        int n = 0;
+#define X_(q, nd, a, b, c, ...)                                         \
+    do {                                                                \
+        snprintf(ex[n].name, 64, __VA_ARGS__);                          \
+        ex[n].n_dims = nd, ex[n].ne[0] = a, ex[n].ne[1] = b, ex[n].ne[2] = c, ex[n].quantized = q; \
+        n++;                                                            \
+    } while (0)
+        X_(1, 2, E, (uint64_t)p.n_vocab, 1, "token_embd.weight");
+        X_(0, 1, E, 1, 1, "output_norm.weight");
+        X_(1, 2, E, (uint64_t)p.n_vocab, 1, "output.weight");
+        for (int i = 0; i < p.n_layer; i++) {
+            X_(0, 1, E, 1, 1, "blk.%d.attn_norm.weight", i);
+            if (QL) {
+                X_(0, 1, QL, 1, 1, "blk.%d.attn_q_a_norm.weight", i);
+                X_(1, 2, E, QL, 1, "blk.%d.attn_q_a.weight", i);
+                X_(1, 2, QL, H * KM, 1, "blk.%d.attn_q_b.weight", i);
+            } else {
+                X_(1, 2, E, H * KM, 1, "blk.%d.attn_q.weight", i);
+            }
+            X_(0, 1, C, 1, 1, "blk.%d.attn_kv_a_norm.weight", i);
+            X_(1, 2, E, C + R, 1, "blk.%d.attn_kv_a_mqa.weight", i);
+            X_(1, 3, KM - R, C, H, "blk.%d.attn_k_b.weight", i);
+            X_(1, 3, C, VM, H, "blk.%d.attn_v_b.weight", i);
+            X_(1, 2, H * VM, E, 1, "blk.%d.attn_output.weight", i);
+            X_(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
+            if (i < p.n_layer_dense_lead) {
+                X_(1, 2, E, (uint64_t)p.n_ff, 1, "blk.%d.ffn_gate.weight", i);
+                X_(1, 2, E, (uint64_t)p.n_ff, 1, "blk.%d.ffn_up.weight", i);
+                X_(1, 2, (uint64_t)p.n_ff, E, 1, "blk.%d.ffn_down.weight", i);
+                continue;
+            }
+            X_(0, 2, E, X, 1, "blk.%d.ffn_gate_inp.weight", i);
+            if (p.exp_probs_b) X_(0, 1, X, 1, 1, "blk.%d.exp_probs_b.bias", i);
+            X_(1, 3, E, FE, X, "blk.%d.ffn_gate_exps.weight", i);
+            X_(1, 3, E, FE, X, "blk.%d.ffn_up_exps.weight", i);
+            X_(1, 3, FE, E, X, "blk.%d.ffn_down_exps.weight", i);
+            X_(1, 2, E, FS, 1, "blk.%d.ffn_gate_shexp.weight", i);
+            X_(1, 2, E, FS, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X_(1, 2, FS, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+#undef X_
+        CHECKF(f->n_tensors == (uint64_t)n, "deepseek2: %llu tensors, expected %d", (unsigned long long)f->n_tensors, n);
+        for (int i = 0; i < n; i++) {
+            const gguf_tensor *t = gguf_find_tensor(f, ex[i].name);
+            CHECKF(t, "deepseek2: missing %s", ex[i].name);
+            if (!t) continue;
+            CHECKF(t->n_dims == ex[i].n_dims, "%s: %u dims", t->name, t->n_dims);
+            for (uint32_t d = 0; d < ex[i].n_dims; d++) CHECKF(t->ne[d] == ex[i].ne[d], "%s ne[%u]", t->name, d);
+            if (!ex[i].quantized) CHECKF(t->type == E0_TYPE_F32, "%s is not F32", t->name);
+        }
+        const char *a = "deepseek2";
+        CHECK(get_i(f, a, "attention.head_count_kv") == 1);
+        CHECK(get_i(f, a, "attention.key_length") == (int64_t)(C + R) && get_i(f, a, "attention.value_length") == (int64_t)C);
+        CHECK(get_i(f, a, "attention.key_length_mla") == (int64_t)KM && get_i(f, a, "attention.value_length_mla") == (int64_t)VM);
+        CHECK(get_i(f, a, "attention.kv_lora_rank") == (int64_t)C && get_i(f, a, "attention.q_lora_rank") == (int64_t)QL);
+        CHECK(get_i(f, a, "rope.dimension_count") == (int64_t)R);
+        CHECK(get_i(f, a, "leading_dense_block_count") == p.n_layer_dense_lead);
+        CHECK(get_i(f, a, "expert_shared_count") == p.n_expert_shared);
+        CHECK(get_i(f, a, "expert_gating_func") == (v ? 2 : 1));
+        gguf_close(f);
+        /* and the engine loads it with those hyperparameters */
+        e0_model *m = e0_model_load(path, NULL, false, &e);
+        CHECKF(m, "deepseek2 load: %s", e.msg);
+        if (m) {
+            CHECK(m->hp.mla && m->hp.q_lora_rank == (int64_t)QL && m->hp.n_layer_dense_lead == p.n_layer_dense_lead);
+            CHECK(m->hp.gating == (v ? E0_GATING_SIGMOID : E0_GATING_SOFTMAX) && m->hp.moe_norm_topk == (v != 0));
+            CHECK(m->hp.n_ff_shexp == (int64_t)FS && !m->hp.shared_expert_gate);
+            e0_model_free(m);
+        }
+        unlink(path);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_synth.XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -731,6 +852,7 @@ int main(void) {
         return 1;
     }
     RUN(test_every_arch_and_type);
+    RUN(test_deepseek2);
     RUN(test_direct_blocks);
     RUN(test_quantize_path);
     RUN(test_fallback_types);

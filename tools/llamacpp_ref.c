@@ -111,9 +111,16 @@ static int write_floats(const char *path, const float *x, size_t n) {
 /* ---- the model and its context ---- */
 
 /* Router gaps: the eval callback sees every "ffn_moe_logits-L" tensor ([n_expert, n_tokens]) and
- * keeps, per token of the current batch, the smallest (k-th - (k+1)-th) / std over the layers. */
+ * keeps, per token of the current batch, the smallest (k-th - (k+1)-th) / std over the layers.
+ * Where the choice is made on other scores (deepseek2-style routing) their gaps count too: the
+ * selection scores with the correction bias ("ffn_moe_probs_biased"), the group-masked ones
+ * ("ffn_moe_probs_masked", finite entries only) and, with expert groups, the gap between the
+ * n_group_used-th and next best group score (sum of a group's two best) of the scores the groups
+ * are chosen on ("ffn_moe_probs" / "ffn_moe_probs_biased"), over twice the scores' std: a group
+ * score is the sum of two scores, so rounding moves it up to twice as far as one score. */
 typedef struct {
     int k;          /* experts used per token; 0 = not a MoE model */
+    int n_groups, n_group_used; /* expert groups (deepseek2); 0 = none */
     int n_tok;      /* tokens in the batch being computed */
     float gap[4096];
     /* gpt-oss: experts are chosen on the router logits + bias, a tensor llama.cpp's graph ends up
@@ -121,10 +128,73 @@ typedef struct {
     const char *name; /* "ffn_moe_logits", or "ffn_moe_probs" for gpt-oss */
 } route_state;
 
+/* (k-th - (k+1)-th largest finite value of r [ne]) / their std; INFINITY when fewer than k+1. */
+static float kth_gap(const float *r, int64_t ne, int k) {
+    double mean = 0, var = 0;
+    int64_t nf = 0;
+    for (int64_t e = 0; e < ne; e++)
+        if (isfinite(r[e])) mean += r[e], nf++;
+    if (nf <= k) return INFINITY;
+    mean /= (double)nf;
+    for (int64_t e = 0; e < ne; e++)
+        if (isfinite(r[e])) var += (r[e] - mean) * (r[e] - mean);
+    double sd = sqrt(var / (double)nf);
+    /* the k-th and (k+1)-th largest: partial selection of the k+1 largest */
+    float top[64];
+    int kk = k + 1 > 64 ? 64 : k + 1, nt_ = 0;
+    for (int64_t e = 0; e < ne; e++) {
+        float x = r[e];
+        if (!isfinite(x)) continue;
+        int pos = nt_ < kk ? nt_++ : kk;
+        if (pos == kk && x <= top[kk - 1]) continue;
+        if (pos == kk) pos = kk - 1;
+        while (pos > 0 && top[pos - 1] < x) {
+            top[pos] = top[pos - 1];
+            pos--;
+        }
+        top[pos] = x;
+    }
+    return sd > 0 ? (float)((top[kk - 2] - top[kk - 1]) / sd) : 0.0f;
+}
+
+/* The group-choice gap of selection scores r [ne] in n_groups groups, in units of 2 std (see above). */
+static float group_gap(const float *r, int64_t ne, int n_groups, int n_used) {
+    float gs[512];
+    int64_t per = ne / n_groups;
+    if (n_groups > 512 || per < 1) return INFINITY;
+    for (int g = 0; g < n_groups; g++) {
+        float b1 = -INFINITY, b2 = -INFINITY;
+        for (int64_t x = 0; x < per; x++) {
+            float v = r[g * per + x];
+            if (v > b1) b2 = b1, b1 = v;
+            else if (v > b2) b2 = v;
+        }
+        gs[g] = per > 1 ? b1 + b2 : b1;
+    }
+    double mean = 0, var = 0;
+    for (int64_t e = 0; e < ne; e++) mean += r[e];
+    mean /= (double)ne;
+    for (int64_t e = 0; e < ne; e++) var += (r[e] - mean) * (r[e] - mean);
+    double sd = sqrt(var / (double)ne);
+    /* the n_used-th and (n_used+1)-th best group scores */
+    for (int a = 1; a < n_groups; a++)
+        for (int b = a; b > 0 && gs[b] > gs[b - 1]; b--) {
+            float t = gs[b];
+            gs[b] = gs[b - 1];
+            gs[b - 1] = t;
+        }
+    return sd > 0 ? (float)((gs[n_used - 1] - gs[n_used]) / (2 * sd)) : 0.0f;
+}
+
 static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     route_state *rs = user;
-    bool want = rs->k > 0 && strncmp(t->name, rs->name, strlen(rs->name)) == 0 && t->name[strlen(rs->name)] == '-' &&
-                t->type == GGML_TYPE_F32;
+    /* gpt-oss: only the biased logits ("ffn_moe_probs-L") choose */
+    const bool oai = !strcmp(rs->name, "ffn_moe_probs");
+    const bool logits = !oai && strncmp(t->name, "ffn_moe_logits", 14) == 0;
+    const bool biased = !oai && strncmp(t->name, "ffn_moe_probs_biased", 20) == 0;
+    const bool masked = !oai && strncmp(t->name, "ffn_moe_probs_masked", 20) == 0;
+    const bool probs = strncmp(t->name, "ffn_moe_probs-", 14) == 0 && (oai || rs->n_groups > 1);
+    bool want = rs->k > 0 && (logits || biased || masked || probs) && t->type == GGML_TYPE_F32 && ggml_is_contiguous(t);
     if (ask) return want;
     if (!want) return true;
     int64_t ne = t->ne[0], nt = t->ne[1];
@@ -135,26 +205,11 @@ static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     ggml_backend_tensor_get(t, buf, 0, ggml_nbytes(t));
     for (int64_t j = 0; j < nt; j++) {
         const float *r = buf + j * ne;
-        double mean = 0, var = 0;
-        for (int64_t e = 0; e < ne; e++) mean += r[e];
-        mean /= (double)ne;
-        for (int64_t e = 0; e < ne; e++) var += (r[e] - mean) * (r[e] - mean);
-        double sd = sqrt(var / (double)ne);
-        /* the k-th and (k+1)-th largest: partial selection of the k+1 largest */
-        float top[64];
-        int kk = rs->k + 1 > 64 ? 64 : rs->k + 1, nt_ = 0;
-        for (int64_t e = 0; e < ne; e++) {
-            float x = r[e];
-            int pos = nt_ < kk ? nt_++ : kk;
-            if (pos == kk && x <= top[kk - 1]) continue;
-            if (pos == kk) pos = kk - 1;
-            while (pos > 0 && top[pos - 1] < x) {
-                top[pos] = top[pos - 1];
-                pos--;
-            }
-            top[pos] = x;
+        float g = probs && !oai ? INFINITY : kth_gap(r, ne, rs->k);
+        if ((probs || biased) && rs->n_groups > 1 && rs->n_group_used < rs->n_groups) {
+            float gg = group_gap(r, ne, rs->n_groups, rs->n_group_used);
+            if (gg < g) g = gg;
         }
-        float g = sd > 0 ? (float)((top[kk - 2] - top[kk - 1]) / sd) : 0.0f;
         if (g < gaps[j]) gaps[j] = g;
     }
     free(buf);
@@ -188,6 +243,11 @@ static int load_backends(void) {
 static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, int threads, enum ggml_type kv, enum ggml_type kv_v) {
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    /* LLAMACPP_REF_NO_REPACK=1: no extra (repacked) weight buffers. The CPU backend's repacked
+     * q4_0 / q8_0 / q4_K weights break deepseek2's per-head attn_k_b / attn_v_b products (an
+     * abort in ggml-backend.cpp, or wrong values for q4_K), so its tests set it. */
+    const char *norepack = getenv("LLAMACPP_REF_NO_REPACK");
+    if (norepack && *norepack == '1') mp.use_extra_bufts = false;
     m->model = llama_model_load_from_file(path, mp);
     if (!m->model) return fail("%s: llama.cpp could not load the model (LLAMACPP_REF_VERBOSE=1 to see why)", path);
     m->vocab = llama_model_get_vocab(m->model);
@@ -198,6 +258,10 @@ static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, in
     snprintf(key, sizeof key, "%s.expert_used_count", arch);
     m->route.k = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
     m->route.name = !strcmp(arch, "gpt-oss") ? "ffn_moe_probs" : "ffn_moe_logits";
+    snprintf(key, sizeof key, "%s.expert_group_count", arch);
+    m->route.n_groups = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
+    snprintf(key, sizeof key, "%s.expert_group_used_count", arch);
+    m->route.n_group_used = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)((n_ctx + 255) / 256 * 256);
     cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;

@@ -27,7 +27,8 @@ int e0_fail(e0_err *e, const char *fmt, ...) {
 static _Atomic size_t mem_cur[E0_MEM_NCAT], mem_peak[E0_MEM_NCAT], mem_total_cur, mem_total_peak;
 
 static const char *const mem_names[E0_MEM_NCAT] = {"dense_weights", "expert_slots", "staging",
-                                                   "kv_cache",      "scratch",      "other"};
+                                                   "kv_cache",      "scratch",      "other",
+                                                   "recurrent_state"};
 
 const char *e0_mem_cat_name(int cat) { return cat >= 0 && cat < E0_MEM_NCAT ? mem_names[cat] : "?"; }
 

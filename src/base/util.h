@@ -31,6 +31,7 @@ enum e0_mem_cat {
     E0_MEM_KV,        /* KV cache */
     E0_MEM_SCRATCH,   /* activations and other per-step buffers */
     E0_MEM_OTHER,     /* tokenizer, metadata, ... */
+    E0_MEM_RECURRENT, /* per-sequence recurrent state of hybrid models (DeltaNet conv + delta-rule states) */
     E0_MEM_NCAT
 };
 const char *e0_mem_cat_name(int cat);

@@ -192,7 +192,9 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
         if (e0_ctx_pos(c) + 1 > e0_ctx_n_ctx(c)) {
             if (!sustained) return e0_fail(e, "context full after %d tokens (raise --context)", e0_ctx_pos(c));
             e0_ctx_truncate(c, n_prompt); /* sustained: start the continuation again */
-            int kept = e0_ctx_pos(c);       /* sliding-window models may have to prefill again */
+            /* sliding-window models may have to prefill again, and a hybrid model's recurrent state
+             * cannot go back to the prompt (counted in that step's time, as a context rebuild) */
+            int kept = e0_ctx_pos(c);
             if (kept < n_prompt && e0_eval(c, prompt + kept, n_prompt - kept, NULL, e) < 0) return -1;
         }
         if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
@@ -350,8 +352,12 @@ int cmd_bench(int argc, char **argv) {
         /* bytes one timed decode step reads, at the mean KV length of the timed steps */
         int64_t mean_kv = pr.n + a.warmup + (r.n_decode < a.ntok ? r.n_decode : a.ntok) / 2;
         uint64_t kv_pos = e0_kv_bytes_per_pos(&m->hp, e0_ctx_type_k(c), e0_ctx_type_v(c));
-        json_object_set_new(row, "bytes_per_token", json_integer((json_int_t)e0_model_decode_bytes(m, mean_kv, kv_pos)));
+        /* hybrid models also read and write their recurrent state once per step */
+        json_object_set_new(row, "bytes_per_token",
+                            json_integer((json_int_t)(e0_model_decode_bytes(m, mean_kv, kv_pos) + 2 * e0_ctx_recurrent_bytes(c))));
         json_object_set_new(row, "kv_cache_bytes", json_integer((json_int_t)e0_ctx_kv_bytes(c)));
+        if (e0_ctx_recurrent_bytes(c))
+            json_object_set_new(row, "recurrent_state_bytes", json_integer((json_int_t)e0_ctx_recurrent_bytes(c)));
         json_object_set_new(row, "itl", e0_distribution_json(r.itl, (size_t)n_itl));
         if (!strcmp(a.mode, "sustained")) {
             json_t *s = json_object();

@@ -176,7 +176,7 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     int keep = 0;
     while (keep < ch->n_cached && keep < (int)t.n - 1 && ch->cached[keep] == t.ids[keep]) keep++;
     e0_ctx_truncate(ch->c, keep);
-    keep = e0_ctx_pos(ch->c); /* sliding-window models may have to start again from 0 */
+    keep = e0_ctx_pos(ch->c); /* sliding-window models and a recurrent state (hybrid models) may restart at 0 */
     memcpy(ch->cached, t.ids, t.n * sizeof *ch->cached);
     const int B = e0_ctx_n_batch(ch->c), n_tok = (int)t.n;
     int done = keep;
@@ -199,6 +199,14 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     if (ch->verbose) note("[prompt %d tokens, %d prefilled, %d reused from the cache]", n_tok, n_tok - keep, keep);
     gen_opts go = {.n_predict = ch->g->n_predict, .ignore_eos = ch->g->ignore_eos, .stop = ch->g->stop,
                    .n_stop = ch->g->n_stop, .echo = true, .cancel = &g_interrupt};
+    /* Hybrid models keep their recurrent state only when the next prompt extends everything
+     * evaluated, so the reply's evaluated ids count as cached too (the next render's prefix
+     * comparison still decides what is reused). Other models trust only the prompt part. */
+    const bool recurrent = e0_ctx_recurrent_bytes(ch->c) > 0;
+    if (recurrent) {
+        go.record = ch->cached + n_tok;
+        go.record_cap = n_ctx - n_tok;
+    }
     gen_result r;
     if (gen_run(ch->c, ch->tok, ch->s, &go, &r, e) < 0) {
         free(r.text);
@@ -208,6 +216,7 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
         free(r.text);
         return 1;
     }
+    if (recurrent && e0_ctx_pos(ch->c) == ch->n_cached + r.n_recorded) ch->n_cached += r.n_recorded;
     printf("\n");
     if (r.cancelled) note("[reply stopped: kept in the conversation; Ctrl-C again at the empty prompt, or Ctrl-D, exits]");
     if (r.context_full)

@@ -16,6 +16,7 @@ static const char *gating_name(enum e0_gating g) {
     switch (g) {
     case E0_GATING_SOFTMAX: return "softmax";
     case E0_GATING_SOFTMAX_WEIGHT: return "softmax over the top-k logits";
+    case E0_GATING_SIGMOID: return "sigmoid";
     }
     return "?";
 }
@@ -86,9 +87,22 @@ int cmd_info(int argc, char **argv) {
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
                hp->qk_norm ? "per-head q/k RMSNorm" : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
+    if (hp->hybrid) {
+        printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "
+               "%lld gated attention layers\n",
+               (long long)(hp->n_layer - hp->n_layer_kv), (long long)hp->ssm_n_group, (long long)hp->ssm_dt_rank,
+               (long long)hp->ssm_d_state, (long long)hp->ssm_d_conv, (long long)hp->n_layer_kv);
+        if (hp->n_layer_nextn) printf("mtp blocks:      %lld (loaded by llama.cpp as draft heads; ignored here)\n", (long long)hp->n_layer_nextn);
+        printf("recurrent state: %llu bytes per sequence (any context length)\n", (unsigned long long)e0_recurrent_bytes(hp));
+    }
     printf("n_embd:          %lld\n", (long long)hp->n_embd);
+    char rope_kind[96];
+    if (hp->rope_imrope)
+        snprintf(rope_kind, sizeof rope_kind, "imrope, sections %d,%d,%d,%d", hp->rope_sections[0], hp->rope_sections[1],
+                 hp->rope_sections[2], hp->rope_sections[3]);
+    else snprintf(rope_kind, sizeof rope_kind, "%s", hp->rope_neox ? "neox" : "normal");
     printf("heads:           %lld (kv %lld, head_dim %lld, rope dims %lld, %s)\n", (long long)hp->n_head,
-           (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, hp->rope_neox ? "neox" : "normal");
+           (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_rot, rope_kind);
     printf("rope freq base:  %g\n", (double)hp->rope_base);
     printf("rms eps:         %g\n", (double)hp->rms_eps);
     printf("context length:  %lld\n", (long long)hp->n_ctx_train);
@@ -100,7 +114,17 @@ int cmd_info(int argc, char **argv) {
                hp->moe_norm_topk ? "renormalized" : "not renormalized");
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
+        if (hp->mla) /* deepseek2's routing details */
+            printf("routing:         %lld leading dense layers, %lld shared experts, groups %lld (%lld used), "
+                   "weights scale %g\n", (long long)hp->n_layer_dense_lead, (long long)hp->n_expert_shared,
+                   (long long)hp->n_expert_groups, (long long)hp->n_group_used, (double)hp->expert_weights_scale);
     }
+    if (hp->mla)
+        printf("attention:       multi-head latent (MLA): kv_lora_rank %lld, q_lora_rank %lld, key %lld (nope %lld + "
+               "rope %lld), value %lld; the cache keeps kv_lora_rank + rope values per token and layer%s\n",
+               (long long)hp->kv_lora_rank, (long long)hp->q_lora_rank, (long long)hp->head_dim_k_mla,
+               (long long)(hp->head_dim_k_mla - hp->n_rot), (long long)hp->n_rot, (long long)hp->head_dim_v_mla,
+               hp->rope_ext_factor != 0 ? ", YaRN RoPE" : "");
     /* KV cache bytes per token (K and V rows of every layer) at the default types, and the others */
     printf("kv cache:        %llu bytes per token at f16 (the default; -ctk/-ctv:",
            (unsigned long long)e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16));

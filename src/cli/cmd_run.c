@@ -182,6 +182,8 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
     fprintf(stderr, "memory ledger peak: %.1f MiB (dense %.1f, experts %.1f, staging %.1f, KV %.1f, scratch %.1f)\n",
             e0_mem_total_peak() / 1048576.0, e0_mem_peak(E0_MEM_DENSE) / 1048576.0, e0_mem_peak(E0_MEM_EXPERTS) / 1048576.0,
             e0_mem_peak(E0_MEM_STAGING) / 1048576.0, e0_mem_peak(E0_MEM_KV) / 1048576.0, e0_mem_peak(E0_MEM_SCRATCH) / 1048576.0);
+    if (e0_mem_peak(E0_MEM_RECURRENT))
+        fprintf(stderr, "recurrent state (hybrid model's DeltaNet layers): %.1f MiB\n", e0_mem_peak(E0_MEM_RECURRENT) / 1048576.0);
     bool within = e0_mem_total_peak() <= ses->budget;
     fprintf(stderr, "memory: peak RSS %.1f MiB = the ledger's buffers as far as touched + code, libraries, thread stacks "
                     "and file pages mapped; ledger peak %.1f MiB = every engine buffer allocated, %s the budget of "

@@ -32,7 +32,15 @@ static void usage(FILE *f) {
             "  --n-ff-exp --n-ff-shexp --n-vocab --n-ctx N     override one dimension of the shape\n"
             "  --rope-base F --rms-eps F                       override RoPE base / RMSNorm epsilon\n"
             "  --n-swa N --swa-period N                        gpt-oss: sliding window, SWA layer pattern\n"
-            "  --yarn-factor F --yarn-orig-ctx N               gpt-oss: YaRN RoPE scaling (factor 0: none)\n"
+            "  --yarn-factor F --yarn-orig-ctx N               gpt-oss, deepseek2: YaRN RoPE scaling (factor 0: none)\n"
+            "  deepseek2: --head-dim is nope + rope per head; --n-rot --head-dim-v --kv-lora-rank --q-lora-rank (0: none)\n"
+            "    --n-dense-lead --n-expert-shared --n-expert-groups --n-group-used --exp-probs-b 0|1\n"
+            "    --expert-weights-norm 0|1 --gating softmax|sigmoid --expert-weights-scale F\n"
+            "    --yarn-log-mul F; --n-ctx-orig N (= --yarn-orig-ctx; 0: n_ctx)\n"
+            "  --n-rot --ssm-conv --ssm-state --ssm-groups --ssm-heads --full-attn-interval N\n"
+            "                        hybrid architectures (qwen35*, qwen3next): RoPE dims, DeltaNet conv kernel,\n"
+            "                        head size, key heads, value heads, every N-th layer full attention\n"
+            "  --mtp                 hybrid architectures: one MTP (NextN draft) block after the layers\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -69,13 +77,25 @@ static const dim_flag dims[] = {
     DIM("--n-vocab", n_vocab, 260, 1 << 22),   DIM("--n-ctx", n_ctx, 1, 1 << 24),
     DIM("--n-swa", n_swa, 1, INT32_MAX),       DIM("--swa-period", swa_period, 1, 512),
     DIM("--yarn-orig-ctx", yarn_orig_ctx, 1, INT32_MAX),
+    /* deepseek2 */
+    DIM("--n-dense-lead", n_layer_dense_lead, 0, 512), DIM("--n-expert-shared", n_expert_shared, 0, 64),
+    DIM("--q-lora-rank", q_lora_rank, 0, 65536),   DIM("--kv-lora-rank", kv_lora_rank, 1, 65536),
+    DIM("--head-dim-v", head_dim_v, 1, 1024), /* --n-rot: with the hybrids' below */
+    DIM("--n-expert-groups", n_expert_groups, 0, 512), DIM("--n-group-used", n_group_used, 0, 512),
+    DIM("--exp-probs-b", exp_probs_b, 0, 1),       DIM("--expert-weights-norm", expert_weights_norm, 0, 1),
+    DIM("--n-ctx-orig", yarn_orig_ctx, 0, 1 << 24), /* = --yarn-orig-ctx (0: n_ctx) */
+    /* hybrid architectures (--n-rot: deepseek2's rope dims too) */
+    DIM("--n-rot", n_rot, 0, 1024),            DIM("--ssm-conv", ssm_d_conv, 2, 64),
+    DIM("--ssm-state", ssm_d_state, 1, 1024),  DIM("--ssm-groups", ssm_n_group, 1, 1024),
+    DIM("--ssm-heads", ssm_dt_rank, 1, 1024),  DIM("--full-attn-interval", full_attn_interval, 1, 512),
 };
 #define N_DIMS (sizeof dims / sizeof dims[0])
 
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
-    const char *threads = NULL, *rope = NULL, *eps = NULL, *yarn = NULL, *dim_val[N_DIMS] = {0}, *type_map = NULL, *ftype = NULL;
-    int show_progress = isatty(2), tied = 0, quantize = 0, print_types = 0;
+    const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0}, *type_map = NULL, *ftype = NULL;
+    const char *gating = NULL, *w_scale = NULL, *yarn = NULL, *yarn_mul = NULL; /* deepseek2 */
+    int show_progress = isatty(2), tied = 0, quantize = 0, mtp = 0, print_types = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -98,6 +118,10 @@ int cmd_synth(int argc, char **argv) {
             print_types = 1;
             continue;
         }
+        if (!strcmp(a, "--mtp")) {
+            mtp = 1;
+            continue;
+        }
         if (!strcmp(a, "--arch")) slot = &arch;
         else if (!strcmp(a, "--out")) slot = &out;
         else if (!strcmp(a, "--type")) slot = &type;
@@ -111,6 +135,9 @@ int cmd_synth(int argc, char **argv) {
         else if (!strcmp(a, "--rope-base")) slot = &rope;
         else if (!strcmp(a, "--rms-eps")) slot = &eps;
         else if (!strcmp(a, "--yarn-factor")) slot = &yarn;
+        else if (!strcmp(a, "--gating")) slot = &gating;
+        else if (!strcmp(a, "--expert-weights-scale")) slot = &w_scale;
+        else if (!strcmp(a, "--yarn-log-mul")) slot = &yarn_mul;
         else
             for (size_t d = 0; d < N_DIMS; d++)
                 if (!strcmp(a, dims[d].flag)) slot = &dim_val[d];
@@ -170,10 +197,21 @@ int cmd_synth(int argc, char **argv) {
     }
     if (rope && e0_parse_f64(rope, 1e-3, 1e12, &p.rope_base, "--rope-base", &e)) return cli_error("synth: %s", e.msg);
     if (eps && e0_parse_f64(eps, 1e-12, 1, &p.rms_eps, "--rms-eps", &e)) return cli_error("synth: %s", e.msg);
-    if (yarn && e0_parse_f64(yarn, 0, 1024, &p.yarn_factor, "--yarn-factor", &e)) return cli_error("synth: %s", e.msg);
+    if (gating && strcmp(gating, "softmax") && strcmp(gating, "sigmoid"))
+        return cli_error("synth: --gating: '%s' is not softmax or sigmoid", gating);
+    if (gating) p.gating_sigmoid = !strcmp(gating, "sigmoid");
+    if (w_scale && e0_parse_f64(w_scale, 0, 1e5, &p.expert_weights_scale, "--expert-weights-scale", &e))
+        return cli_error("synth: %s", e.msg);
+    /* gpt-oss: up to 1024 (synth_validate), deepseek2: up to 1e5 */
+    if (yarn && e0_parse_f64(yarn, 0, ai->mla ? 1e5 : 1024, &p.yarn_factor, "--yarn-factor", &e))
+        return cli_error("synth: %s", e.msg);
+    if (yarn_mul && e0_parse_f64(yarn_mul, 0, 10, &p.yarn_log_mul, "--yarn-log-mul", &e)) return cli_error("synth: %s", e.msg);
+    if ((gating || w_scale || yarn_mul) && !ai->mla)
+        return cli_error("synth: --gating, --expert-weights-scale and --yarn-log-mul apply to deepseek2 only");
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;
+    p.mtp = mtp;
     p.progress = show_progress;
     if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
 

@@ -90,6 +90,7 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
             rc = -1;
             break;
         }
+        if (o->record && r->n_recorded < o->record_cap) o->record[r->n_recorded++] = id;
     }
     if (rc == 0 && !r->hit_stop && !r->output_lost) {
         size_t n;

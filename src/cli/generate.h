@@ -17,6 +17,8 @@ typedef struct gen_opts {
     int n_stop;
     bool echo;          /* print the text as it comes */
     const volatile sig_atomic_t *cancel; /* non-NULL: stop before the next token once *cancel is set */
+    int32_t *record;    /* non-NULL: the generated ids that were evaluated into the context, in order */
+    int record_cap;     /* room in record */
 } gen_opts;
 
 typedef struct gen_result {
@@ -27,6 +29,7 @@ typedef struct gen_result {
     bool output_lost;   /* echo: stdout failed (reader gone, disk full); generation stopped */
     char *text;         /* everything generated (stop string excluded), malloc'd */
     size_t text_len;
+    int n_recorded;     /* ids written to o->record (all evaluated ones when it had room) */
 } gen_result;
 
 /* The prompt has been evaluated (its logits are current). Generate, appending to the context. */

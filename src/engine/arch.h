@@ -20,7 +20,10 @@
 #include "gguf/gguf.h"
 
 enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0_ARCH_QWEN3MOE,
-               E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */, E0_ARCH_COUNT };
+               E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */,
+               E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */,
+               E0_ARCH_QWEN35, E0_ARCH_QWEN35MOE, E0_ARCH_QWEN3NEXT, /* hybrid: Gated DeltaNet + gated attention */
+               E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
 enum e0_ffn {
@@ -31,8 +34,9 @@ enum e0_ffn {
 
 /* How router logits become expert weights. */
 enum e0_gating {
-    E0_GATING_SOFTMAX, /* room for E0_GATING_SIGMOID (DeepSeek-V3 style) */
+    E0_GATING_SOFTMAX,
     E0_GATING_SOFTMAX_WEIGHT, /* gpt-oss: top-k on the raw (biased) logits, softmax over the selected ones */
+    E0_GATING_SIGMOID, /* DeepSeek-V3 style: independent sigmoid scores (route.c) */
 };
 
 /* The activation of the (expert) FFN. */
@@ -42,8 +46,13 @@ enum e0_ffn_act {
                           alpha 1.702, limit 7 (ggml_swiglu_oai) */
 };
 
-/* RoPE pairing: normal rotates (2i, 2i+1), NEOX rotates (i, i + n_rot/2). */
-enum e0_rope { E0_ROPE_NORMAL, E0_ROPE_NEOX };
+/* RoPE pairing: normal rotates (2i, 2i+1), NEOX rotates (i, i + n_rot/2). IMROPE (qwen35*):
+ * NEOX pairs with llama.cpp's interleaved multi-section RoPE; for text every section takes the
+ * token's position except the pairs of the fourth section, which take position 0 (unrotated). */
+enum e0_rope { E0_ROPE_NORMAL, E0_ROPE_NEOX, E0_ROPE_IMROPE };
+
+/* Most layers the table accepts (block_count), and the recurrent-layer bitset's words. */
+#define E0_MAX_LAYERS 4096
 
 /* The tokenizer the family's models ship with (synth builds one of this kind). */
 enum e0_vocab { E0_VOCAB_SPM /* tokenizer.ggml.model "llama" */, E0_VOCAB_BPE /* "gpt2", pre "qwen2" */ };
@@ -77,6 +86,16 @@ typedef struct e0_arch_info {
                                is SWA when il % period < period - 1 (llama.cpp's default pattern);
                                attention.sliding_window_pattern overrides it; 0: no SWA */
     enum e0_ffn_act ffn_act;
+    /* deepseek2: multi-head latent attention, and its routing keys (leading dense layers,
+     * shared expert count, gating function, groups, weight scale and norm, YaRN); read by
+     * arch.c's read_mla_hparams */
+    bool mla;
+    /* Hybrid linear-attention models (qwen35, qwen35moe, qwen3next): Gated DeltaNet layers
+     * (engine/deltanet.c) and, every full_attention_interval-th layer, gated attention (wq gives
+     * q and a sigmoid gate per head); the FFN norm is post_attention_norm; ssm.* keys. */
+    bool hybrid;
+    bool dn_ba_fused;       /* qwen3next: one ssm_ba [n_embd, 2*n_v_heads] instead of ssm_beta/ssm_alpha */
+    bool dn_heads_tiled;    /* qwen35*: value head h reads key head h % n_k_heads; else h / (n_v/n_k) */
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -101,18 +120,54 @@ typedef struct e0_hparams {
     int64_t n_swa;          /* sliding window (keys at positions p - n_swa < j <= p); 0: none */
     int64_t swa_period;     /* layer il is SWA when n_swa > 0 and il % swa_period < swa_period - 1 */
     float rope_base_swa;    /* RoPE base of the SWA layers (rope.freq_base_swa, else rope_base) */
-    /* RoPE scaling, as ggml's rope_ext takes it (arch rows with rope_scaling; else scale 1, ext 0, attn 1) */
+    /* RoPE scaling, as ggml's rope_ext takes it (arch rows with rope_scaling, and deepseek2; else
+     * scale 1, ext 0, attn 1) */
     float rope_freq_scale;  /* 1 / rope.scaling.factor */
     float rope_ext_factor;  /* 1 for YaRN, else 0 */
     float rope_attn_factor; /* the magnitude factor llama.cpp's context computes (before YaRN's own) */
     float yarn_beta_fast, yarn_beta_slow;
     int64_t n_ctx_orig;     /* rope.scaling.original_context_length, else context_length */
+    /* deepseek2 routing (route.c); zero for the other architectures */
+    int64_t n_layer_dense_lead; /* layers < this have a dense FFN even in an MoE model */
+    int64_t n_expert_shared;    /* shared experts (n_ff_shexp = n_expert_shared * n_ff_exp, no gate) */
+    int64_t n_expert_groups, n_group_used; /* group-limited top-k: experts in n_expert_groups
+                                  equal groups, only the n_group_used best groups compete */
+    float expert_weights_scale; /* routed scaling factor (0 or 1: none), after the normalization */
+    /* deepseek2 multi-head latent attention (attn_mla.c). Then head_dim = kv_lora + n_rot (a
+     * row of the compressed cache, which all heads share: n_head_kv = 1) and the per-head
+     * query/key width is head_dim_k_mla = nope + n_rot, the value width head_dim_v_mla. */
+    bool mla;
+    int64_t q_lora_rank;        /* 0: attn_q directly; else attn_q_a -> norm -> attn_q_b */
+    int64_t kv_lora_rank;
+    int64_t head_dim_k_mla, head_dim_v_mla;
+    float attn_scale;           /* > 0: the attention's score scale (deepseek2's kq_scale); else 1/sqrt(head_dim) */
+    /* (its YaRN: the RoPE scaling fields above, read by arch.c's read_rope_scaling) */
+    /* hybrid models (all zero otherwise; e0_hparams_kv_layer gives a layer's KV-cache slot) */
+    bool hybrid, dn_ba_fused, dn_heads_tiled;
+    bool rope_imrope;        /* qwen35*: interleaved multi-section RoPE, rope_sections */
+    int32_t rope_sections[4];
+    int64_t ssm_d_conv;      /* causal conv1d kernel width (ssm.conv_kernel) */
+    int64_t ssm_d_state;     /* key and value head size of the DeltaNet (ssm.state_size) */
+    int64_t ssm_n_group;     /* key heads (ssm.group_count) */
+    int64_t ssm_dt_rank;     /* value heads (ssm.time_step_rank) */
+    int64_t ssm_d_inner;     /* value heads * state size (ssm.inner_size) */
+    int64_t n_layer_nextn;   /* MTP blocks after the n_layer ones (nextn_predict_layers): ignored */
+    int64_t n_layer_kv;      /* layers with attention (= n_layer unless hybrid): the KV cache's layers */
+    uint64_t recr_bits[E0_MAX_LAYERS / 64]; /* bit il: layer il is a DeltaNet (recurrent) layer */
 } e0_hparams;
 
 /* Whether layer il of hp uses sliding-window attention. */
 static inline bool e0_layer_is_swa(const e0_hparams *hp, int64_t il) {
     return hp->n_swa > 0 && hp->swa_period > 0 && il % hp->swa_period < hp->swa_period - 1;
 }
+/* Whether layer il of a hybrid model is recurrent (Gated DeltaNet); false for other models. */
+static inline bool e0_layer_is_recurrent(const e0_hparams *hp, int64_t il) {
+    return hp->hybrid && il >= 0 && il < E0_MAX_LAYERS && (hp->recr_bits[il / 64] >> (il % 64) & 1);
+}
+/* Layers with a KV cache: the attention layers (every layer but a hybrid's DeltaNet ones). */
+static inline int64_t e0_hparams_kv_layers(const e0_hparams *hp) { return hp->hybrid ? hp->n_layer_kv : hp->n_layer; }
+/* The KV-cache layer of attention layer il (its rank among the attention layers). */
+int64_t e0_hparams_kv_layer(const e0_hparams *hp, int64_t il);
 
 /* The row of `a` (NULL if out of range); the row whose name is `name` (NULL if none). */
 const e0_arch_info *e0_arch_get(enum e0_arch a);
@@ -127,7 +182,17 @@ enum e0_kv {
     E0_KV_EXPERT_USED_COUNT, E0_KV_HEAD_COUNT, E0_KV_HEAD_COUNT_KV, E0_KV_KEY_LENGTH, E0_KV_VALUE_LENGTH,
     E0_KV_RMS_EPS, E0_KV_ROPE_DIMENSION_COUNT, E0_KV_ROPE_FREQ_BASE,
     E0_KV_SLIDING_WINDOW, E0_KV_SLIDING_WINDOW_PATTERN, E0_KV_ROPE_FREQ_BASE_SWA, E0_KV_ROPE_SCALING_TYPE,
-    E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR, E0_KV_ROPE_SCALING_ORIG_CTX_LEN, E0_KV_COUNT
+    E0_KV_ROPE_SCALING_FACTOR, E0_KV_ROPE_SCALING_ATTN_FACTOR, E0_KV_ROPE_SCALING_ORIG_CTX_LEN,
+    /* deepseek2 */
+    E0_KV_LEADING_DENSE_BLOCK_COUNT, E0_KV_EXPERT_SHARED_COUNT, E0_KV_EXPERT_WEIGHTS_SCALE,
+    E0_KV_EXPERT_WEIGHTS_NORM, E0_KV_EXPERT_GATING_FUNC, E0_KV_EXPERT_GROUP_COUNT, E0_KV_EXPERT_GROUP_USED_COUNT,
+    E0_KV_Q_LORA_RANK, E0_KV_KV_LORA_RANK, E0_KV_KEY_LENGTH_MLA, E0_KV_VALUE_LENGTH_MLA,
+    E0_KV_ROPE_SCALING_YARN_LOG_MUL,
+    /* hybrid models */
+    E0_KV_SSM_CONV_KERNEL, E0_KV_SSM_INNER_SIZE, E0_KV_SSM_STATE_SIZE, E0_KV_SSM_TIME_STEP_RANK,
+    E0_KV_SSM_GROUP_COUNT, E0_KV_FULL_ATTENTION_INTERVAL, E0_KV_ROPE_DIMENSION_SECTIONS,
+    E0_KV_ATTENTION_RECURRENT_LAYERS, E0_KV_NEXTN_PREDICT_LAYERS,
+    E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n);
@@ -151,6 +216,13 @@ enum e0_tensor {
      * not have them, keep their tensor order) */
     E0_T_ATTN_OUT_BIAS, E0_T_ATTN_SINKS, E0_T_ATTN_POST_NORM, E0_T_FFN_GATE_INP_BIAS,
     E0_T_FFN_GATE_EXPS_BIAS, E0_T_FFN_UP_EXPS_BIAS, E0_T_FFN_DOWN_EXPS_BIAS,
+    /* deepseek2: multi-head latent attention, routing correction bias */
+    E0_T_MLA_Q, E0_T_MLA_Q_A, E0_T_MLA_Q_A_NORM, E0_T_MLA_Q_B, E0_T_MLA_KV_A, E0_T_MLA_KV_A_NORM,
+    E0_T_MLA_K_B, E0_T_MLA_V_B, E0_T_MLA_OUT, E0_T_FFN_EXP_PROBS_B,
+    /* hybrid models: the FFN norm (E0_T_ATTN_POST_NORM, above, shared with gpt-oss), and the Gated
+     * DeltaNet layers' tensors */
+    E0_T_DN_QKV, E0_T_DN_GATE, E0_T_DN_CONV1D, E0_T_DN_DT, E0_T_DN_A,
+    E0_T_DN_BETA, E0_T_DN_ALPHA, E0_T_DN_BA, E0_T_DN_NORM, E0_T_DN_OUT,
     E0_T_OUTPUT_NORM, E0_T_OUTPUT,
     E0_T_COUNT
 };
@@ -167,6 +239,21 @@ enum e0_dim {
     E0_DIM_FF_SHEXP, /* n_ff_shexp */
     E0_DIM_EXPERT,   /* n_expert */
     E0_DIM_HEADS,    /* n_head (one value per query head) */
+    /* deepseek2 (MLA) */
+    E0_DIM_Q_MLA,    /* n_head * head_dim_k_mla */
+    E0_DIM_V_MLA,    /* head_dim_v_mla */
+    E0_DIM_ATT_MLA,  /* n_head * head_dim_v_mla */
+    E0_DIM_Q_LORA,   /* q_lora_rank */
+    E0_DIM_KV_LORA,  /* kv_lora_rank */
+    E0_DIM_KV_A,     /* kv_lora_rank + n_rot */
+    E0_DIM_NOPE,     /* head_dim_k_mla - n_rot */
+    E0_DIM_Q_OUT,    /* rows of attn_q: q_dim, or 2 * q_dim with the output gate (hybrid) */
+    E0_DIM_DN_CONV,  /* DeltaNet q, k, v channels: 2 * n_group * d_state + d_inner */
+    E0_DIM_DN_V,     /* d_inner = value heads * d_state */
+    E0_DIM_DN_VHEADS,/* value heads (ssm.time_step_rank) */
+    E0_DIM_DN_VHEADS2, /* 2 * value heads (ssm_ba) */
+    E0_DIM_DN_STATE, /* d_state */
+    E0_DIM_DN_KERNEL,/* conv kernel width */
 };
 
 /* When a model has the tensor. */
@@ -179,16 +266,29 @@ enum e0_need {
     E0_NEED_SHARED_EXPERT,      /* n_expert > 0 and a shared expert */
     E0_NEED_SHARED_EXPERT_GATE, /* ... with its gate */
     E0_NEED_OUTPUT,             /* optional where the output may be tied */
-    E0_NEED_FFN_NORM,           /* ffn_norm, unless the arch names it post_attention_norm */
-    E0_NEED_POST_ATTN_NORM,     /* post_attention_norm (gpt-oss: the FFN's input norm) */
+    E0_NEED_FFN_NORM,           /* ffn_norm, unless the arch names it post_attention_norm (gpt-oss, hybrids) */
+    E0_NEED_POST_ATTN_NORM,     /* post_attention_norm (gpt-oss, hybrids: the FFN's input norm) */
     E0_NEED_ATTN_OUT_BIAS, E0_NEED_ATTN_SINKS,
     E0_NEED_ROUTER_BIAS,        /* n_expert > 0 and the arch's router has a bias */
     E0_NEED_EXPERT_BIAS,        /* n_expert > 0 and the arch's experts have biases */
+    E0_NEED_MHA,                /* ordinary attention (not MLA) */
+    E0_NEED_MLA,                /* multi-head latent attention */
+    E0_NEED_MLA_Q,              /* ... without q LoRA */
+    E0_NEED_MLA_Q_LORA,         /* ... with q LoRA */
+    E0_NEED_EXP_PROBS_B,        /* optional routing correction bias of MoE layers (deepseek2) */
+    E0_NEED_HYBRID,             /* hybrid models */
+    E0_NEED_DN_SPLIT_BA,        /* hybrid, separate ssm_beta / ssm_alpha */
+    E0_NEED_DN_FUSED_BA,        /* hybrid, one ssm_ba */
 };
+
+/* Which layers of a hybrid model have the tensor (every layer of other models). */
+enum e0_layer_kind { E0_KIND_ANY, E0_KIND_ATTN /* attention layers */, E0_KIND_RECR /* DeltaNet layers */ };
 
 /* What the values are (synth draws each kind at its own scale). */
 enum e0_role { E0_ROLE_WEIGHT, E0_ROLE_EMBED, E0_ROLE_NORM, E0_ROLE_BIAS, E0_ROLE_ROUTER,
-               E0_ROLE_SINK /* attention sink logits */ };
+               E0_ROLE_SINK, /* attention sink logits */
+               E0_ROLE_DECAY, /* DeltaNet ssm_a = -exp(A_log): negative */
+               E0_ROLE_CONV   /* DeltaNet conv1d kernel: a matrix read as F32 values */ };
 
 typedef struct e0_tensor_info {
     const char *name;     /* GGUF name; per-layer names hold one "%d" (the layer) */
@@ -198,6 +298,7 @@ typedef struct e0_tensor_info {
     enum e0_dim ne[3];    /* ne[0] = row length (input dim) */
     enum e0_need need;
     enum e0_role role;
+    enum e0_layer_kind kind; /* hybrid models: attention-only or DeltaNet-only layer tensors */
 } e0_tensor_info;
 
 const e0_tensor_info *e0_tensor_get(enum e0_tensor t);
@@ -205,6 +306,11 @@ const e0_tensor_info *e0_tensor_get(enum e0_tensor t);
 const char *e0_tensor_name(enum e0_tensor t, int il, char *buf, size_t n);
 /* Whether a model with hp has tensor t: 2 required, 1 optional, 0 never. */
 int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp);
+/* The hyperparameters layer il's tensors follow: hp, with n_expert = 0 in a leading dense layer
+ * (il < n_layer_dense_lead) of an MoE model. */
+e0_hparams e0_layer_hparams(const e0_hparams *hp, int64_t il);
+/* The same for layer il (hybrid models: attention and DeltaNet layers have different tensors). */
+int e0_tensor_presence_at(enum e0_tensor t, const e0_hparams *hp, int64_t il);
 /* Its shape under hp: fills ne[0..n_dims-1], returns n_dims. */
 int e0_tensor_shape(enum e0_tensor t, const e0_hparams *hp, int64_t ne[3]);
 

@@ -9,7 +9,8 @@
  *     a sliding-window layer a ring of swa_rows = min(n_ctx, n_swa + n_batch - 1) rows (every
  *     key a chunk's queries may see), row of position p = p mod swa_rows.
  * The layout of a model without SWA layers is the one it always had: layer il's rows start at
- * il * n_ctx, position p is row p. */
+ * il * n_ctx, position p is row p; in a hybrid (qwen35*, qwen3next) only the attention layers
+ * have rows (n_ctx each, in layer order), through the same per-layer tables. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,8 @@ uint64_t e0_kv_layout_rows(const e0_hparams *hp, int n_ctx, int n_batch, size_t 
     const int w = e0_kv_swa_rows(hp, n_ctx, n_batch);
     uint64_t total = 0;
     for (int64_t il = 0; il < hp->n_layer; il++) {
-        int n = w && e0_layer_is_swa(hp, il) ? w : n_ctx;
+        /* hybrids: a DeltaNet layer has no rows (never indexed) */
+        int n = e0_layer_is_recurrent(hp, il) ? 0 : w && e0_layer_is_swa(hp, il) ? w : n_ctx;
         if (row0) row0[il] = (size_t)total;
         if (rows) rows[il] = n;
         total += (uint64_t)n;
@@ -109,7 +111,7 @@ int e0_kv_layout_init(e0_ctx *c, e0_err *e) {
     const e0_hparams *hp = c->hp;
     c->kv.swa_rows = e0_kv_swa_rows(hp, c->n_ctx, c->n_batch);
     c->kv.swa_lo = 0;
-    if (!c->kv.swa_rows) return 0;
+    if (!c->kv.swa_rows && !hp->hybrid) return 0; /* layer il's rows start at il * n_ctx */
     c->kv.layer_row0 = calloc((size_t)hp->n_layer, sizeof *c->kv.layer_row0);
     c->kv.layer_rows = calloc((size_t)hp->n_layer, sizeof *c->kv.layer_rows);
     if (!c->kv.layer_row0 || !c->kv.layer_rows) return e0_fail(e, "out of memory");

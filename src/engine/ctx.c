@@ -15,10 +15,11 @@ static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 /* Bytes of the largest activation row converted to any vec_dot_type, over every input width a
  * matrix product takes: n_embd, q_dim, ff_max, n_ff_exp. */
 static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
-    int64_t widths[] = {hp->n_embd, q_dim, ff_max, hp->n_ff_exp};
+    int64_t widths[] = {hp->n_embd, q_dim, ff_max, hp->n_ff_exp, hp->q_lora_rank /* MLA's q_b; 0 otherwise */,
+                        hp->ssm_d_inner /* ssm_out's input (hybrids); 0 otherwise */};
     uint32_t vtypes[] = {E0_TYPE_Q8_0, E0_TYPE_Q8_1, E0_TYPE_Q8_K, E0_TYPE_F32};
     size_t best = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
         for (size_t j = 0; j < 4; j++) {
             const e0_type_traits *tt = e0_type_traits_of(vtypes[j]);
             int64_t w = widths[i];
@@ -27,6 +28,12 @@ static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
             best = max_sz(best, (size_t)blocks * tt->type_size);
         }
     return best;
+}
+
+/* MLA: the widest row gathered per head (q_nope for k_b, the latent output for v_b). */
+static int64_t mla_gath_width(const e0_hparams *hp) {
+    int64_t nope = hp->head_dim_k_mla - hp->n_rot;
+    return nope > hp->kv_lora_rank ? nope : hp->kv_lora_rank;
 }
 
 /* One buffer carved from the scratch allocation (NULL when bytes = 0), 64-byte aligned. */
@@ -81,6 +88,23 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->moe.jobs, (2 * X + 4) * sizeof(e0_matmul)),
         PART(c->act.kq, (size_t)max_threads * (size_t)(hp->n_head / hp->n_head_kv) * c->kv.q_head),
         PART(c->act.vrow, (size_t)max_threads * (size_t)hp->head_dim * 4),
+        /* added later: empty for the models before them */
+        PART(c->moe.route_tmp, X * 4),
+        PART(c->mla.qa, hp->mla ? B * (size_t)hp->q_lora_rank * 4 : 0),
+        PART(c->mla.gath, hp->mla ? B * (size_t)hp->n_head * (size_t)mla_gath_width(hp) * 4 : 0),
+        /* converted rows are at most 4 bytes per value (F32 needs no conversion; F16 2, Q8_* < 1.2) */
+        PART(c->mla.gathq, hp->mla ? B * (size_t)hp->n_head * ((size_t)mla_gath_width(hp) * 4 + 64) : 0),
+        PART(c->mla.jobs, hp->mla ? (size_t)hp->n_head * sizeof(e0_matmul) : 0),
+        /* hybrid models' scratch (0 bytes, NULL, otherwise) */
+        PART(c->rs.qkv, B * (size_t)c->rs.conv_dim * 4),
+        PART(c->rs.win, hp->hybrid ? (B + (size_t)hp->ssm_d_conv - 1) * (size_t)c->rs.conv_dim * 4 : 0),
+        PART(c->rs.z, B * (size_t)hp->ssm_d_inner * 4),
+        PART(c->rs.ba, B * 2 * (size_t)hp->ssm_dt_rank * 4),
+        PART(c->rs.beta, B * (size_t)hp->ssm_dt_rank * 4),
+        PART(c->rs.gdec, B * (size_t)hp->ssm_dt_rank * 4),
+        PART(c->rs.o, B * (size_t)hp->ssm_d_inner * 4),
+        PART(c->rs.delta, hp->hybrid ? (size_t)max_threads * (size_t)hp->ssm_d_state * 4 : 0),
+        PART(c->rs.qg, hp->hybrid ? B * 2 * (size_t)c->q_dim * 4 : 0),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;
@@ -118,6 +142,7 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     /* the KV cache in its types (e0_ctx_new checks them with e0_kv_check before allocating) */
     c->kv.type_k = p ? p->type_k : E0_TYPE_F32;
     c->kv.type_v = p ? p->type_v : E0_TYPE_F32;
+    if (hp->mla) c->kv.type_v = c->kv.type_k; /* MLA: the values are the first kv_lora of the key rows */
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, NULL) == 0) {
         c->kv.row_k = e0_kv_row_bytes(hp, c->kv.type_k);
         c->kv.row_v = e0_kv_row_bytes(hp, c->kv.type_v);
@@ -128,11 +153,19 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
         c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
         c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
         c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
-        /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c) */
+        /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c) and in
+         * hybrids (their attention layers only); MLA (deepseek2) keeps only the compressed rows
+         * in k, no separate values */
         const size_t rows = (size_t)e0_kv_layout_rows(hp, c->n_ctx, c->n_batch, NULL, NULL);
         c->kv.bytes_k = rows * c->kv.row_k;
-        c->kv.bytes_v = rows * c->kv.row_v;
+        c->kv.bytes_v = hp->mla ? 0 : rows * c->kv.row_v;
     }
+    /* the hybrids' recurrent state: conv windows, then the delta-rule matrices */
+    c->rs.conv_dim = hp->hybrid ? e0_recurrent_conv_dim(hp) : 0;
+    c->rs.bytes_conv = (size_t)e0_recurrent_layers(hp) * (size_t)(hp->ssm_d_conv > 0 ? hp->ssm_d_conv - 1 : 0) *
+                       (size_t)c->rs.conv_dim * sizeof(float);
+    c->rs.bytes_ssm = (size_t)e0_recurrent_layers(hp) * (size_t)hp->ssm_dt_rank * (size_t)hp->ssm_d_state *
+                      (size_t)hp->ssm_d_state * sizeof(float);
     return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
 }
 
@@ -141,7 +174,7 @@ uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p) {
     memset(&c, 0, sizeof c);
     int max_threads = ctx_shape(&c, m, p);
     alloc_scratch(&c, max_threads, true, NULL);
-    return (uint64_t)c.kv.bytes_k + c.kv.bytes_v + c.scratch_bytes;
+    return (uint64_t)c.kv.bytes_k + c.kv.bytes_v + c.scratch_bytes + c.rs.bytes_conv + c.rs.bytes_ssm;
 }
 
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
@@ -168,13 +201,22 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     if (e0_kv_check(hp, c->kv.type_k, c->kv.type_v, e) < 0) goto fail;
     if (e0_kv_layout_init(c, e) < 0) goto fail;
     c->kv.k = e0_alloc(E0_MEM_KV, c->kv.bytes_k);
-    c->kv.v = e0_alloc(E0_MEM_KV, c->kv.bytes_v);
-    if (!c->kv.k || !c->kv.v) {
+    c->kv.v = hp->mla ? c->kv.k : e0_alloc(E0_MEM_KV, c->kv.bytes_v); /* MLA: no separate values */
+    if ((c->kv.bytes_k && !c->kv.k) || (c->kv.bytes_v && !c->kv.v)) { /* 0 bytes: a hybrid without attention layers */
         e0_fail(e, "cannot allocate the KV cache (%zu + %zu bytes; lower -c or use a smaller --cache-type-k/-v)",
                 c->kv.bytes_k, c->kv.bytes_v);
         goto fail;
     }
 
+    if (hp->hybrid) {
+        c->rs.conv = e0_alloc(E0_MEM_RECURRENT, c->rs.bytes_conv);
+        c->rs.ssm = e0_alloc(E0_MEM_RECURRENT, c->rs.bytes_ssm);
+        if ((c->rs.bytes_conv && !c->rs.conv) || !c->rs.ssm) {
+            e0_fail(e, "cannot allocate the recurrent state (%zu + %zu bytes)", c->rs.bytes_conv, c->rs.bytes_ssm);
+            goto fail;
+        }
+        e0_recurrent_reset(c);
+    }
     if (alloc_scratch(c, max_threads, false, e) < 0) goto fail;
     c->pred.predict_from = 1;
     c->pred.predict_ahead = 1;
@@ -189,7 +231,9 @@ void e0_ctx_free(e0_ctx *c) {
     if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
     e0_pool_free(c->threads.decode);
     e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
-    e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
+    if (c->kv.v != c->kv.k) e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
+    e0_free(E0_MEM_RECURRENT, c->rs.conv, c->rs.bytes_conv);
+    e0_free(E0_MEM_RECURRENT, c->rs.ssm, c->rs.bytes_ssm);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     e0_kv_layout_free(c);
     free(c);
@@ -207,10 +251,21 @@ uint32_t e0_ctx_type_v(const e0_ctx *c) { return c->kv.type_v; }
 uint64_t e0_ctx_kv_bytes(const e0_ctx *c) { return (uint64_t)c->kv.bytes_k + c->kv.bytes_v; }
 
 void e0_ctx_truncate(e0_ctx *c, int pos) {
-    if (pos >= 0 && pos < c->pos) c->pos = pos;
+    /* A recurrent state holds every position at once and cannot be rolled back: going back to
+     * an earlier position starts the sequence again (e0_ctx_pos() is then 0; callers re-prefill). */
+    if (c->m->hp.hybrid) {
+        if (pos <= 0 || pos < c->pos) {
+            c->pos = 0;
+            e0_recurrent_reset(c);
+        }
+    } else if (pos >= 0 && pos < c->pos) {
+        c->pos = pos;
+    }
     c->pos = e0_kv_swa_truncate(c, c->pos); /* sliding-window rings may only allow 0 */
     e0_predict_forget(c);
 }
+
+uint64_t e0_ctx_recurrent_bytes(const e0_ctx *c) { return (uint64_t)c->rs.bytes_conv + c->rs.bytes_ssm; }
 
 void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
     c->moe.xc = xc;

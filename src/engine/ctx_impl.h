@@ -4,6 +4,8 @@
  *   kv.c              the KV cache's types and row conversions (declared here and in engine.h)
  *   experts_predict.c expert prediction and prefetch policy (routing=predicted, predict_ahead,
  *                     prefetch, prefill_read=auto)
+ *   deltanet.c        the hybrid models' Gated DeltaNet layers and their recurrent state (rs),
+ *                     gated attention, multi-section RoPE
  *
  * Shapes use B = n_batch (tokens per chunk), E = n_embd, X = n_expert, K = n_expert_used,
  * F = n_ff_exp, q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim. A chunk of n = n_tok
@@ -111,7 +113,18 @@ struct e0_ctx {
         float *pair_h, *pair_h2; /* [B*K][F] gate and up outputs per pair */
         float *pair_out;      /* [B*K][E] down output per pair */
         e0_matmul *jobs;      /* [2 * X + 4] one dispatch's matrix products */
+        float *route_tmp;     /* [X] biased / group-limited selection scores (route.c) */
     } moe;
+
+    /* Multi-head latent attention (attn_mla.c; NULL unless hp->mla). H = n_head, C = kv_lora,
+     * R = n_rot, KM = head_dim_k_mla, nope = KM - R, VM = head_dim_v_mla, QL = q_lora_rank. The
+     * attention itself is forward.c's, over head_dim = C + R wide rows of one shared KV "head". */
+    struct {
+        float *qa;            /* [B][QL] q LoRA's first projection */
+        float *gath;          /* [H][B][max(nope, C)] one head's rows gathered for its k_b / v_b */
+        uint8_t *gathq;       /* the same, converted to the weight's vec_dot_type */
+        e0_matmul *jobs;      /* [H] one matrix per head */
+    } mla;
 
     /* Expert prediction and prefetch policy (experts_predict.c). */
     struct {
@@ -140,6 +153,24 @@ struct e0_ctx {
         bool timing;          /* collect the phase times (a clock read per phase) */
         e0_ctx_stats st;
     } stats;
+
+    /* Hybrid models (deltanet.c; all NULL / 0 otherwise). C = conv channels (2*Hk*S + Hv*S), K = conv
+     * kernel, S = state size, Hv = value heads, DI = Hv*S, R = DeltaNet layers. The state belongs to
+     * the sequence like the KV cache: conv [R][K-1][C] and ssm [R][Hv][S][S] (E0_MEM_RECURRENT);
+     * the rest is scratch for a chunk. */
+    struct {
+        float *conv, *ssm;    /* the recurrent state */
+        size_t bytes_conv, bytes_ssm;
+        int64_t conv_dim;     /* C */
+        float *qkv;           /* [B][C] attn_qkv output, then the conv + silu output (q, k normed) */
+        float *win;           /* [K-1+B][C] the conv window: state rows, then the chunk's */
+        float *z;             /* [B][DI] the output gate */
+        float *ba;            /* [B][2*Hv] ssm_ba (qwen3next) or [B][Hv] ssm_alpha output */
+        float *beta, *gdec;   /* [B][Hv] beta (ssm_beta output, then sigmoid) and the decay g */
+        float *o;             /* [B][DI] delta-rule output, then gated-normed */
+        float *delta;         /* [max(threads)][S] per thread */
+        float *qg;            /* [B][2*q_dim] attention layers' wq output: q and gate per head */
+    } rs;
 
     uint8_t *scratch;         /* the one allocation every buffer above except kv is carved from */
     size_t scratch_bytes;
@@ -188,8 +219,8 @@ void e0_top_k(const float *p, int64_t X, int64_t K, int *ids);
 /* w[s] = p[ids[s]] for s < K, renormalized to sum 1 when the model asks (moe_norm_topk). */
 void e0_route_weights(const e0_hparams *hp, const float *p, const int *ids, float *w);
 /* Router logits p [X] -> the scores top-k ranks, in place: + bias (gpt-oss: ffn_gate_inp.bias,
- * NULL otherwise), then softmax (E0_GATING_SOFTMAX) or unchanged (E0_GATING_SOFTMAX_WEIGHT, whose
- * e0_route_weights takes the softmax over the selected ones). */
+ * NULL otherwise), then softmax (E0_GATING_SOFTMAX), sigmoid (E0_GATING_SIGMOID) or unchanged
+ * (E0_GATING_SOFTMAX_WEIGHT, whose e0_route_weights takes the softmax over the selected ones). */
 void e0_route_probs(const e0_hparams *hp, const float *bias, float *p);
 
 /* ---- attn_ext.c: gpt-oss pieces (RoPE scaling, sinks, clamped SwiGLU, SWA cache layout) ---- */
@@ -226,6 +257,24 @@ static inline size_t e0_kv_layer_row0(const e0_ctx *c, int il) {
 static inline size_t e0_kv_slot(const e0_ctx *c, int il, int pos) {
     return c->kv.layer_rows ? (size_t)(pos % c->kv.layer_rows[il]) : (size_t)pos;
 }
+/* The K experts ids of scores p [X]: plain top-k (the softmax path), or with the correction bias
+ * [X] (may be NULL) added and the group limit applied for the choice only; tmp [X] scratch. */
+void e0_route_select(const e0_hparams *hp, const float *bias, const float *p, int *ids, float *tmp);
+/* One token: probs (router_b: the logits' bias, or NULL), select (sel_bias: the correction bias,
+ * or NULL), weights (w [K]); p is left holding the scores without the correction bias. */
+void e0_route_token(const e0_hparams *hp, const float *router_b, const float *sel_bias, float *p, int *ids, float *w,
+                    float *tmp);
+
+/* ---- attn_mla.c (deepseek2 multi-head latent attention) ---- */
+
+/* Layer il, the chunk's normed input xn [n][E] (act.xn): queries (q LoRA when present), the
+ * compressed KV row c = [rmsnorm(kv_a) (C), RoPE'd k_pe (R)] of each token -> the KV cache at
+ * pos0 + i, and the absorbed queries act.q [n][H][C+R] = [k_b_h q_nope_h, RoPE'd q_pe_h], so
+ * that forward.c's attention over one shared head of width C+R gives each head's scores. */
+void e0_mla_project(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0);
+/* act.att [n][H][C+R] (the first C of each head: the attention-weighted latent rows) ->
+ * out [n][E] = wo (v_b_h att_h for every head). */
+void e0_mla_output(e0_ctx *c, const e0_layer *L, int n_tok, float *out);
 
 /* ---- experts_predict.c ---- */
 
@@ -242,5 +291,21 @@ void e0_predict_forget(e0_ctx *c);
  * il with the trace's experts for the chunk's tokens (weights: the trace's, else uniform). */
 void e0_replay_route(e0_ctx *c, int il, int n_tok);
 void e0_predict_reset_stats(e0_ctx *c);
+
+/* ---- deltanet.c ---- */
+
+/* DeltaNet layers and conv channels (0 for non-hybrid models); e0_recurrent_bytes: engine.h. */
+int64_t e0_recurrent_layers(const e0_hparams *hp);
+int64_t e0_recurrent_conv_dim(const e0_hparams *hp);
+/* Zero the recurrent state (a new sequence). */
+void e0_recurrent_reset(e0_ctx *c);
+/* DeltaNet layer il: act.xn [n][E] -> out [n][E] (out may alias act.xn), advancing the state. */
+void e0_deltanet_layer(e0_ctx *c, int il, int n_tok, float *out);
+/* Gated attention: q [n][q_dim] from wq's output qg [n][2*q_dim] (per head: q, then gate), and
+ * att [n][q_dim] *= sigmoid(gate). */
+void e0_gated_q_split(const e0_hparams *hp, const float *qg, int n_tok, float *q);
+void e0_gated_apply(const e0_hparams *hp, const float *qg, int n_tok, float *att);
+/* qwen35*'s interleaved multi-section RoPE for text positions (NEOX pairs). */
+void e0_rope_imrope(float *x, int64_t n_rot, int pos, float base, const int32_t sections[4]);
 
 #endif

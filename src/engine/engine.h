@@ -43,10 +43,16 @@ const float *e0_ctx_logits(const e0_ctx *c);
 int e0_ctx_pos(const e0_ctx *c);
 int e0_ctx_n_ctx(const e0_ctx *c);
 int e0_ctx_n_threads(const e0_ctx *c);
-/* Forget everything from position pos on (pos <= current position). With sliding-window layers
- * the cache may only go back to 0 (when their rings no longer hold the window position pos
- * needs): e0_ctx_pos() says where it went. */
+/* Forget everything from position pos on (pos <= current position). Hybrid models (recurrent
+ * state) cannot go back to 0 < pos < current: they forget everything (e0_ctx_pos() is then 0);
+ * with sliding-window layers the cache may only go back to 0 (when their rings no longer hold
+ * the window position pos needs). A caller reusing a prefix reads e0_ctx_pos() afterwards to
+ * know what is still cached. */
 void e0_ctx_truncate(e0_ctx *c, int pos);
+/* Bytes of the recurrent state (hybrid models' DeltaNet conv and delta-rule states; 0 otherwise):
+ * of this context, and of one sequence of a model with hp (deltanet.c). */
+uint64_t e0_ctx_recurrent_bytes(const e0_ctx *c);
+uint64_t e0_recurrent_bytes(const e0_hparams *hp);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
 /* The KV cache's element types and its size (K and V, all layers, n_ctx positions). */

@@ -131,7 +131,10 @@ uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
     if (!m || !p || m->hp.n_expert <= 0 || !m->layers) return 0;
     uint64_t total = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
-        if (!e0_expert_bytes(m, il)) return 0;
+        if (!e0_expert_bytes(m, il)) {
+            if (il < m->hp.n_layer_dense_lead) continue; /* a leading dense layer: no slots */
+            return 0;
+        }
         total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(p->slots > 0 ? p->slots : 0);
     }
     if (p->read_mode == E0_READ_DIRECT) {
@@ -327,6 +330,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
             return e0_fail(e, "expert cache: expert id %d out of range (layer %d has %lld experts)", ids[i], layer,
                            (long long)x->n_expert);
     layer_cache *lc = &x->layers[layer];
+    if (!lc->slots) return e0_fail(e, "expert cache: layer %d has no routed experts", layer);
     pthread_mutex_lock(&x->mu);
 
     /* Distinct ids, and how many more slots they would pin. */
@@ -416,14 +420,14 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
 }
 
 void e0_experts_release(e0_experts *x, int layer) {
-    if (!x || layer < 0 || layer >= x->n_layer) return;
+    if (!x || layer < 0 || layer >= x->n_layer || !x->layers[layer].slots) return;
     pthread_mutex_lock(&x->mu);
     for (int i = 0; i < (int)x->slots; i++) x->layers[layer].slots[i].pins = 0;
     pthread_mutex_unlock(&x->mu);
 }
 
 void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n) {
-    if (!x || !ids || layer < 0 || layer >= x->n_layer) return;
+    if (!x || !ids || layer < 0 || layer >= x->n_layer || !x->layers[layer].slots) return;
     layer_cache *lc = &x->layers[layer];
     pthread_mutex_lock(&x->mu);
     x->tick++; /* prefetched experts count as the most recent, so the next prefetch does not evict them */
@@ -453,7 +457,7 @@ int e0_experts_read_mode(const e0_experts *x, const char **why) {
 }
 
 bool e0_experts_resident(const e0_experts *x, int layer, int id) {
-    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert) return false;
+    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return false;
     e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */
     pthread_mutex_lock(&mx->mu);
     int si = x->layers[layer].where[id];
@@ -473,7 +477,9 @@ static void setup_direct(e0_experts *x) {
     const char *step = "open";
     int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd >= 0) {
-        uint64_t off = x->layers[0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
+        int l0 = 0; /* the first layer with experts (deepseek2's leading layers are dense) */
+        while (l0 + 1 < x->n_layer && !x->layers[l0].slots) l0++;
+        uint64_t off = x->layers[l0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
         ssize_t r;
         do r = pread(fd, x->threads[0].staging, DIRECT_ALIGN, (off_t)off);
         while (r < 0 && errno == EINTR);
@@ -550,6 +556,7 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         const e0_layer *L = &m->layers[il];
         layer_cache *lc = &x->layers[il];
         lc->expert_bytes = e0_expert_bytes(m, il);
+        if (!lc->expert_bytes && il < m->hp.n_layer_dense_lead) continue; /* dense: no cache */
         if (!lc->expert_bytes) {
             e0_fail(e, "expert cache: layer %d has no routed experts", il);
             goto fail;

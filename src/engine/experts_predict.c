@@ -109,6 +109,7 @@ static void predict_ahead(e0_ctx *c, int il) {
         if (next >= hp->n_layer) break;
         if (next < c->pred.predict_from) continue;
         const e0_layer *N = &c->m->layers[next];
+        if (!N->router.t) continue; /* a dense layer (deepseek2's leading ones) */
         int ids[64], *dst = d == 1 ? c->pred.ids + (size_t)next * hp->n_expert_used : ids;
         if (d > 1 && hp->n_expert_used > 64) break;
         if (c->replay.trace) {
@@ -116,8 +117,8 @@ static void predict_ahead(e0_ctx *c, int il) {
         } else {
             /* xn [1][E] -> pred.logits [X] -> probabilities -> top K */
             e0_matmul_weight(c, &N->router, c->pred.logits);
-            e0_route_probs(hp, N->router_b, c->pred.logits); /* as route() does */
-            e0_top_k(c->pred.logits, hp->n_expert, hp->n_expert_used, dst);
+            e0_route_probs(hp, N->router_b, c->pred.logits); /* the model's own choice, as route() does */
+            e0_route_select(hp, N->exp_probs_b, c->pred.logits, dst, c->moe.route_tmp);
         }
         if (d == 1) c->pred.valid[next] = true;
         if (c->moe.xc) e0_experts_prefetch(c->moe.xc, next, dst, (int)hp->n_expert_used);
@@ -131,6 +132,7 @@ static void predict_ahead(e0_ctx *c, int il) {
 static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
     if (!c->moe.xc || !c->pred.prefill_ahead || n_tok < c->pred.prefill_ahead_min || il + 1 >= hp->n_layer) return;
+    if (!c->m->layers[il + 1].router.t) return; /* the next layer is dense */
     if (c->replay.trace && c->replay.predict_p < 0) return; /* replay without a predictor */
     const int64_t X = hp->n_expert, K = hp->n_expert_used;
     /* Aliases, safe because moe_ffn refills each after this returns:

@@ -29,7 +29,8 @@
 
 /* q [n][q_dim], k, v [n][kv_dim] of the chunk: add the biases (qwen2), normalize each head
  * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache (each row
- * converted once to its cache type). */
+ * converted once to its cache type; a hybrid's attention layers only have one: attn_ext.c's
+ * layout tables). */
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
     /* gpt-oss: RoPE with scaling (YaRN) and a per-layer base (attn_ext.c) */
@@ -47,12 +48,14 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             float *qh = q + h * hp->head_dim;
             if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos0 + i, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
             if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos0 + i, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         /* the row of position pos0 + i, converted once to the cache types */
@@ -83,7 +86,7 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
                    uint8_t *kq, float *vrow) {
     const e0_hparams *hp = c->hp;
     const int64_t hd = hp->head_dim;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hd); /* deepseek2: its kq_scale */
     const size_t rk = c->kv.row_k, rv = c->kv.row_v;
     const uint8_t *kc = c->kv.k + e0_kv_layer_row0(c, t->il) * rk + (size_t)kvh * c->kv.head_k;
     const uint8_t *vc = c->kv.v + e0_kv_layer_row0(c, t->il) * rv + (size_t)kvh * c->kv.head_v;
@@ -182,16 +185,15 @@ static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, co
     e0_matmul_weight(c, down, out);
 }
 
-/* Route each token: router logits [n][X] -> probabilities (softmax, in place) -> the top K
- * experts sel [n][K] (ties: lower id) and their weights sel_w [n][K]. */
+/* Route each token: router logits [n][X] -> probabilities (softmax or sigmoid, in place) -> the
+ * top K experts sel [n][K] (ties: lower id; deepseek2: chosen with the correction bias and the
+ * group limit, route.c) and their weights sel_w [n][K]. */
 static void route(e0_ctx *c, const e0_layer *L, int n_tok) {
     const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
     for (int i = 0; i < n_tok; i++) {
         float *p = c->moe.router + (size_t)i * X;
         int *sel = c->moe.sel + (size_t)i * K;
-        e0_route_probs(c->hp, L->router_b, p); /* (+ bias) softmax, or the biased logits (gpt-oss) */
-        e0_top_k(p, X, K, sel);
-        e0_route_weights(c->hp, p, sel, c->moe.sel_w + (size_t)i * K);
+        e0_route_token(c->hp, L->router_b, L->exp_probs_b, p, sel, c->moe.sel_w + (size_t)i * K, c->moe.route_tmp);
     }
 }
 
@@ -355,14 +357,19 @@ static int ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_hparams *hp = c->hp;
     const e0_layer *L = &c->m->layers[il];
     double t0 = e0_clock_if(c);
-    if (hp->n_expert == 0) {
+    if (hp->n_expert == 0 || il < hp->n_layer_dense_lead) { /* deepseek2: leading dense layers */
         swiglu_ffn(c, &L->ffn_gate, &L->ffn_up, &L->ffn_down, n_tok, out);
         c->stats.st.ffn_dense += e0_clock_if(c) - t0;
         return 0;
     }
     if (moe_ffn(c, il, n_tok, out) < 0) return -1;
     t0 = e0_clock_if(c);
-    if (hp->shared_expert) {
+    if (hp->shared_expert && !L->shexp_gate_inp) { /* deepseek2: ungated shared experts: out += shared */
+        float *shared = c->act.att;
+        swiglu_ffn(c, &L->gate_shexp, &L->up_shexp, &L->down_shexp, n_tok, shared);
+        for (int64_t i = 0; i < n_tok * hp->n_embd; i++) out[i] += shared[i];
+        c->stats.st.ffn_dense += e0_clock_if(c) - t0;
+    } else if (hp->shared_expert) {
         /* out += sigmoid(shexp_gate_inp . xn) * shared_expert(xn): xn [n][E] -> shared [n][E].
          * Alias: att is not read again in this layer after the output projection. */
         float *shared = c->act.att;
@@ -403,24 +410,44 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         double t0 = e0_clock_if(c);
         /* x [n][E] -> xn = rmsnorm(x) * attn_norm [n][E] */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
-        /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type) */
+        if (e0_layer_is_recurrent(hp, il)) {
+            /* hybrid: a Gated DeltaNet layer instead of attention, xn -> attn_out [n][E] (deltanet.c) */
+            e0_deltanet_layer(c, (int)il, n_tok, attn_out);
+            for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
+            c->stats.st.attention += e0_clock_if(c) - t0;
+            goto ffn_part;
+        }
+        if (hp->mla) {
+            /* deepseek2: xn -> absorbed queries q [n][H][C+R], compressed row -> KV cache (attn_mla.c) */
+            e0_mla_project(c, L, (int)il, n_tok, pos0);
+        } else {
+        /* xn -> q [n][q_dim], k, v [n][kv_dim] (one dispatch, one conversion of xn per type);
+         * hybrid: wq gives q and the output gate per head into rs.qg [n][2*q_dim] */
         e0_matmul_input(c, xn, n_tok, E);
-        e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
+        e0_matmul qkv[3] = {e0_matmul_job(c, &L->wq, hp->hybrid ? c->rs.qg : c->act.q), e0_matmul_job(c, &L->wk, c->act.k), e0_matmul_job(c, &L->wv, c->act.v)};
         e0_matmul_run(c->threads.cur, qkv, 3);
+        if (hp->hybrid) e0_gated_q_split(hp, c->rs.qg, n_tok, c->act.q);
         /* q, k (+bias, q/k norm) -> RoPE; k, v -> KV cache rows pos0 .. pos0+n-1 of layer il */
         rope_and_cache(c, L, (int)il, n_tok, pos0);
+        }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
-        /* att -> attn_out [n][E] = wo att; x += attn_out */
+        /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c; hybrid: att *=
+         * sigmoid(gate) first); x += attn_out */
+        if (hp->mla) {
+            e0_mla_output(c, L, n_tok, attn_out);
+        } else {
+        if (hp->hybrid) e0_gated_apply(hp, c->rs.qg, n_tok, c->act.att); /* att *= sigmoid(gate) */
         e0_matmul_input(c, c->act.att, n_tok, c->q_dim);
         e0_matmul_weight(c, &L->wo, attn_out);
+        }
         if (L->bo) /* gpt-oss: attn_output.bias */
             for (int i = 0; i < n_tok; i++)
                 for (int64_t e = 0; e < E; e++) attn_out[(size_t)i * E + e] += L->bo[e];
         for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
         c->stats.st.attention += e0_clock_if(c) - t0;
-
+    ffn_part:
         /* x -> xn = rmsnorm(x) * ffn_norm [n][E] -> ffn_out [n][E]; x += ffn_out */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
         if (ffn(c, (int)il, n_tok, ffn_out) < 0) return -1;
@@ -456,7 +483,9 @@ int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
         int chunk = n - done < c->n_batch ? n - done : c->n_batch;
         c->err = e;
         if (forward_chunk(c, tokens + done, chunk, all_logits ? all_logits + (size_t)done * hp->n_vocab : NULL) < 0) {
-            /* The KV cache holds a partial chunk: forget it, keep what was complete before. */
+            /* The KV cache holds a partial chunk: forget it, keep what was complete before. A
+             * recurrent state cannot be rolled back: the sequence starts again. */
+            if (hp->hybrid) e0_ctx_truncate(c, 0);
             return -1;
         }
         done += chunk;

@@ -59,12 +59,19 @@ static int64_t n_swa_layers(const e0_hparams *hp) {
     return n;
 }
 
+/* The bytes of one position of one layer: K and V rows (MLA, deepseek2: the compressed row only). */
+static uint64_t pos_row_bytes(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
+    if (hp->mla) return e0_kv_row_bytes(hp, type_k);
+    return e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v);
+}
+
 uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
-    return (uint64_t)(hp->n_layer - n_swa_layers(hp)) * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
+    /* the full-attention layers (hybrids: their attention layers only) */
+    return (uint64_t)(e0_hparams_kv_layers(hp) - n_swa_layers(hp)) * pos_row_bytes(hp, type_k, type_v);
 }
 
 uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v) {
-    return (uint64_t)n_swa_layers(hp) * (uint64_t)hp->n_swa * (e0_kv_row_bytes(hp, type_k) + e0_kv_row_bytes(hp, type_v));
+    return (uint64_t)n_swa_layers(hp) * (uint64_t)hp->n_swa * pos_row_bytes(hp, type_k, type_v);
 }
 
 void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row) {

@@ -26,6 +26,10 @@ uint64_t e0_model_decode_bytes(const e0_model *m, int64_t n_kv, uint64_t kv_byte
         b += matrix_bytes(&L->ffn_gate) + matrix_bytes(&L->ffn_up) + matrix_bytes(&L->ffn_down);
         b += matrix_bytes(&L->router) + matrix_bytes(&L->gate_shexp) + matrix_bytes(&L->up_shexp) + matrix_bytes(&L->down_shexp);
         b += (uint64_t)hp->n_expert_used * (matrix_bytes(&L->gate_exps) + matrix_bytes(&L->up_exps) + matrix_bytes(&L->down_exps));
+        b += matrix_bytes(&L->wq_a) + matrix_bytes(&L->wq_b) + matrix_bytes(&L->wkv_a); /* MLA */
+        b += (uint64_t)L->wk_b.ne[2] * matrix_bytes(&L->wk_b) + (uint64_t)L->wv_b.ne[2] * matrix_bytes(&L->wv_b);
+        b += matrix_bytes(&L->dn_qkv) + matrix_bytes(&L->dn_gate) + matrix_bytes(&L->dn_beta) +
+             matrix_bytes(&L->dn_alpha) + matrix_bytes(&L->dn_ba) + matrix_bytes(&L->dn_out);
         b += (uint64_t)hp->n_embd * 4 * 2; /* norms */
         if (L->down_exps_b) /* gpt-oss: the used experts' biases */
             b += (uint64_t)hp->n_expert_used * (uint64_t)(2 * hp->n_ff_exp + hp->n_embd) * 4;
@@ -100,7 +104,7 @@ static bool shape_is(const gguf_tensor *t, const int64_t *want, int nd) {
 
 /* Bind a matrix [ne0, ne1] or expert stack [ne0, ne1, ne2] (ne2 > 0). Returns -1 on error. */
 static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
-                       bool required) {
+                       bool required, bool expert) {
     memset(w, 0, sizeof *w);
     const gguf_tensor *t = lookup(bd, name, required);
     if (!t) return required ? -1 : 0;
@@ -119,11 +123,11 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
     w->ne[2] = ne2 > 0 ? ne2 : 1;
     w->row_bytes = e0_row_size(t->type, ne0);
     w->matrix_bytes = w->row_bytes * (size_t)ne1;
-    return push(bd, (binding){.t = t, .w = w, .expert = ne2 > 0, .size = t->nbytes});
+    return push(bd, (binding){.t = t, .w = w, .expert = expert, .size = t->nbytes});
 }
 
-/* A vector [ne[0]] (nd 1) or a stack of vectors [ne[0], ne[1]] (nd 2: per-expert biases), read
- * as F32 into the dense buffer. */
+/* A vector [ne[0]] (nd 1) or a stack of vectors [ne[0], ne[1]] (nd 2: per-expert biases, the
+ * hybrids' conv1d kernel), read as F32 into the dense buffer. */
 static int bind_floats(binder *bd, const float **v, const char *name, const int64_t *ne, int nd, bool required) {
     *v = NULL;
     const gguf_tensor *t = lookup(bd, name, required);
@@ -178,6 +182,26 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
     case E0_T_FFN_GATE_EXPS_BIAS: return &L->gate_exps_b;
     case E0_T_FFN_UP_EXPS_BIAS: return &L->up_exps_b;
     case E0_T_FFN_DOWN_EXPS_BIAS: return &L->down_exps_b;
+    case E0_T_MLA_Q: return &L->wq;
+    case E0_T_MLA_Q_A: return &L->wq_a;
+    case E0_T_MLA_Q_A_NORM: return &L->q_a_norm;
+    case E0_T_MLA_Q_B: return &L->wq_b;
+    case E0_T_MLA_KV_A: return &L->wkv_a;
+    case E0_T_MLA_KV_A_NORM: return &L->kv_a_norm;
+    case E0_T_MLA_K_B: return &L->wk_b;
+    case E0_T_MLA_V_B: return &L->wv_b;
+    case E0_T_MLA_OUT: return &L->wo;
+    case E0_T_FFN_EXP_PROBS_B: return &L->exp_probs_b;
+    case E0_T_DN_QKV: return &L->dn_qkv;
+    case E0_T_DN_GATE: return &L->dn_gate;
+    case E0_T_DN_CONV1D: return &L->dn_conv;
+    case E0_T_DN_DT: return &L->dn_dt;
+    case E0_T_DN_A: return &L->dn_a;
+    case E0_T_DN_BETA: return &L->dn_beta;
+    case E0_T_DN_ALPHA: return &L->dn_alpha;
+    case E0_T_DN_BA: return &L->dn_ba;
+    case E0_T_DN_NORM: return &L->dn_norm;
+    case E0_T_DN_OUT: return &L->dn_out;
     case E0_T_COUNT: break;
     }
     return NULL;
@@ -186,16 +210,20 @@ static void *slot_of(e0_model *m, e0_layer *L, enum e0_tensor t) {
 /* Bind tensor role t (of layer il, or a model tensor when L is NULL) if the model has it. */
 static int bind_tensor(binder *bd, e0_model *m, e0_layer *L, int il, enum e0_tensor t) {
     const e0_tensor_info *ti = e0_tensor_get(t);
-    int presence = e0_tensor_presence(t, &m->hp);
+    const e0_hparams lhp = e0_layer_hparams(&m->hp, L ? il : m->hp.n_layer); /* a leading dense layer has no experts */
+    int presence = e0_tensor_presence_at(t, &lhp, il); /* hybrids: attention or DeltaNet layer */
     if (!presence || ti->per_layer != (L != NULL)) return 0;
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     e0_tensor_name(t, il, name, sizeof name);
-    int nd = e0_tensor_shape(t, &m->hp, ne);
+    int nd = e0_tensor_shape(t, &lhp, ne);
     void *slot = slot_of(m, L, t);
     if (nd == 1) return bind_vector(bd, slot, name, ne[0], presence == 2);
-    if (nd == 2 && ti->role == E0_ROLE_BIAS) return bind_floats(bd, slot, name, ne, 2, presence == 2);
-    return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2);
+    if (nd == 2 && (ti->role == E0_ROLE_BIAS || ti->role == E0_ROLE_CONV))
+        return bind_floats(bd, slot, name, ne, 2, presence == 2);
+    /* stacks of routed experts go to the expert buffer (and may stream); MLA's per-head stacks are dense */
+    return bind_matrix(bd, slot, name, ne[0], ne[1], nd == 3 ? ne[2] : 0, presence == 2,
+                       nd == 3 && ti->need == E0_NEED_MOE_FFN);
 }
 
 static int bind_all(binder *bd, e0_model *m) {
@@ -220,11 +248,23 @@ static int bind_all(binder *bd, e0_model *m) {
 }
 
 /* Tensors each layer must have (to reject absurd block counts before allocating). */
+static uint64_t count_required(const e0_hparams *hp) {
+    uint64_t n = 0, attn = 0, recr = 0; /* hybrid: the fewer of an attention and a DeltaNet layer's */
+    for (int t = 0; t < E0_T_COUNT; t++) {
+        const e0_tensor_info *ti = e0_tensor_get((enum e0_tensor)t);
+        if (!ti->per_layer || e0_tensor_presence((enum e0_tensor)t, hp) != 2) continue;
+        if (hp->hybrid && ti->kind == E0_KIND_ATTN) attn++;
+        else if (hp->hybrid && ti->kind == E0_KIND_RECR) recr++;
+        else n++;
+    }
+    return n + (attn < recr ? attn : recr);
+}
 static uint64_t required_per_layer(const e0_hparams *hp) {
-    uint64_t n = 0;
-    for (int t = 0; t < E0_T_COUNT; t++)
-        n += e0_tensor_get((enum e0_tensor)t)->per_layer && e0_tensor_presence((enum e0_tensor)t, hp) == 2;
-    return n;
+    const uint64_t n = count_required(hp);
+    const e0_hparams dense = e0_layer_hparams(hp, 0); /* layer 0 is dense when any is */
+    const uint64_t n_dense = count_required(&dense);
+    /* leading dense layers may have fewer tensors than MoE ones */
+    return hp->n_layer_dense_lead > 0 && n_dense < n ? n_dense : n;
 }
 
 /* The vocabulary metadata must be self-consistent: token, score and type arrays of one length,

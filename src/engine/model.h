@@ -47,6 +47,24 @@ typedef struct e0_layer {
     const float *router_b;                      /* ffn_gate_inp.bias [n_expert] */
     const float *gate_exps_b, *up_exps_b;       /* [n_expert][n_ff_exp] */
     const float *down_exps_b;                   /* [n_expert][n_embd] */
+    /* deepseek2 multi-head latent attention (attn_mla.c); wo is attn_output [n_head*v_mla, E] */
+    e0_weight wq_a, wq_b;                       /* q LoRA: [E, q_lora], [q_lora, n_head*k_mla] (wq without) */
+    const float *q_a_norm;                      /* [q_lora] */
+    e0_weight wkv_a;                            /* [E, kv_lora + n_rot] */
+    const float *kv_a_norm;                     /* [kv_lora] */
+    e0_weight wk_b;                             /* [nope, kv_lora, n_head]: per head, kv_lora rows of nope */
+    e0_weight wv_b;                             /* [kv_lora, v_mla, n_head]: per head, v_mla rows of kv_lora */
+    const float *exp_probs_b;                   /* [n_expert] routing correction bias (selection only), or NULL */
+    /* hybrid models' Gated DeltaNet layers (engine/deltanet.c); their attention layers use wq
+     * (q and gate per head), wk, wv, wo, q_norm, k_norm; ffn_norm is post_attention_norm */
+    e0_weight dn_qkv;                           /* attn_qkv [n_embd -> conv_dim]: q, k, v channels */
+    e0_weight dn_gate;                          /* attn_gate [n_embd -> d_inner]: z, the output gate */
+    e0_weight dn_beta, dn_alpha;                /* [n_embd -> n_v_heads] (qwen35*) */
+    e0_weight dn_ba;                            /* [n_embd -> 2 n_v_heads] (qwen3next) */
+    e0_weight dn_out;                           /* ssm_out [d_inner -> n_embd] */
+    const float *dn_conv;                       /* ssm_conv1d [conv_dim][d_conv] */
+    const float *dn_dt, *dn_a;                  /* ssm_dt.bias, ssm_a (= -exp(A_log)) [n_v_heads] */
+    const float *dn_norm;                       /* ssm_norm [d_state] */
 } e0_layer;
 
 typedef struct e0_model_params {

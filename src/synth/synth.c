@@ -44,7 +44,7 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->n_head = p->n_head;
     hp->n_head_kv = p->n_head_kv;
     hp->head_dim = p->head_dim;
-    hp->n_rot = p->head_dim;
+    hp->n_rot = p->n_rot ? p->n_rot : p->head_dim;
     hp->n_ff = p->n_ff;
     hp->n_ctx_train = p->n_ctx;
     hp->n_expert = p->n_expert;
@@ -55,7 +55,59 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->rope_base = (float)p->rope_base;
     hp->n_swa = p->n_swa;
     if (p->swa_period) hp->swa_period = p->swa_period;
+    if (a && a->mla) { /* deepseek2: MLA widths and routing as arch.c's read_mla_hparams sets them */
+        hp->n_rot = p->n_rot;
+        hp->head_dim_k_mla = p->head_dim;
+        hp->head_dim_v_mla = p->head_dim_v;
+        hp->kv_lora_rank = p->kv_lora_rank;
+        hp->q_lora_rank = p->q_lora_rank;
+        hp->head_dim = p->kv_lora_rank + p->n_rot;
+        hp->n_head_kv = 1;
+        hp->n_layer_dense_lead = p->n_layer_dense_lead;
+        hp->n_expert_shared = p->n_expert_shared;
+        hp->shared_expert = p->n_expert_shared > 0;
+        hp->n_ff_shexp = p->n_expert_shared * p->n_ff_exp;
+        hp->n_expert_groups = p->n_expert_groups;
+        hp->n_group_used = p->n_group_used;
+    }
+    if (a && a->hybrid) { /* the DeltaNet sizes and which layers are recurrent, as arch.c reads them */
+        hp->ssm_d_conv = p->ssm_d_conv;
+        hp->ssm_d_state = p->ssm_d_state;
+        hp->ssm_n_group = p->ssm_n_group;
+        hp->ssm_dt_rank = p->ssm_dt_rank;
+        hp->ssm_d_inner = p->ssm_dt_rank * p->ssm_d_state;
+        hp->n_layer_kv = 0;
+        for (int64_t i = 0; i < p->n_layer && i < E0_MAX_LAYERS; i++) {
+            if (p->full_attn_interval > 0 && (i + 1) % p->full_attn_interval != 0) hp->recr_bits[i / 64] |= (uint64_t)1 << (i % 64);
+            else hp->n_layer_kv++;
+        }
+        synth_rope_sections(hp->n_rot, hp->rope_sections);
+    }
 }
+
+void synth_rope_sections(int64_t n_rot, int32_t sec[4]) {
+    /* Qwen3.5's [11, 11, 10, 0] for 32 rotated pairs, scaled to n_rot / 2 pairs */
+    const int64_t pairs = n_rot / 2;
+    sec[0] = sec[1] = (int32_t)(pairs * 11 / 32);
+    sec[2] = (int32_t)(pairs - 2 * sec[0]);
+    sec[3] = 0;
+}
+
+/* deepseek2's MLA and routing defaults per shape (the named shapes' other dimensions are above). */
+typedef struct mla_shape {
+    const char *name;
+    int64_t head_dim, n_rot, head_dim_v, kv_lora_rank, q_lora_rank, n_layer_dense_lead, n_expert_shared;
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff;
+    double expert_weights_scale, yarn_factor, yarn_log_mul;
+    int64_t n_ctx_orig;
+} mla_shape;
+
+static const mla_shape mla_shapes[] = {
+    /* tiny: layer 0 dense, 1 shared expert, no q LoRA, no YaRN */
+    {"tiny", 96, 32, 64, 128, 0, 1, 1, 8, 2, 256, 512, 0, 0, 0, 0},
+    /* DeepSeek-V2-Lite (config.json): 27 layers, 64 experts of 1408 + 2 shared, YaRN x40 */
+    {"deepseek-v2-lite", 192, 64, 128, 512, 0, 1, 2, 64, 6, 1408, 10944, 1.0, 40, 0.0707, 4096},
+};
 
 /* ---- named shapes ---- */
 typedef struct shape {
@@ -68,6 +120,12 @@ typedef struct shape {
     int64_t yarn_orig_ctx;
 } shape;
 
+/* The DeltaNet sizes of shapes made for hybrid architectures (others get small defaults). */
+typedef struct hybrid_shape {
+    const char *name;
+    int64_t n_rot, ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank, full_attn_interval;
+} hybrid_shape;
+
 static const shape shapes[] = {
     /* small enough for tests and demos, like the golden models */
     {"tiny", 2, 256, 4, 2, 64, 512, 8, 2, 256, 512, 512, 2048, 0, 0, 0, 0, 0},
@@ -76,9 +134,20 @@ static const shape shapes[] = {
     {"qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6, 1e-6, 0, 0, 0},
     /* openai/gpt-oss-20b's config (sliding window 128 on every other layer, YaRN x32 from 4096) */
     {"gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 32, 4, 2880, 0, 201088, 131072, 150000, 1e-5, 128, 32, 4096},
+    {"deepseek-v2-lite", 27, 2048, 16, 16, 192, 10944, 64, 6, 1408, 0, 102400, 163840, 1e4, 1e-6, 0, 0, 0},
+    /* Qwen3.5-35B-A3B (Qwen/Qwen3.5-35B-A3B config.json): 40 layers of hidden size 2048, every 4th
+     * full attention (16 q heads, 2 KV heads of 256, partial RoPE over 64 dims, base 1e7), the others
+     * Gated DeltaNet (16 key heads, 32 value heads, head size 128, conv kernel 4); 256 experts of
+     * 512, 8 per token, a shared expert of 512; vocabulary 248320; context 262144 */
+    {"qwen3.5-35b-a3b", 40, 2048, 16, 2, 256, 512, 256, 8, 512, 512, 248320, 262144, 1e7, 1e-6, 0, 0, 0},
+};
+static const hybrid_shape hybrid_shapes[] = {
+    {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
 };
 
-const char *synth_shape_names(void) { return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b"; }
+const char *synth_shape_names(void) {
+    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b";
+}
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     const shape *s = NULL;
@@ -115,6 +184,78 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
     p->yarn_orig_ctx = a->rope_scaling ? s->yarn_orig_ctx : 0;
     p->rope_base = s->rope_base ? s->rope_base : a->typical_rope_base;
     p->rms_eps = s->rms_eps ? s->rms_eps : a->typical_rms_eps;
+    p->n_rot = p->ssm_d_conv = p->ssm_d_state = p->ssm_n_group = p->ssm_dt_rank = p->full_attn_interval = 0;
+    if (a->hybrid) {
+        /* a shape without DeltaNet sizes (tiny) gets small ones: 4 layers (3 DeltaNet, 1 attention),
+         * RoPE over half of each head, 2 key heads and 4 value heads of 32, conv kernel 4 */
+        const hybrid_shape *h = NULL;
+        for (size_t i = 0; i < sizeof hybrid_shapes / sizeof hybrid_shapes[0]; i++)
+            if (!strcmp(name, hybrid_shapes[i].name)) h = &hybrid_shapes[i];
+        static const hybrid_shape small = {"", 0, 4, 32, 2, 4, 4};
+        if (!h) {
+            h = &small;
+            if (p->n_layer < 4) p->n_layer = 4;
+        }
+        p->n_rot = h->n_rot ? h->n_rot : s->head_dim / 2;
+        p->ssm_d_conv = h->ssm_d_conv;
+        p->ssm_d_state = h->ssm_d_state;
+        p->ssm_n_group = h->ssm_n_group;
+        p->ssm_dt_rank = h->ssm_dt_rank;
+        p->full_attn_interval = h->full_attn_interval;
+    }
+    if (a->mla) {
+        const mla_shape *ms = NULL;
+        for (size_t i = 0; i < sizeof mla_shapes / sizeof mla_shapes[0]; i++)
+            if (!strcmp(name, mla_shapes[i].name)) ms = &mla_shapes[i];
+        if (!ms) return e0_fail(e, "shape '%s' has no deepseek2 variant (tiny, deepseek-v2-lite)", name);
+        p->head_dim = ms->head_dim;
+        p->n_head_kv = 1;
+        p->n_rot = ms->n_rot;
+        p->head_dim_v = ms->head_dim_v;
+        p->kv_lora_rank = ms->kv_lora_rank;
+        p->q_lora_rank = ms->q_lora_rank;
+        p->n_layer_dense_lead = ms->n_layer_dense_lead;
+        p->n_expert_shared = ms->n_expert_shared;
+        p->n_expert = ms->n_expert;
+        p->n_expert_used = ms->n_expert_used;
+        p->n_ff_exp = ms->n_ff_exp;
+        p->n_ff = ms->n_ff;
+        p->n_ff_shexp = 0;
+        p->expert_weights_scale = ms->expert_weights_scale;
+        p->yarn_factor = ms->yarn_factor;
+        p->yarn_log_mul = ms->yarn_log_mul;
+        p->yarn_orig_ctx = ms->n_ctx_orig;
+    }
+    return 0;
+}
+
+static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err *e);
+
+/* deepseek2's own fields (the widths llama.cpp's loader and our MLA path need). */
+static int validate_mla(const synth_params *p, e0_err *e) {
+    if (in_range(p->kv_lora_rank, 1, 65536, "--kv-lora-rank", e) || in_range(p->n_rot, 2, 1024, "--n-rot", e) ||
+        in_range(p->q_lora_rank, 0, 65536, "--q-lora-rank", e) || in_range(p->head_dim_v, 1, 1024, "--head-dim-v", e) ||
+        in_range(p->n_layer_dense_lead, 0, p->n_layer, "--n-dense-lead", e) ||
+        in_range(p->n_expert_shared, 1, 64, "--n-expert-shared", e) ||
+        in_range(p->n_expert_groups, 0, p->n_expert, "--n-expert-groups", e))
+        return -1;
+    if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+    if (p->head_dim <= p->n_rot || p->head_dim - p->n_rot > p->kv_lora_rank)
+        return e0_fail(e, "--head-dim (nope + rope = %lld) must exceed --n-rot %lld by at most --kv-lora-rank %lld",
+                       (long long)p->head_dim, (long long)p->n_rot, (long long)p->kv_lora_rank);
+    if (p->head_dim_v > p->kv_lora_rank + p->n_rot)
+        return e0_fail(e, "--head-dim-v %lld is above kv_lora_rank + n_rot", (long long)p->head_dim_v);
+    if (p->n_expert_groups > 1) {
+        if (p->n_expert % p->n_expert_groups || p->n_expert_groups >= p->n_expert)
+            return e0_fail(e, "--n-expert-groups %lld must divide --n-expert %lld", (long long)p->n_expert_groups,
+                           (long long)p->n_expert);
+        if (in_range(p->n_group_used, 1, p->n_expert_groups - 1, "--n-group-used", e)) return -1;
+        if (p->n_group_used * (p->n_expert / p->n_expert_groups) < p->n_expert_used)
+            return e0_fail(e, "--n-group-used groups cannot hold --n-expert-used experts");
+    }
+    if (!(p->expert_weights_scale >= 0 && p->expert_weights_scale < 1e6) || !(p->yarn_factor >= 0 && p->yarn_factor < 1e6) ||
+        !(p->yarn_log_mul >= 0 && p->yarn_log_mul < 100) || p->yarn_orig_ctx < 0)
+        return e0_fail(e, "--expert-weights-scale / --yarn-factor / --yarn-log-mul / --n-ctx-orig out of range");
     return 0;
 }
 
@@ -161,12 +302,32 @@ int synth_validate(const synth_params *p, e0_err *e) {
     if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
                       : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))
         return -1;
-    if (!a->rope_scaling && (p->yarn_factor || p->yarn_orig_ctx))
+    if (!a->rope_scaling && !a->mla && (p->yarn_factor || p->yarn_orig_ctx))
         return e0_fail(e, "--yarn-factor, --yarn-orig-ctx: %s models have no rope scaling keys", a->name);
-    if (!(p->yarn_factor == 0 || (p->yarn_factor >= 1 && p->yarn_factor <= 1024)))
+    if (a->rope_scaling && !(p->yarn_factor == 0 || (p->yarn_factor >= 1 && p->yarn_factor <= 1024)))
         return e0_fail(e, "--yarn-factor %g is out of range: 0 (none) or [1, 1024]", p->yarn_factor);
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
+    if (a->mla && validate_mla(p, e)) return -1;
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
+    if (a->hybrid) {
+        if (in_range(p->ssm_d_conv, 2, 64, "--ssm-conv", e) || in_range(p->ssm_d_state, 1, 1024, "--ssm-state", e) ||
+            in_range(p->ssm_n_group, 1, 1024, "--ssm-groups", e) || in_range(p->ssm_dt_rank, 1, 1024, "--ssm-heads", e) ||
+            in_range(p->full_attn_interval, 1, 512, "--full-attn-interval", e) ||
+            in_range(p->n_rot ? p->n_rot : p->head_dim, 4, p->head_dim, "--n-rot", e))
+            return -1;
+        if (p->ssm_dt_rank % p->ssm_n_group)
+            return e0_fail(e, "--ssm-heads (%lld) must be a multiple of --ssm-groups (%lld)", (long long)p->ssm_dt_rank,
+                           (long long)p->ssm_n_group);
+        if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+        if (p->mtp && p->n_layer >= 512) return e0_fail(e, "--mtp: at most 511 layers");
+    } else if (p->mtp) {
+        return e0_fail(e, "--mtp: only the hybrid architectures have MTP blocks here");
+    } else if (p->n_rot || p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval) {
+        if (p->n_rot && p->n_rot != p->head_dim && !a->mla) /* deepseek2: its rope dims (validate_mla) */
+            return e0_fail(e, "--n-rot: %s rotates whole heads (only the hybrid architectures have partial RoPE here)", a->name);
+        if (p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval)
+            return e0_fail(e, "--ssm-* / --full-attn-interval: %s has no DeltaNet layers", a->name);
+    }
     /* the largest tensor must have an element count a 64-bit size can hold with room to spare */
     uint64_t big;
     int64_t ff = p->n_ff_exp > p->n_ff ? p->n_ff_exp : p->n_ff;

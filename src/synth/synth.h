@@ -38,7 +38,8 @@ typedef struct synth_params {
     int quantize;              /* 1: quantized types from float weights via the reference quantizer
                                   (slow); 0 (default): blocks drawn directly */
     int n_threads;             /* generation/quantization threads (>= 1) */
-    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere) */
+    /* gpt-oss (architectures whose row has swa_period / rope_scaling; 0 elsewhere; deepseek2 uses
+     * the yarn fields too) */
     int64_t n_swa;             /* attention.sliding_window (required there) */
     int64_t swa_period;        /* attention.sliding_window_pattern; 0: not written (the arch's default) */
     double yarn_factor;        /* rope.scaling.type yarn with this factor; 0: no rope.scaling keys */
@@ -48,6 +49,23 @@ typedef struct synth_params {
     const struct synth_type_map *type_map;
     int use_ftype, ftype;      /* ftype: a llama_ftype value (synth_ftype_from_name) */
     int progress;              /* print progress lines on stderr */
+    /* deepseek2 (0 = the shape's value where one applies). head_dim is the per-head key width
+     * nope + n_rot there; the file's key_length is kv_lora_rank + n_rot. */
+    int64_t n_layer_dense_lead, n_expert_shared, q_lora_rank, kv_lora_rank, head_dim_v; /* and n_rot (below) */
+    int64_t n_expert_groups, n_group_used;
+    int64_t gating_sigmoid;    /* 1: sigmoid scores (expert_gating_func 2), 0: softmax (1) */
+    int64_t exp_probs_b;       /* 1: write the routing correction biases blk.N.exp_probs_b.bias */
+    int64_t expert_weights_norm; /* 1: renormalize the selected weights */
+    double expert_weights_scale; /* routed scaling factor (0: key not written) */
+    /* (yarn_factor: > 0: rope.scaling.type yarn; yarn_orig_ctx: 0 writes n_ctx) */
+    double yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as the converter writes it (0.1 * mscale_all_dim) */
+    /* hybrid architectures (qwen35, qwen35moe, qwen3next; 0 elsewhere) */
+    int64_t n_rot;             /* rope.dimension_count (partial RoPE; deepseek2: the rope dims); 0 = head_dim */
+    int64_t ssm_d_conv, ssm_d_state, ssm_n_group, ssm_dt_rank; /* conv kernel, DeltaNet head size,
+                                                                  key heads, value heads */
+    int64_t full_attn_interval; /* every this-many-th layer is full attention */
+    int mtp;                   /* 1: one MTP (NextN draft) block after the layers, as the converter
+                                  writes it (nextn_predict_layers 1); the engine ignores it */
 } synth_params;
 
 /* What synth_write did. */
@@ -63,7 +81,7 @@ typedef struct synth_stats {
 int synth_type_from_name(const char *name);
 
 /* Fill every dimension from a named shape ("tiny", "qwen3-30b-a3b", "mixtral-8x7b",
- * "qwen1.5-moe-a2.7b") with the defaults of p->arch's row (rope base and eps when the shape
+ * "qwen1.5-moe-a2.7b", "qwen3.5-35b-a3b" (hybrid: its DeltaNet sizes too)) with the defaults of p->arch's row (rope base and eps when the shape
  * has none). Dense architectures get n_expert = 0 whatever the shape says; "tiny" stays dense
  * for architectures where experts are optional. */
 int synth_shape_apply(synth_params *p, const char *shape, e0_err *e);

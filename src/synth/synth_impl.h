@@ -17,6 +17,8 @@ static inline uint64_t synth_splitmix64(uint64_t z) {
 /* p's dimensions as the engine's hyperparameters (with p->arch's flags), so that the architecture
  * table's tensor presence and shapes (engine/arch.h) apply to synth models too. */
 void synth_hparams(const synth_params *p, e0_hparams *hp);
+/* rope.dimension_sections of a hybrid synth model with n_rot rotated dims (Qwen3.5's proportions). */
+void synth_rope_sections(int64_t n_rot, int32_t sec[4]);
 
 /* What synth knows about one tensor type it can write (synth_blocks.c). */
 typedef struct synth_type {

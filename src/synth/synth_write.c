@@ -25,7 +25,7 @@
 #include "quant/quant.h"
 #include "synth/synth_impl.h"
 
-enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER, INIT_SINK };
+enum init_kind { INIT_MATRIX, INIT_EMBED, INIT_NORM, INIT_BIAS, INIT_ROUTER, INIT_SINK, INIT_DECAY, INIT_CONV };
 
 typedef struct synth_tensor {
     char name[GGUF_MAX_NAME + 1];
@@ -58,8 +58,9 @@ static inline float gauss(uint64_t key, uint64_t i) {
 
 /* The intended mean and standard deviation of tensor t's elements. */
 static float init_std(const synth_tensor *t, float *mean) {
-    *mean = t->init == INIT_NORM ? 1.0f : 0.0f;
+    *mean = t->init == INIT_NORM ? 1.0f : t->init == INIT_DECAY ? -0.5f : 0.0f;
     switch (t->init) {
+    case INIT_DECAY: return 0.15f; /* ssm_a = -exp(A_log) < 0: each token's decay exp(g) is < 1 */
     case INIT_EMBED: return 1.0f;
     case INIT_NORM: return 0.1f;
     case INIT_BIAS: return 0.1f;
@@ -100,8 +101,9 @@ static int push(tensor_list *l, const synth_params *p, const char *name, uint32_
     t->ne[1] = ne1;
     t->ne[2] = ne2;
     t->init = init;
-    /* vectors, routers and biases (gpt-oss: per-expert ones too) stay F32, as llama.cpp's quantizer keeps them */
-    t->type = (n_dims == 1 || init == INIT_ROUTER || init == INIT_BIAS) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
+    /* vectors, routers, biases (gpt-oss: per-expert ones too) and conv1d kernels stay F32, as
+     * llama.cpp's quantizer keeps them */
+    t->type = (n_dims == 1 || init == INIT_ROUTER || init == INIT_BIAS || init == INIT_CONV) ? E0_TYPE_F32 : synth_fallback_type(p->type, (int64_t)ne0);
     t->nbytes = e0_row_size(t->type, (int64_t)ne0) * ne1 * ne2;
     t->key = name_key(p->seed, name);
     t->direct = use_direct(t, p);
@@ -116,6 +118,8 @@ static enum init_kind init_of(enum e0_role r) {
     case E0_ROLE_BIAS: return INIT_BIAS;
     case E0_ROLE_ROUTER: return INIT_ROUTER;
     case E0_ROLE_SINK: return INIT_SINK;
+    case E0_ROLE_DECAY: return INIT_DECAY;
+    case E0_ROLE_CONV: return INIT_CONV;
     case E0_ROLE_WEIGHT: break;
     }
     return INIT_MATRIX;
@@ -123,7 +127,8 @@ static enum init_kind init_of(enum e0_role r) {
 
 /* Tensor role t of layer il (ignored for model tensors), if the model has it. */
 static int push_role(tensor_list *l, const synth_params *p, const e0_hparams *hp, enum e0_tensor t, int il, e0_err *e) {
-    if (!e0_tensor_presence(t, hp) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
+    if (!e0_tensor_presence_at(t, hp, il) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
+    if (t == E0_T_FFN_EXP_PROBS_B && !p->exp_probs_b) return 0; /* optional: only when asked */
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     int nd = e0_tensor_shape(t, hp, ne);
@@ -141,8 +146,24 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
         if (push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     for (int64_t il = 0; il < p->n_layer; il++)
         for (int u = 0; u < E0_T_COUNT; u++)
-            if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, (int)il, e))
-                return -1;
+            if (e0_tensor_get((enum e0_tensor)u)->per_layer) {
+                const e0_hparams lhp = e0_layer_hparams(&hp, il); /* leading dense layers: no experts */
+                if (push_role(l, p, &lhp, (enum e0_tensor)u, (int)il, e)) return -1;
+            }
+    if (p->mtp) { /* the MTP block: a full-attention layer (layer n_layer is not recurrent) + NextN tensors */
+        const int il = (int)p->n_layer;
+        char name[GGUF_MAX_NAME + 1];
+        for (int u = 0; u < E0_T_COUNT; u++)
+            if (e0_tensor_get((enum e0_tensor)u)->per_layer && push_role(l, p, &hp, (enum e0_tensor)u, il, e)) return -1;
+        const uint64_t E = (uint64_t)p->n_embd;
+        snprintf(name, sizeof name, "blk.%d.nextn.eh_proj.weight", il);
+        if (push(l, p, name, 2, 2 * E, E, 1, INIT_MATRIX, e)) return -1;
+        static const char *const norms[] = {"enorm", "hnorm", "shared_head_norm"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "blk.%d.nextn.%s.weight", il, norms[k]);
+            if (push(l, p, name, 1, E, 1, 1, INIT_NORM, e)) return -1;
+        }
+    }
     for (; t < E0_T_COUNT; t++)
         if (!e0_tensor_get((enum e0_tensor)t)->per_layer && push_role(l, p, &hp, (enum e0_tensor)t, 0, e)) return -1;
     return 0;
@@ -191,17 +212,17 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, "general.file_type", p->use_ftype ? (uint32_t)p->ftype : synth_file_type(p->type)) ||
              gguf_writer_kv_u32(w, "general.quantization_version", 2) ||
              gguf_writer_kv_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT) ||
-             gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)p->n_layer) ||
+             gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)(p->n_layer + (p->mtp ? 1 : 0))) ||
              gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
              gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
-             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)p->n_head_kv) ||
-             gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)p->head_dim) ||
-             gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
+             gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank + p->n_rot : p->head_dim)) ||
+             gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank : p->head_dim)) ||
              gguf_writer_kv_f32(w, K(RMS_EPS), (float)p->rms_eps) ||
              gguf_writer_kv_f32(w, K(ROPE_FREQ_BASE), (float)p->rope_base) ||
-             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)p->head_dim);
+             gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)(p->n_rot ? p->n_rot : p->head_dim)); /* MLA, hybrids */
     if (!rc && p->n_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_COUNT), (uint32_t)p->n_expert) ||
              gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
@@ -216,6 +237,40 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
         rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
              gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
              (p->yarn_orig_ctx && gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)p->yarn_orig_ctx));
+    if (!rc && ai->mla) { /* deepseek2: the keys the current converter writes */
+        rc = gguf_writer_kv_u32(w, K(KV_LORA_RANK), (uint32_t)p->kv_lora_rank) ||
+             gguf_writer_kv_u32(w, K(Q_LORA_RANK), (uint32_t)p->q_lora_rank) ||
+             gguf_writer_kv_u32(w, K(KEY_LENGTH_MLA), (uint32_t)p->head_dim) ||
+             gguf_writer_kv_u32(w, K(VALUE_LENGTH_MLA), (uint32_t)p->head_dim_v) ||
+             gguf_writer_kv_u32(w, K(LEADING_DENSE_BLOCK_COUNT), (uint32_t)p->n_layer_dense_lead) ||
+             gguf_writer_kv_u32(w, K(EXPERT_SHARED_COUNT), (uint32_t)p->n_expert_shared) ||
+             gguf_writer_kv_u32(w, K(EXPERT_GATING_FUNC), p->gating_sigmoid ? 2u : 1u) ||
+             gguf_writer_kv_bool(w, K(EXPERT_WEIGHTS_NORM), p->expert_weights_norm != 0);
+        if (!rc && p->expert_weights_scale != 0)
+            rc = gguf_writer_kv_f32(w, K(EXPERT_WEIGHTS_SCALE), (float)p->expert_weights_scale);
+        if (!rc && p->n_expert_groups > 1)
+            rc = gguf_writer_kv_u32(w, K(EXPERT_GROUP_COUNT), (uint32_t)p->n_expert_groups) ||
+                 gguf_writer_kv_u32(w, K(EXPERT_GROUP_USED_COUNT), (uint32_t)p->n_group_used);
+        if (!rc && p->yarn_factor > 0)
+            rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
+                 gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
+                 gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)(p->yarn_orig_ctx ? p->yarn_orig_ctx : p->n_ctx)) ||
+                 gguf_writer_kv_f32(w, K(ROPE_SCALING_YARN_LOG_MUL), (float)p->yarn_log_mul);
+    }
+    if (!rc && ai->hybrid) { /* the keys llama.cpp's qwen35 / qwen35moe / qwen3next loaders read */
+        rc = gguf_writer_kv_u32(w, K(SSM_CONV_KERNEL), (uint32_t)p->ssm_d_conv) ||
+             gguf_writer_kv_u32(w, K(SSM_STATE_SIZE), (uint32_t)p->ssm_d_state) ||
+             gguf_writer_kv_u32(w, K(SSM_GROUP_COUNT), (uint32_t)p->ssm_n_group) ||
+             gguf_writer_kv_u32(w, K(SSM_TIME_STEP_RANK), (uint32_t)p->ssm_dt_rank) ||
+             gguf_writer_kv_u32(w, K(SSM_INNER_SIZE), (uint32_t)(p->ssm_dt_rank * p->ssm_d_state)) ||
+             gguf_writer_kv_u32(w, K(FULL_ATTENTION_INTERVAL), (uint32_t)p->full_attn_interval);
+        if (!rc && p->mtp) rc = gguf_writer_kv_u32(w, K(NEXTN_PREDICT_LAYERS), 1);
+        if (!rc && ai->rope == E0_ROPE_IMROPE) {
+            int32_t sec[4];
+            synth_rope_sections(p->n_rot ? p->n_rot : p->head_dim, sec);
+            rc = gguf_writer_kv_arr(w, K(ROPE_DIMENSION_SECTIONS), GGUF_I32, sec, 4);
+        }
+    }
 #undef K
     if (rc) return e0_fail(e, "%s", gguf_writer_error(w));
     return 0;
@@ -428,7 +483,8 @@ int synth_write(const synth_params *p, const char *path, synth_stats *st, e0_err
         for (size_t i = 0; i < l.n; i++) {
             st->n_params += l.t[i].ne[0] * l.t[i].ne[1] * l.t[i].ne[2];
             st->data_bytes += l.t[i].nbytes;
-            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].init != INIT_BIAS && l.t[i].type != p->type)
+            if (l.t[i].n_dims > 1 && l.t[i].init != INIT_ROUTER && l.t[i].init != INIT_BIAS && l.t[i].init != INIT_CONV &&
+                l.t[i].type != p->type)
                 st->n_fallback++;
         }
         st->seconds = e0_now() - t0;
