@@ -509,13 +509,9 @@ static const struct {
     {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},   {"q2_k_s", LLAMA_FTYPE_MOSTLY_Q2_K_S}, {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S},
     {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S},
     {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
-    /* IQ2 / IQ1 (the file type whose default tensor type is the named one: IQ2_M's is IQ2_S) */
-    {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS}, {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_M},
-    {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},     {"iq1_m", LLAMA_FTYPE_MOSTLY_IQ1_M},
-    /* non-linear 4-bit, FP4 (mxfp4: llama.cpp's MXFP4_MOE, all MXFP4 when pure), ternary, 1/2-bit */
-    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS}, {"mxfp4", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
-    {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},   {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},   {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
-    {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},     {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
+    /* the i-quants, ternary and FP4 file types (llama.cpp's names; mxfp4 = MXFP4_MOE, all MXFP4
+     * when pure; pure iq2_s: see cmd_quantize) */
+    {"mxfp4", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
     {"iq3_xxs", LLAMA_FTYPE_MOSTLY_IQ3_XXS}, {"iq3_s", LLAMA_FTYPE_MOSTLY_IQ3_S},     {"iq3_xs", LLAMA_FTYPE_MOSTLY_IQ3_XS},
     {"iq3_m", LLAMA_FTYPE_MOSTLY_IQ3_M},     {"iq2_xxs", LLAMA_FTYPE_MOSTLY_IQ2_XXS}, {"iq2_xs", LLAMA_FTYPE_MOSTLY_IQ2_XS},
     {"iq2_s", LLAMA_FTYPE_MOSTLY_IQ2_S},     {"iq2_m", LLAMA_FTYPE_MOSTLY_IQ2_M},     {"iq1_s", LLAMA_FTYPE_MOSTLY_IQ1_S},
@@ -638,6 +634,9 @@ static int cmd_quantize(int argc, char **argv) {
     while (k < sizeof ftypes / sizeof ftypes[0] && strcasecmp(ftypes[k].name, type)) k++;
     if (k == sizeof ftypes / sizeof ftypes[0]) return fail("unknown TYPE '%s' (q8_0 q4_0 ... q6_k, q4_k_m ...)", type);
     qp.ftype = ftypes[k].ftype;
+    /* pure: every tensor in the named tensor type, so the file type whose default is that type
+     * (IQ2_S's default tensor type is IQ2_XS; IQ2_M's is IQ2_S) */
+    if (!mix && qp.ftype == LLAMA_FTYPE_MOSTLY_IQ2_S) qp.ftype = LLAMA_FTYPE_MOSTLY_IQ2_M;
     /* --type-map: REGEX=TYPE,... into llama.cpp's tensor overrides (NULL-terminated). */
     struct llama_model_tensor_override ov[64];
     char *copy = map ? strdup(map) : NULL;
@@ -658,7 +657,13 @@ static int cmd_quantize(int argc, char **argv) {
     ov[n_ov].type = GGML_TYPE_COUNT;
     if (n_ov) qp.tt_overrides = ov;
     imatrix_keep keep = {NULL, 0};
-    if (!rc && !strncasecmp(type, "iq", 2) && !(qp.imatrix = synth_imatrix(in, &keep))) rc = fail("cannot read %s", in);
+    /* the IQ2 / IQ1 types llama.cpp refuses without an importance matrix, quantized pure (no
+     * --mix) and without --imatrix-synth, get synth_imatrix's (the references of those cases) */
+    static const char *const needs_synth[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"};
+    bool auto_imat = false;
+    for (size_t k = 0; k < sizeof needs_synth / sizeof *needs_synth; k++) auto_imat |= !strcasecmp(type, needs_synth[k]);
+    auto_imat &= !mix && !imat;
+    if (!rc && auto_imat && !(qp.imatrix = synth_imatrix(in, &keep))) rc = fail("cannot read %s", in);
     imatrix_synth im = {0};
     if (!rc && imat && !(rc = imatrix_synth_make(in, &im))) qp.imatrix = im.entries;
     if (!rc && llama_model_quantize(in, out, &qp) != 0) rc = fail("llama_model_quantize %s -> %s (%s) failed", in, out, type);
