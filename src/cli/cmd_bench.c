@@ -41,8 +41,13 @@ static void help(void) {
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
          "                    a warning unless E0_FORCE_THREADS=1 is set)\n"
-         "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)");
-    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b/--batch-size N (prefill chunk), and");
+         "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)\n"
+         "  --batch-size B    B sequences over the one model: the prompt prefilled into each, then they\n"
+         "                    decode in lockstep, one batched forward pass (e0_eval_batch) per step;\n"
+         "                    the row's decode_tokens_per_second is the aggregate (B * steps / time),\n"
+         "                    per_sequence_decode_tokens_per_second one sequence's (--mode single only)");
+    puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b N (prefill chunk; in this mode\n"
+         "--batch-size is the number of sequences, above), and");
     fputs(e0_options_help(), stdout);
     cli_kv_flags_help();
 }
@@ -92,6 +97,7 @@ typedef struct {
     cli_model_opts o;
     const char *user_file, *prompt_name, *prompt_text, *tokens_file, *mode;
     int64_t warmup, ntok, runs, prefill_threads;
+    int64_t batch_size; /* --batch-size: sequences decoded in lockstep; 0 = not given (one, unbatched) */
     double duration;
     bool breakdown, raw, ntok_given, progress;
 } bench_args;
@@ -99,6 +105,12 @@ typedef struct {
 static int parse_args(bench_args *a, int argc, char **argv) {
     e0_err e;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--batch-size")) { /* here: sequences, not the common flag's prefill chunk (-b) */
+            const char *v = cli_value(argc, argv, &i);
+            if (!v) return 1;
+            if (e0_parse_i64(v, 1, 256, &a->batch_size, "--batch-size", &e) < 0) return cli_error("%s", e.msg);
+            continue;
+        }
         int r = cli_model_flag(&a->o, argc, argv, &i);
         if (r < 0) return 1;
         if (r) continue;
@@ -135,6 +147,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
     if (strcmp(a->mode, "single") && strcmp(a->mode, "sustained"))
         return cli_error("bench: --mode must be single or sustained (got '%s')", a->mode);
     if (!a->ntok_given && a->prompt_name && !strcmp(a->prompt_name, "short")) a->ntok = 512;
+    if (a->batch_size && strcmp(a->mode, "single")) return cli_error("bench: --batch-size works with --mode single only");
     return 0;
 }
 
@@ -144,7 +157,8 @@ typedef struct {
     int n_decode;
     double *itl; /* n_decode inter-token latencies */
     double sustained_s, sustained_tps, sustained_slope;
-    e0_ctx_stats st; /* decode-phase stats */
+    e0_ctx_stats st; /* decode-phase stats (--batch-size: summed over the sequences) */
+    bool agree;      /* --batch-size: every sequence generated the same ids (they share the prompt) */
     e0_experts_stats xs; /* expert cache, decode phase */
     double sampling_s;
 } run_result;
@@ -241,6 +255,87 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     return 0;
 }
 
+/* --batch-size B: the prompt prefilled into each of the B contexts cs (cs[0] the session's), then
+ * --warmup untimed and --ntok timed lockstep steps, each one e0_eval_batch over the B sequences.
+ * r->n_decode = timed steps, itl = step times, st = cs[0]'s phase times (the batch's scratch) with
+ * the tokens of all B. */
+static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args *a, const int *prompt, int n_prompt,
+                     run_result *r, e0_energy_reading *en0, e0_energy_reading *en1, e0_err *e) {
+    const int64_t V = e0_ctx_model(cs[0])->hp.n_vocab;
+    int *tok = malloc((size_t)B * sizeof *tok);
+    if (!tok) return e0_fail(e, "out of memory");
+    int rc = -1;
+    double t0 = e0_now(), start = t0, prev = t0;
+    for (int b = 0; b < B; b++) {
+        e0_ctx_truncate(cs[b], 0);
+        if (e0_eval(cs[b], prompt, n_prompt, NULL, e) < 0) goto done;
+        tok[b] = argmax(e0_ctx_logits(cs[b]), V);
+    }
+    r->prefill_s = e0_now() - t0;
+    r->agree = true;
+    r->n_decode = 0;
+    for (int64_t k = 0; k < a->warmup + a->ntok; k++) {
+        if (k == a->warmup) {
+            for (int b = 0; b < B; b++) e0_ctx_reset_stats(cs[b]);
+            if (xc) e0_experts_reset_stats(xc);
+            e0_ctx_enable_timing(cs[0], a->breakdown);
+            e0_energy_read(en0);
+            start = prev = e0_now();
+        }
+        if (e0_ctx_pos(cs[0]) + 1 > e0_ctx_n_ctx(cs[0])) {
+            e0_fail(e, "context full after %d tokens (raise --context)", e0_ctx_pos(cs[0]));
+            goto done;
+        }
+        if (e0_eval_batch(cs, tok, B, e) < 0) goto done;
+        double ts = e0_now();
+        for (int b = 0; b < B; b++) {
+            tok[b] = argmax(e0_ctx_logits(cs[b]), V);
+            r->agree &= tok[b] == tok[0];
+        }
+        if (k < a->warmup) continue;
+        double now = e0_now();
+        if (a->breakdown) r->sampling_s += now - ts;
+        r->itl[r->n_decode++] = now - prev;
+        prev = now;
+    }
+    r->decode_s = prev - start;
+    e0_energy_read(en1);
+    e0_ctx_enable_timing(cs[0], false);
+    r->st = *e0_ctx_get_stats(cs[0]);
+    r->st.tokens = 0;
+    for (int b = 0; b < B; b++) r->st.tokens += e0_ctx_get_stats(cs[b])->tokens;
+    if (xc) r->xs = *e0_experts_get_stats(xc);
+    rc = 0;
+done:
+    free(tok);
+    return rc;
+}
+
+/* --batch-size B: the contexts of sequences 1 .. B-1, configured as the session's (as serve's
+ * slots are, sched.c); cs[0] is the session's. NULL on error (e filled). */
+static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
+    e0_ctx **cs = calloc((size_t)B, sizeof *cs);
+    if (!cs) return e0_fail(e, "out of memory"), NULL;
+    const e0_ctx *c = ses->c;
+    const e0_options *o = &ses->opt;
+    e0_ctx_params cp = {.n_ctx = e0_ctx_n_ctx(c), .n_threads = e0_ctx_n_threads(c), .n_threads_prefill = e0_ctx_n_threads_prefill(c),
+                        .n_batch = e0_ctx_n_batch(c) > B ? e0_ctx_n_batch(c) : B, .type_k = e0_ctx_type_k(c), .type_v = e0_ctx_type_v(c)};
+    cs[0] = ses->c;
+    for (int b = 1; b < B; b++) {
+        if (!(cs[b] = e0_ctx_new(ses->m, &cp, e))) {
+            while (--b > 0) e0_ctx_free(cs[b]);
+            free(cs);
+            return NULL;
+        }
+        e0_ctx_set_experts(cs[b], ses->xc, ses->streamed ? o->expert_slots : 0);
+        e0_ctx_set_prefill_read(cs[b], o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
+        e0_ctx_set_routing(cs[b], o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
+                           o->prefetch == E0_ON);
+        if (o->routing == E0_ROUTING_REPLAY) e0_ctx_set_replay(cs[b], ses->trace, o->replay_predict, (uint64_t)b + 1);
+    }
+    return cs;
+}
+
 /* The streaming accounting of the timed decode steps. */
 static json_t *io_json(const e0_session *ses, const run_result *r) {
     json_t *io = json_object();
@@ -321,6 +416,11 @@ int cmd_bench(int argc, char **argv) {
                                        m->params_active, &e);
     if (!model_json) model_json = e0_unavailable("%s", e.msg);
     run_result r = {0};
+    const int B = a.batch_size ? (int)a.batch_size : 1;
+    e0_ctx **cs = NULL;
+    if (a.batch_size && !(cs = batch_contexts(&a.o.session, B, &e))) status = cli_error("bench: --batch-size %d: %s", B, e.msg);
+    if (B > e0_ctx_n_batch(c))
+        status = status ? status : cli_error("bench: --batch-size %d > the prefill chunk -b %d of the first sequence", B, e0_ctx_n_batch(c));
     r.itl = malloc((size_t)a.ntok * sizeof(double));
     double *pp = malloc((size_t)a.runs * sizeof *pp), *tg = malloc((size_t)a.runs * sizeof *tg);
     int n_done = 0;
@@ -330,13 +430,14 @@ int cmd_bench(int argc, char **argv) {
         double *itl = r.itl;
         memset(&r, 0, sizeof r);
         r.itl = itl;
-        if (run_once(c, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
+        if (cs ? run_batch(cs, B, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0
+               : run_once(c, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
             status = cli_error("bench: %s", e.msg);
             break;
         }
         int n_itl = r.n_decode < a.ntok ? r.n_decode : (int)a.ntok;
-        pp[n_done] = pr.n / r.prefill_s;
-        tg[n_done++] = r.n_decode / r.decode_s;
+        pp[n_done] = (double)B * pr.n / r.prefill_s;
+        tg[n_done++] = (double)B * r.n_decode / r.decode_s; /* aggregate over the B sequences */
         json_t *row = json_object();
         json_object_set_new(row, "run", json_integer(run + 1));
         json_object_set_new(row, "mode", json_string(a.mode));
@@ -344,8 +445,11 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "chat_template", json_boolean(pr.templated));
         json_object_set_new(row, "load_seconds", json_real(load_s));
         json_object_set_new(row, "prefill_seconds", json_real(r.prefill_s));
-        json_object_set_new(row, "prefill_tokens_per_second", json_real(pr.n / r.prefill_s));
-        json_object_set_new(row, "decode_tokens_per_second", json_real(r.n_decode / r.decode_s));
+        json_object_set_new(row, "prefill_tokens_per_second", json_real((double)B * pr.n / r.prefill_s));
+        json_object_set_new(row, "decode_tokens_per_second", json_real((double)B * r.n_decode / r.decode_s));
+        json_object_set_new(row, "batch_size", json_integer(B));
+        json_object_set_new(row, "per_sequence_decode_tokens_per_second", json_real(r.n_decode / r.decode_s));
+        if (cs) json_object_set_new(row, "batch_sequences_agree", json_boolean(r.agree));
         json_object_set_new(row, "n_prompt", json_integer(pr.n));
         json_object_set_new(row, "n_decode", json_integer(r.n_decode));
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));
@@ -355,7 +459,7 @@ int cmd_bench(int argc, char **argv) {
         /* hybrid models also read and write their recurrent state once per step */
         json_object_set_new(row, "bytes_per_token",
                             json_integer((json_int_t)(e0_model_decode_bytes(m, mean_kv, kv_pos) + 2 * e0_ctx_recurrent_bytes(c))));
-        json_object_set_new(row, "kv_cache_bytes", json_integer((json_int_t)e0_ctx_kv_bytes(c)));
+        json_object_set_new(row, "kv_cache_bytes", json_integer((json_int_t)(B * e0_ctx_kv_bytes(c))));
         if (e0_ctx_recurrent_bytes(c))
             json_object_set_new(row, "recurrent_state_bytes", json_integer((json_int_t)e0_ctx_recurrent_bytes(c)));
         json_object_set_new(row, "itl", e0_distribution_json(r.itl, (size_t)n_itl));
@@ -400,8 +504,10 @@ int cmd_bench(int argc, char **argv) {
         json_decref(row);
         if (!written) break; /* the row is lost: main reports it (or the reader went away) */
         char routing[512];
+        if (cs) fprintf(stderr, "batch of %d sequences: %.2f tok/s aggregate, %.2f per sequence%s\n", B, tg[n_done - 1],
+                        r.n_decode / r.decode_s, r.agree ? "" : " (warning: the sequences' ids differ)");
         fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s%s%s\n",
-                (long long)(run + 1), pr.n, r.prefill_s, pr.n / r.prefill_s, r.n_decode, r.n_decode / r.decode_s,
+                (long long)(run + 1), pr.n, r.prefill_s, pp[n_done - 1], r.n_decode, tg[n_done - 1],
                 a.o.session.trace ? " | routing: " : "",
                 a.o.session.trace ? e0_session_routing_label(&a.o.session, routing, sizeof routing) : "");
     }
@@ -415,6 +521,8 @@ int cmd_bench(int argc, char **argv) {
     free(pp);
     free(tg);
     free(r.itl);
+    for (int b = 1; cs && b < B; b++) e0_ctx_free(cs[b]);
+    free(cs);
     json_decref(model_json);
     json_decref(system_at_start);
     e0_prompt_free(&pr);

@@ -236,6 +236,7 @@ void e0_ctx_free(e0_ctx *c) {
     e0_free(E0_MEM_RECURRENT, c->rs.ssm, c->rs.bytes_ssm);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     e0_kv_layout_free(c);
+    free(c->batch.logits);
     free(c);
 }
 

@@ -149,6 +149,16 @@ struct e0_ctx {
         uint64_t rng;         /* splitmix64 state of the predictor's wrong guesses */
     } replay;
 
+    /* e0_eval_batch (batch.c): while it evaluates on this context (the batch's scratch), row i of
+     * the chunk is the next token of context seqs[i]: RoPE, KV append and attention use seqs[i]'s
+     * position and cache. NULL otherwise. logits [cap / n_vocab][n_vocab]: the batch's logits rows,
+     * grown on first use (freed with the context). */
+    struct {
+        e0_ctx *const *seqs;
+        float *logits;
+        size_t cap;
+    } batch;
+
     struct {
         bool timing;          /* collect the phase times (a clock read per phase) */
         e0_ctx_stats st;
@@ -291,6 +301,12 @@ void e0_predict_forget(e0_ctx *c);
  * il with the trace's experts for the chunk's tokens (weights: the trace's, else uniform). */
 void e0_replay_route(e0_ctx *c, int il, int n_tok);
 void e0_predict_reset_stats(e0_ctx *c);
+
+/* ---- forward.c, for batch.c ---- */
+
+/* The forward pass over n_tok <= n_batch rows (the chunk of one sequence, or with c->batch.seqs
+ * set one token of each of n_tok sequences); all_logits as e0_eval's. -1 with c->err filled. */
+int e0_forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits);
 
 /* ---- deltanet.c ---- */
 

@@ -40,6 +40,18 @@ uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p);
  * token are always available from e0_ctx_logits(). Errors: context overflow, bad token id. */
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e);
 const float *e0_ctx_logits(const e0_ctx *c);
+/* One decode step of n sequences in one forward pass (batch.c): token i is the next token of
+ * ctxs[i] (n distinct contexts over the same model, each at its own position). Afterwards each
+ * context's e0_ctx_logits() are its own and its position has advanced by one; the results are
+ * bit-identical to e0_eval(ctxs[i], &tokens[i], 1, ...) on each alone. The matrix products and
+ * routed experts run once over the n stacked rows in the scratch of ctxs[0], whose n_batch must
+ * be >= n (so weights and the batch's experts are read once per step); RoPE, the KV append and
+ * attention use each token's own context. Falls back to one e0_eval per context (same results)
+ * for n = 1, deepseek2 (MLA), the hybrid DeltaNet architectures, routing=replay / predicted, and
+ * contexts whose KV types or sizes differ from ctxs[0]'s. Errors: a NULL or repeated context,
+ * another model, context overflow, bad token id, n > n_batch; on error no position moved
+ * (unless a fallback e0_eval had already advanced the first contexts). */
+int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e);
 int e0_ctx_pos(const e0_ctx *c);
 int e0_ctx_n_ctx(const e0_ctx *c);
 int e0_ctx_n_threads(const e0_ctx *c);

@@ -40,6 +40,9 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
     for (int i = 0; i < n_tok; i++) {
         float *q = c->act.q + (size_t)i * c->q_dim, *k = c->act.k + (size_t)i * c->kv_dim,
               *v = c->act.v + (size_t)i * c->kv_dim;
+        /* a batch (e0_eval_batch): row i is the token of seqs[i], at its position, into its cache */
+        e0_ctx *sc = c->batch.seqs ? c->batch.seqs[i] : c;
+        const int pos = c->batch.seqs ? sc->pos : pos0 + i;
         if (L->bq) {
             for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
             for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
@@ -47,21 +50,21 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
             if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
-            if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos0 + i, &rc);
-            else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
-            else e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+            if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else e0_rope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
             if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
-            if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos0 + i, &rc);
-            else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
-            else e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
+            if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos, &rc);
+            else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else e0_rope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
-        /* the row of position pos0 + i, converted once to the cache types */
-        size_t row = e0_kv_layer_row0(c, il) + e0_kv_slot(c, il, pos0 + i);
-        e0_kv_store(c->kv.type_k, k, c->kv_dim, c->kv.k + row * c->kv.row_k);
-        e0_kv_store(c->kv.type_v, v, c->kv_dim, c->kv.v + row * c->kv.row_v);
+        /* the row of position pos, converted once to the cache types */
+        size_t row = e0_kv_layer_row0(sc, il) + e0_kv_slot(sc, il, pos);
+        e0_kv_store(c->kv.type_k, k, c->kv_dim, sc->kv.k + row * c->kv.row_k);
+        e0_kv_store(c->kv.type_v, v, c->kv_dim, sc->kv.v + row * c->kv.row_v);
     }
 }
 
@@ -88,14 +91,16 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     const int64_t hd = hp->head_dim;
     const float scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hd); /* deepseek2: its kq_scale */
     const size_t rk = c->kv.row_k, rv = c->kv.row_v;
-    const uint8_t *kc = c->kv.k + e0_kv_layer_row0(c, t->il) * rk + (size_t)kvh * c->kv.head_k;
-    const uint8_t *vc = c->kv.v + e0_kv_layer_row0(c, t->il) * rv + (size_t)kvh * c->kv.head_v;
+    /* a batch (e0_eval_batch): token i attends over its own sequence's cache, to its position */
+    const e0_ctx *sc = c->batch.seqs ? c->batch.seqs[i] : c;
+    const uint8_t *kc = sc->kv.k + e0_kv_layer_row0(sc, t->il) * rk + (size_t)kvh * c->kv.head_k;
+    const uint8_t *vc = sc->kv.v + e0_kv_layer_row0(sc, t->il) * rv + (size_t)kvh * c->kv.head_v;
     /* causal: positions first .. pos; a sliding-window layer sees the last n_swa of them */
-    const int pos = t->pos0 + i;
+    const int pos = c->batch.seqs ? sc->pos : t->pos0 + i;
     const int first = e0_layer_is_swa(hp, t->il) && pos - hp->n_swa + 1 > 0 ? (int)(pos - hp->n_swa + 1) : 0;
     const int n_keys = pos + 1 - first;
     const float *sinks = c->m->layers[t->il].sinks; /* gpt-oss: one more logit per head */
-#define KEY_ROW(j) e0_kv_slot(c, t->il, first + (j)) /* the cache row of the j-th key */
+#define KEY_ROW(j) e0_kv_slot(sc, t->il, first + (j)) /* the cache row of the j-th key */
     const float *q = c->act.q + (size_t)i * c->q_dim;
     float *att = c->act.att + (size_t)i * c->q_dim;
     /* qh: heads h0 .. h1-1 of q in kv.q_type, qs bytes apart */
@@ -389,7 +394,7 @@ static int ffn(e0_ctx *c, int il, int n_tok, float *out) {
 /* ---- the model ---- */
 
 static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
-    c->threads.cur = n_tok > 1 ? c->threads.prefill : c->threads.decode;
+    c->threads.cur = n_tok > 1 && !c->batch.seqs ? c->threads.prefill : c->threads.decode;
     const e0_model *m = c->m;
     const e0_hparams *hp = c->hp;
     const int64_t E = hp->n_embd;
@@ -400,7 +405,9 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     /* Alias: q is not read after attention; its rows are max(q_dim, E) floats. */
     float *ffn_out = c->act.q;
 
-    e0_kv_swa_before_chunk(c, pos0, n_tok); /* sliding-window rings: rows about to be overwritten */
+    if (c->batch.seqs) /* a batch: one token of each sequence */
+        for (int i = 0; i < n_tok; i++) e0_kv_swa_before_chunk(c->batch.seqs[i], c->batch.seqs[i]->pos, 1);
+    else e0_kv_swa_before_chunk(c, pos0, n_tok); /* sliding-window rings: rows about to be overwritten */
 
     /* Embeddings: tokens [n] -> x [n][E]. */
     for (int i = 0; i < n_tok; i++) e0_get_row(&m->tok_embd, tokens[i], x + (size_t)i * E);
@@ -465,9 +472,17 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     if (all_logits)
         memcpy(c->act.logits, all_logits + (size_t)(n_tok - 1) * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
     c->stats.st.output += e0_clock_if(c) - t0;
+    if (c->batch.seqs) { /* a batch: each sequence advanced by its one token */
+        for (int i = 0; i < n_tok; i++) c->batch.seqs[i]->stats.st.tokens++, c->batch.seqs[i]->pos++;
+        return 0;
+    }
     c->stats.st.tokens += (uint64_t)n_tok;
     c->pos += n_tok;
     return 0;
+}
+
+int e0_forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
+    return forward_chunk(c, tokens, n_tok, all_logits);
 }
 
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {

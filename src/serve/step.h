@@ -3,10 +3,10 @@
  * a chunk for a prefilling one). srv_step_forward evaluates every item; afterwards each item's
  * context holds the logits after its last token (e0_ctx_logits).
  *
- * Today each item is its own e0_eval on its slot's context, one after the other. A batched
- * forward (one e0_eval over the tokens of several sequences, per-sequence positions in one KV
- * cache, the batch's experts computed once) replaces the body of srv_step_forward; the scheduler
- * (sched.c) only builds items and reads logits, so nothing else changes. */
+ * The decode items (one token each) go in one e0_eval_batch (engine.h: one forward pass, weights
+ * and the batch's experts read once per step, each sequence's results bit-identical to e0_eval
+ * alone); each prefill chunk is its own e0_eval. The scheduler (sched.c) only builds items and
+ * reads logits. */
 #ifndef E0_SERVE_STEP_H
 #define E0_SERVE_STEP_H
 

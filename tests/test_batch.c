@@ -1,0 +1,212 @@
+/* test_batch.c — e0_eval_batch (engine.h, batch.c): one forward pass over the next tokens of
+ * several sequences gives each sequence the logits e0_eval gives it alone, bit for bit:
+ *  - on the golden dense and MoE models, experts resident and streamed through a cache with few
+ *    slots (prefetch on), f32 and f16 KV;
+ *  - on synth models: qwen3moe with Q4_K / Q8_0 weights (the gemm kernels over several tokens),
+ *    gpt-oss (sliding-window rings shorter than the sequences), and the fallback architectures
+ *    (a hybrid DeltaNet model, deepseek2's MLA);
+ *  - 8 sequences at different positions (prompts of different lengths), batches of n = 1..8 with
+ *    a rotating first context (its scratch is the batch's), each sequence decoding greedily;
+ *  - bad calls fail cleanly without moving any position;
+ *  - `bench --batch-size B`: the JSON row's batch_size, aggregate and per-sequence decode tok/s,
+ *    and the B sequences (same prompt) generating the same ids. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/load.h"
+#include "t.h"
+
+#define N_SEQ 8
+
+static int argmax(const float *x, int64_t n) {
+    int b = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = (int)i;
+    return b;
+}
+
+/* A context like the session's (sched.c's slots are made the same way). */
+static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, bool prefetch, e0_err *e) {
+    e0_ctx *c = e0_ctx_new(s->m, cp, e);
+    if (!c) return NULL;
+    e0_ctx_set_experts(c, s->xc, s->streamed ? s->opt.expert_slots : 0);
+    if (prefetch) e0_ctx_set_routing(c, false, 1, 1, true);
+    return c;
+}
+
+/* opts: --model-option strings (NULL-terminated). */
+static void check_model(const char *path, const char *const *opts, uint32_t kv_type, bool prefetch) {
+    e0_err e;
+    e0_options o;
+    e0_options_init(&o);
+    for (int i = 0; opts && opts[i]; i++) CHECKF(e0_options_parse(&o, opts[i], &e) == 0, "%s", e.msg);
+    e0_ctx_params cp = {.n_ctx = 96, .n_threads = 2, .n_batch = 8, .type_k = kv_type, .type_v = kv_type};
+    e0_model_params mp = {.experts_resident = true};
+    e0_session s = {0};
+    if (e0_open(path, &o, &cp, &mp, &s, &e) < 0) {
+        CHECKF(0, "%s: %s", path, e.msg);
+        return;
+    }
+    const int64_t V = s.m->hp.n_vocab;
+    e0_ctx *bat[N_SEQ] = {0}, *ref[N_SEQ] = {0};
+    int next[N_SEQ];
+    bool ok = true;
+    for (int i = 0; i < N_SEQ && ok; i++) {
+        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, prefetch, &e);
+        ref[i] = new_ctx(&s, &cp, prefetch, &e);
+        ok = bat[i] && ref[i];
+        CHECKF(ok, "context %d: %s", i, e.msg);
+        if (!ok) break;
+        if (prefetch && i == 0) e0_ctx_set_routing(s.c, false, 1, 1, true);
+        /* prompt i: 2 + 3i tokens (positions differ), different ids per sequence */
+        int prompt[32], np = 2 + 3 * i;
+        for (int k = 0; k < np; k++) prompt[k] = (int)((7 + 31 * i + 13 * k) % V);
+        ok = e0_eval(bat[i], prompt, np, NULL, &e) == 0 && e0_eval(ref[i], prompt, np, NULL, &e) == 0;
+        CHECKF(ok, "prefill %d: %s", i, e.msg);
+        if (ok) next[i] = argmax(e0_ctx_logits(ref[i]), V);
+    }
+    /* steps: n = 1..8 sequences, the first context rotating through them */
+    int differ = 0, steps = 0;
+    for (int n = 1; n <= N_SEQ && ok; n++)
+        for (int rot = 0; rot < 2 && ok; rot++) {
+            e0_ctx *cs[N_SEQ];
+            int toks[N_SEQ], who[N_SEQ];
+            for (int j = 0; j < n; j++) {
+                who[j] = (j + rot * (n - 1) + n) % N_SEQ; /* distinct: n consecutive ids mod 8 */
+                cs[j] = bat[who[j]];
+                toks[j] = next[who[j]];
+            }
+            ok = e0_eval_batch(cs, toks, n, &e) == 0;
+            CHECKF(ok, "batch of %d: %s", n, e.msg);
+            for (int j = 0; j < n && ok; j++) {
+                int q = who[j];
+                ok = e0_eval(ref[q], &next[q], 1, NULL, &e) == 0;
+                CHECKF(ok, "ref: %s", e.msg);
+                if (!ok) break;
+                CHECKF(e0_ctx_pos(bat[q]) == e0_ctx_pos(ref[q]), "positions %d %d", e0_ctx_pos(bat[q]), e0_ctx_pos(ref[q]));
+                if (memcmp(e0_ctx_logits(bat[q]), e0_ctx_logits(ref[q]), (size_t)V * sizeof(float))) {
+                    if (differ++ < 3) printf("  %s: n=%d rot=%d seq %d at pos %d: logits differ\n", path, n, rot, q, e0_ctx_pos(ref[q]));
+                }
+                next[q] = argmax(e0_ctx_logits(ref[q]), V);
+            }
+            steps++;
+        }
+    CHECKF(differ == 0, "%s: %d sequence-steps differ from e0_eval alone (%d batches)", path, differ, steps);
+    if (ok) {
+        /* bad calls: a repeated context, a bad token, too many for n_batch (8); nothing moves */
+        int p0 = e0_ctx_pos(bat[1]), p1 = e0_ctx_pos(bat[2]);
+        e0_ctx *dup[2] = {bat[1], bat[1]};
+        int t2[2] = {next[1], next[1]};
+        CHECK(e0_eval_batch(dup, t2, 2, &e) < 0 && strstr(e.msg, "twice"));
+        e0_ctx *two[2] = {bat[1], bat[2]};
+        int bad[2] = {next[1], (int)V};
+        CHECK(e0_eval_batch(two, bad, 2, &e) < 0 && strstr(e.msg, "out of range"));
+        CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
+        CHECK(e0_eval_batch(two, t2, 0, &e) < 0);
+    }
+    for (int i = 0; i < N_SEQ; i++) {
+        if (i) e0_ctx_free(bat[i]);
+        e0_ctx_free(ref[i]);
+    }
+    e0_close(&s);
+}
+
+static char golden_path[N_SEQ][1024];
+
+static const char *golden(const char *name) {
+    static int k;
+    k = (k + 1) % N_SEQ;
+    snprintf(golden_path[k], sizeof golden_path[k], "%s/golden/%s.gguf", t_shared(), name);
+    return golden_path[k];
+}
+
+static void test_golden_dense(void) {
+    const char *names[] = {"llama-dense", "qwen2-dense", "qwen3-dense", "llama-tied", "stories260K"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), NULL, 0, false);
+    check_model(golden("qwen3-dense"), NULL, 1 /* F16 */, false);
+}
+
+static void test_golden_moe_resident(void) {
+    const char *names[] = {"qwen3moe", "qwen2moe", "llama-moe", "stories260K-moe4"};
+    const char *opts[] = {"experts=resident", NULL};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), opts, 0, false);
+}
+
+/* Streamed through a cache of as few slots as a token uses: a batch's union of experts is taken
+ * in several acquisitions per layer. */
+static void test_golden_moe_streamed(void) {
+    const char *names[] = {"qwen3moe", "qwen2moe", "stories260K-moe4"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char slots[64];
+        e0_err e;
+        e0_model *m = e0_model_load(golden(names[i]), NULL, false, &e);
+        CHECKF(m, "%s", e.msg);
+        if (!m) continue;
+        snprintf(slots, sizeof slots, "expert_slots=%lld", (long long)m->hp.n_expert_used);
+        e0_model_free(m);
+        const char *opts[] = {"experts=stream", slots, NULL};
+        check_model(golden(names[i]), opts, 0, true);
+    }
+}
+
+static int synth(const char *args, char *out, size_t cap, const char *name) {
+    char cmd[2048];
+    snprintf(out, cap, "%s/test-batch-%s.gguf", t_build(), name);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --seed 5 --out %s >/dev/null 2>&1", t_build(), args, out);
+    return t_sh(cmd, NULL, 0);
+}
+
+static void test_synth(void) {
+    static const char *const cases[][2] = {
+        {"q4k", "--arch qwen3moe --type q4_K"},
+        {"q8", "--arch qwen3moe --type q8_0"},
+        {"gptoss", "--arch gpt-oss --type q8_0 --n-layer 3 --n-head 6 --n-head-kv 2 --n-swa 4"},
+        {"qwen35moe", "--arch qwen35moe --type f32"}, /* fallback: per-context e0_eval */
+        {"deepseek2", "--arch deepseek2 --type f32"}, /* fallback: MLA */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[1024];
+        CHECKF(synth(cases[i][1], path, sizeof path, cases[i][0]) == 0, "synth %s", cases[i][1]);
+        const char *opts[] = {"experts=resident", NULL};
+        check_model(path, opts, 0, false);
+        unlink(path);
+    }
+}
+
+static void test_bench_batch_size(void) {
+    char cmd[2048], out[65536];
+    snprintf(cmd, sizeof cmd,
+             "%s/bin/edge0-infer bench -m %s --prompt-text 'Once upon a time' --ntok 6 --warmup 1 --batch-size 3 "
+             "--ctx-size 256 -t 2 2>/dev/null",
+             t_build(), golden("qwen3moe"));
+    CHECKF(t_sh(cmd, out, sizeof out) == 0, "%s", cmd);
+    json_error_t je;
+    json_t *row = json_loads(out, JSON_DISABLE_EOF_CHECK, &je);
+    CHECKF(row, "bench output is not JSON: %s", out);
+    if (!row) return;
+    CHECK(json_integer_value(json_object_get(row, "batch_size")) == 3);
+    CHECK(json_integer_value(json_object_get(row, "n_decode")) == 6);
+    double agg = json_number_value(json_object_get(row, "decode_tokens_per_second"));
+    double per = json_number_value(json_object_get(row, "per_sequence_decode_tokens_per_second"));
+    CHECKF(agg > 0 && per > 0 && agg > 2.99 * per && agg < 3.01 * per, "aggregate %g per-sequence %g", agg, per);
+    CHECK(json_is_true(json_object_get(row, "batch_sequences_agree")));
+    json_decref(row);
+    /* bad values */
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer bench -m %s --prompt-text hi --batch-size 0 2>&1", t_build(), golden("qwen3moe"));
+    CHECK(t_sh(cmd, out, sizeof out) != 0);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer bench -m %s --prompt-text hi --batch-size 2 --mode sustained 2>&1", t_build(),
+             golden("qwen3moe"));
+    CHECK(t_sh(cmd, out, sizeof out) != 0);
+}
+
+int main(void) {
+    if (!t_need_shared("golden/qwen3moe.gguf", "golden/qwen3-dense.gguf", NULL)) return T_DONE();
+    RUN(test_golden_dense);
+    RUN(test_golden_moe_resident);
+    RUN(test_golden_moe_streamed);
+    RUN(test_synth);
+    RUN(test_bench_batch_size);
+    return T_DONE();
+}
