@@ -160,19 +160,23 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 600
 FUZZ_SHARED ?= ../shared
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_NAMES := gguf tokenizer jinja messages trace
+FUZZ_NAMES := gguf tokenizer jinja messages trace serve
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -pthread -Isrc -I$(BUILD)/gen \
               -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
               -Wno-string-concatenation  # clang-only lint; the engine splits "\xNN" "text" on purpose
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(if $(wildcard tools/gen_unicode.sh),$(FUZZ_DIR)/obj/gen/unicode_data.o)
 FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+# fuzz_serve (and the regression test replaying it) needs the request/response code of src/serve,
+# which is not in libedge0.a; not http.c, so no libmicrohttpd. FUZZ_OBJ_NAME: extra objects of fuzz_NAME.
+FUZZ_SERVE_SRC := src/serve/api.c src/serve/output.c
+FUZZ_OBJ_serve := $(FUZZ_SERVE_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 
 .PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus fuzz-cc
 fuzz-build: $(FUZZ_BIN) $(FUZZ_DIR)/fuzz_seeds
 fuzz-cc:
 	@sh tools/deps.sh clang
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) with libFuzzer (Debian: apt-get install clang)" >&2; exit 1; }
-$(FUZZ_LIB_OBJ): | fuzz-cc
+$(FUZZ_LIB_OBJ) $(FUZZ_OBJ_serve): | fuzz-cc
 
 $(FUZZ_DIR)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
@@ -193,7 +197,8 @@ $(FUZZ_DIR)/libedge0-fuzz.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 
 $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libedge0-fuzz.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_DIR)/libedge0-fuzz.a $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ_$*) $(FUZZ_DIR)/libedge0-fuzz.a $(LDLIBS)
+$(FUZZ_DIR)/fuzz_serve: $(FUZZ_OBJ_serve)
 
 # The seed builder (an ordinary program, sanitized, on the same objects).
 $(FUZZ_DIR)/fuzz_seeds: fuzz/seeds.c fuzz/fuzz_common.h $(FUZZ_DIR)/libedge0-fuzz.a
@@ -211,5 +216,8 @@ fuzz-ci: fuzz-build fuzz-corpus
 	@E0_SHARED=$(FUZZ_SHARED) sh fuzz/run.sh $(FUZZ_DIR) 30 $(FUZZ_NAMES)
 
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
-# The regression test includes the fuzz targets' code (tests/test_fuzz_regress.c).
-$(BUILD)/tests/test_fuzz_regress: $(wildcard fuzz/*.c fuzz/*.h)
+# The regression test includes the fuzz targets' code (tests/test_fuzz_regress.c), fuzz_serve's
+# with the serve objects it calls (the pattern rule above, plus those objects).
+$(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c tests/t.h $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB) $(wildcard fuzz/*.c fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB) $(LDLIBS)

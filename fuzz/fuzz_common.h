@@ -125,10 +125,10 @@ static inline const fuzz_vocab *fuzz_vocab_at(int i) {
 }
 
 /* A tiny synth model (1 layer, 32-wide, 600 tokens, q8_0) of `arch`, written to path; with moe
- * (always for qwen*moe) 4 experts, 2 used. The fuzz targets' own small vocabularies and the GGUF
- * seeds. */
-static inline int fuzz_synth_tiny(enum e0_arch arch, int moe, int tied, const char *path, e0_err *e) {
-    synth_params p = {.arch = arch, .n_threads = 1, .seed = 1, .tied_output = tied};
+ * (always for qwen*moe) 4 experts, 2 used; tmpl: its tokenizer.chat_template (NULL: none). The
+ * fuzz targets' own small vocabularies and models, and the GGUF seeds. */
+static inline int fuzz_synth_tiny_tmpl(enum e0_arch arch, int moe, int tied, const char *tmpl, const char *path, e0_err *e) {
+    synth_params p = {.arch = arch, .n_threads = 1, .seed = 1, .tied_output = tied, .chat_template = tmpl};
     if (synth_shape_apply(&p, "tiny", e) < 0) return -1;
     p.type = (uint32_t)synth_type_from_name("q8_0");
     p.n_layer = 1, p.n_embd = 32, p.n_head = 2, p.n_head_kv = 1, p.head_dim = 16, p.n_ff = 32;
@@ -140,6 +140,9 @@ static inline int fuzz_synth_tiny(enum e0_arch arch, int moe, int tied, const ch
     }
     synth_stats st;
     return synth_write(&p, path, &st, e);
+}
+static inline int fuzz_synth_tiny(enum e0_arch arch, int moe, int tied, const char *path, e0_err *e) {
+    return fuzz_synth_tiny_tmpl(arch, moe, tied, NULL, path, e);
 }
 
 #endif

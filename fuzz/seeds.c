@@ -1,6 +1,6 @@
 /* seeds.c — builds the seed corpora of the fuzz targets from ../shared (never committed; `make
  * fuzz` runs it into $(BUILD)/fuzz/corpus):
- *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages,trace}/NNNN
+ *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages,trace,serve}/NNNN
  *   gguf       tiny synth models of every architecture (whole), and the first 4 KiB and 64 KiB of
  *              every GGUF in SHARED/golden and SHARED/tokenizer (header, metadata, tensor infos)
  *   tokenizer  the cases of SHARED/tokenizer/ *.inp for every vocabulary selector (text and
@@ -9,6 +9,9 @@
  *   messages   every case's messages (JSON mode) and its texts (text mode), per template
  *   trace      the first lines of every routing trace in SHARED/routing (header, a few steps),
  *              and a small hand-made one with weights and a missing layer
+ *   serve      request bodies of the kinds tests/test_serve.c sends (chat, completions, tokenize,
+ *              detokenize; good and bad), every template case's messages as a chat request, and
+ *              stop-string inputs
  * The input formats are those described at the top of each fuzz_NAME.c. Without SHARED only
  * the synth models and a few built-in inputs are written. */
 #include <errno.h>
@@ -215,6 +218,73 @@ static void template_seeds(const char *shared) {
     put2("messages", 0, 1, 2, m, sizeof m - 1);
 }
 
+/* ---- serve ---- */
+static void serve_body(int mode, const char *body) { put2("serve", (uint8_t)mode, 0, 1, body, strlen(body)); }
+
+static void serve_seeds(const char *shared) {
+    static const struct { int mode; const char *body; } b[] = {
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,"
+            "\"return_tokens\":true}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3,\"temperature\":0,\"logprobs\":true,"
+            "\"top_logprobs\":3}"},
+        {0, "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+            "\"text\":\"caf\\u00e9 \\ud83d\\ude00\"}]}],\"stream\":true,\"stream_options\":{\"include_usage\":true},\"stop\":[\"\\n\",\"zz\"],"
+            "\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"seed\":7,\"presence_penalty\":0.5,\"frequency_penalty\":-0.5,"
+            "\"repeat_penalty\":1.1,\"repeat_last_n\":-1,\"max_completion_tokens\":5}"},
+        {0, "{\"messages\":[{\"role\":\"developer\",\"content\":null},{\"role\":\"assistant\",\"content\":\"x\","
+            "\"tool_calls\":[]},{\"role\":\"tool\",\"content\":\"1\",\"tool_call_id\":\"a\"}],\"tools\":[],\"n\":1}"},
+        {0, "{\"messages\":\"hi\"}"},
+        {0, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e400}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":99999999999999999999999}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":2}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"},
+        {1, "{\"prompt\":[5,17,42,99,7],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true}"},
+        {1, "{\"prompt\":\"Once upon a time\",\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true,\"stop\":[\"zzzz\",\"e u\"]}"},
+        {1, "{\"prompt\":\"Once upon a time\",\"max_tokens\":24,\"temperature\":0,\"stop\":\"up\",\"stream\":true}"},
+        {1, "{\"prompt\":[[5,6,7]],\"max_tokens\":4000,\"ignore_eos\":true,\"temperature\":0,\"logprobs\":2,\"n_predict\":-1}"},
+        {1, "{\"prompt\":[\"Hi there\"],\"max_tokens\":7,\"temperature\":0,\"ignore_eos\":true,\"logprobs\":0}"},
+        {1, "{\"prompt\":[1,2,999999]}"},
+        {1, "{\"prompt\":\"x\",\"stop\":[1]}"},
+        {1, "{\"prompt\":\"<|im_start|>user<|im_end|>\",\"stop\":[\"\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\","
+            "\"k\",\"l\",\"m\",\"n\",\"o\",\"p\"]}"},
+        {2, "{\"content\":\"Hello world\"}"},
+        {2, "{\"content\":\"<|im_start|>Hello \\u00e9\",\"add_special\":true,\"parse_special\":false,\"with_pieces\":true}"},
+        {2, "{\"content\":1}"},
+        {3, "{\"tokens\":[72,101,108,108,111]}"},
+        {3, "{\"tokens\":[-1]}"},
+        {3, "{\"tokens\":[599,0,300,2.5]}"},
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) serve_body(b[i].mode, b[i].body);
+    /* stop strings (fuzz_serve.c mode 4): 3 stop strings, then pieces that complete one across pieces */
+    static const char st[] = "\x04\x02</s>\0\n\nUser:\0ab\0\x05Hello\x03 </\x01s\x05>tail\x02\n\n\x05User:";
+    put("serve", st, sizeof st - 1, NULL, 0);
+    static const char st2[] = "\x04\x00\xe2\x80\x9c\0\x02\xe2\x80\x01\x9c\x00\x03" "abc";
+    put("serve", st2, sizeof st2 - 1, NULL, 0);
+    /* every template case's messages as a chat request */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/templates", shared);
+    size_t n;
+    char **names = fuzz_list_templates(dir, &n);
+    for (size_t i = 0; i < n; i++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s.cases.json", dir, names[i]);
+        json_t *file = json_load_file(path, 0, NULL);
+        json_t *cs = json_object_get(file, "cases");
+        for (size_t k = 0; k < json_array_size(cs); k++) {
+            json_t *req = json_pack("{s:O,s:i,s:f}", "messages", json_object_get(json_array_get(cs, k), "messages"), "max_tokens",
+                                    16, "temperature", 0.0);
+            char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
+            if (js) serve_body(0, js);
+            free(js);
+            json_decref(req);
+        }
+        json_decref(file);
+    }
+    fuzz_free_list(names, n);
+}
+
 /* ---- trace ---- */
 
 /* The first n_lines lines of a file (whole lines, so the prefix is a valid trace when the file is). */
@@ -255,8 +325,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     out_dir = argv[2];
-    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages", "/trace"};
-    for (int i = 0; i < 6; i++) {
+    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages", "/trace", "/serve"};
+    for (int i = 0; i < 7; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s%s", out_dir, targets[i]);
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
@@ -268,6 +338,7 @@ int main(int argc, char **argv) {
     tokenizer_seeds(argv[1]);
     template_seeds(argv[1]);
     trace_seeds(argv[1]);
+    serve_seeds(argv[1]);
     printf("fuzz_seeds: %d seed inputs in %s\n", n_written, out_dir);
     return 0;
 }

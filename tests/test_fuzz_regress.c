@@ -29,6 +29,7 @@ static void fr_fail(const char *fmt, ...) {
 #include "../fuzz/fuzz_messages.c"
 #include "../fuzz/fuzz_tokenizer.c"
 #include "../fuzz/fuzz_trace.c"
+#include "../fuzz/fuzz_serve.c"
 
 /* Every file of tests/fuzz-regress/<name>, sorted; the number replayed. */
 static int replay(const char *name, int (*one)(const uint8_t *, size_t)) {
@@ -72,6 +73,10 @@ static void test_replay_trace(void) {
     CHECK(fuzz_trace_init() == 0);
     CHECK(replay("trace", fuzz_trace_one) > 0);
 }
+static void test_replay_serve(void) {
+    CHECK(fuzz_serve_init() == 0);
+    CHECK(replay("serve", fuzz_serve_one) > 0);
+}
 static void test_replay_messages(void) {
     CHECK(fuzz_messages_init() == 0);
     CHECK(replay("messages", fuzz_messages_one) > 0);
@@ -88,6 +93,12 @@ static void test_checks_can_fail(void) {
     tk_check_stream(t, &id, 1, false, "\x01\x02\x03", 3);
     fr_quiet = false;
     CHECK(t_cur_failed == before + 1);
+    /* and a request failure reported as a server error (5xx) is one too */
+    srv_fail f = {.status = 500, .type = "server_error", .msg = "x"};
+    fr_quiet = true;
+    fs_check_fail(&f, "test");
+    fr_quiet = false;
+    CHECK(t_cur_failed == before + 2);
     t_cur_failed = before;
 }
 
@@ -97,6 +108,7 @@ int main(void) {
     RUN(test_replay_jinja);
     RUN(test_replay_messages);
     RUN(test_replay_trace);
+    RUN(test_replay_serve);
     RUN(test_checks_can_fail);
     return T_DONE();
 }
