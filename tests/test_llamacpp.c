@@ -14,6 +14,7 @@
  *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
+ *   synth/olmoe-*, granitemoe-*, glm4moe-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
  *                    matrix, IQ3_S without)
@@ -1032,6 +1033,51 @@ static void test_synth_mla(void) {
     unsetenv("LLAMACPP_REF_NO_REPACK");
 }
 
+/* ---- the other MoE families: olmoe, granitemoe, glm4moe ----
+ * Each in several shapes (odd head counts, GQA where the architecture allows it, shared expert
+ * on and off, leading dense layers), as written (F32) and quantized by llama.cpp. */
+static const struct {
+    const char *name, *args;
+} moe2_models[] = {
+    {"olmoe", "--arch olmoe"},
+    {"olmoe-mha5-x16", "--arch olmoe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-expert 16 "
+                       "--n-expert-used 4 --n-ff 96"},
+};
+static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
+
+static void test_synth_moe2(void) {
+    for (size_t a = 0; a < sizeof moe2_models / sizeof moe2_models[0]; a++) {
+        char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
+        sfmt(label, sizeof label, "synth/%s/f32", moe2_models[a].name);
+        sfmt(dir, sizeof dir, "%s/models", cache);
+        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, moe2_models[a].name);
+        if (!unavailable[0]) {
+            mkdir(cache, 0755);
+            mkdir(dir, 0755);
+            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+                 moe2_models[a].args, f32);
+            if (t_sh(cmd, NULL, 0) != 0 || model_sha(f32, sha) != 0) {
+                t_begin(label);
+                CHECKF(0, "edge0-infer synth %s failed", moe2_models[a].args);
+                t_end();
+                continue;
+            }
+        }
+        check_model(label, f32, 0, 1);
+        for (size_t q = 0; q < sizeof moe2_types / sizeof moe2_types[0]; q++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", moe2_models[a].name, moe2_types[q]);
+            if (!unavailable[0] && synth_quant(f32, sha, moe2_types[q], qpath, sizeof qpath)) {
+                t_begin(label);
+                CHECKF(0, "llamacpp-ref quantize to %s failed", moe2_types[q]);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0, 1);
+        }
+    }
+}
+
 /* ---- tokenizers ---- */
 
 static void test_tokenizers(void) {
@@ -1215,6 +1261,7 @@ int main(void) {
         test_synth_new_types();
         test_synth_gptoss();
         test_synth_mla();
+        test_synth_moe2();
     }
     if (GROUP("hybrid")) test_hybrid();
 #undef GROUP

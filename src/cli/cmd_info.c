@@ -85,7 +85,7 @@ int cmd_info(int argc, char **argv) {
     printf("architecture:    %s\n", hp->arch_name);
     if (hp->qkv_bias || hp->qk_norm)
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
-               hp->qk_norm ? "per-head q/k RMSNorm" : "");
+               hp->qk_norm ? (hp->qk_norm_full ? "q/k RMSNorm over the whole projection" : "per-head q/k RMSNorm") : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
     if (hp->hybrid) {
         printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "

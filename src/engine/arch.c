@@ -62,6 +62,12 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                            .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_NEOX, .tied_output = true,
                            .rope_freq_base = 10000.0f, .typical_rope_base = 1e7, .typical_rms_eps = 1e-6,
                            .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .hybrid = true, .dn_ba_fused = true},
+    /* OLMoE (llama.cpp src/models/olmoe.cpp): experts feed_forward_length wide, softmax routing
+     * without renormalizing the top k, q/k norms over the whole projections, an output matrix */
+    [E0_ARCH_OLMOE] = {.arch = E0_ARCH_OLMOE, .name = "olmoe", .ffn = E0_FFN_MOE, .expert_ff_key = false,
+                       .qk_norm = true, .qk_norm_full = true, .gating = E0_GATING_SOFTMAX, .norm_topk = false,
+                       .rope = E0_ROPE_NEOX, .tied_output = false, .rope_freq_base = 10000.0f,
+                       .typical_rope_base = 1e4, .typical_rms_eps = 1e-5, .vocab = E0_VOCAB_BPE},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -92,6 +98,7 @@ void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->dn_ba_fused = a->dn_ba_fused;
     hp->dn_heads_tiled = a->dn_heads_tiled;
     hp->qk_norm = a->qk_norm;
+    hp->qk_norm_full = a->qk_norm_full;
     hp->qkv_bias = a->qkv_bias;
     hp->moe_norm_topk = a->norm_topk;
     hp->shared_expert = a->shared_expert;
@@ -542,8 +549,8 @@ static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_ATTN_Q_BIAS] = {"blk.%d.attn_q.bias", true, V1(Q), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_K_BIAS] = {"blk.%d.attn_k.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_V_BIAS] = {"blk.%d.attn_v.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
-    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
-    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(Q_NORM), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(K_NORM), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
     [E0_T_ATTN_OUT] = {"blk.%d.attn_output.weight", true, M2(Q, EMBD), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
     [E0_T_FFN_NORM] = {"blk.%d.ffn_norm.weight", true, V1(EMBD), E0_NEED_FFN_NORM, E0_ROLE_NORM},
     [E0_T_FFN_GATE] = {"blk.%d.ffn_gate.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
@@ -670,6 +677,8 @@ static int64_t dim_value(enum e0_dim d, const e0_hparams *hp) {
     case E0_DIM_DN_VHEADS2: return 2 * hp->ssm_dt_rank;
     case E0_DIM_DN_STATE: return hp->ssm_d_state;
     case E0_DIM_DN_KERNEL: return hp->ssm_d_conv;
+    case E0_DIM_Q_NORM: return hp->qk_norm_full ? hp->n_head * hp->head_dim : hp->head_dim;
+    case E0_DIM_K_NORM: return hp->qk_norm_full ? hp->n_head_kv * hp->head_dim : hp->head_dim;
     }
     return 0;
 }

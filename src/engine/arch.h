@@ -23,6 +23,7 @@ enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0
                E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */,
                E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */,
                E0_ARCH_QWEN35, E0_ARCH_QWEN35MOE, E0_ARCH_QWEN3NEXT, /* hybrid: Gated DeltaNet + gated attention */
+               E0_ARCH_OLMOE /* q/k RMSNorm over the whole projection */,
                E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
@@ -96,6 +97,8 @@ typedef struct e0_arch_info {
     bool hybrid;
     bool dn_ba_fused;       /* qwen3next: one ssm_ba [n_embd, 2*n_v_heads] instead of ssm_beta/ssm_alpha */
     bool dn_heads_tiled;    /* qwen35*: value head h reads key head h % n_k_heads; else h / (n_v/n_k) */
+    bool qk_norm_full;      /* olmoe: attn_q_norm / attn_k_norm normalize the whole q [n_head*head_dim] and
+                               k [n_head_kv*head_dim] rows (one RMS each), not each head */
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -109,6 +112,7 @@ typedef struct e0_hparams {
     /* copied from the architecture's row by e0_arch_set_flags */
     bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
     bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
+    bool qk_norm_full;   /* olmoe: ... over the whole q and k rows instead (e0_arch_info) */
     bool qkv_bias;       /* qwen2*: q/k/v biases */
     bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
     bool shared_expert;  /* qwen2moe: shared expert */
@@ -254,6 +258,8 @@ enum e0_dim {
     E0_DIM_DN_VHEADS2, /* 2 * value heads (ssm_ba) */
     E0_DIM_DN_STATE, /* d_state */
     E0_DIM_DN_KERNEL,/* conv kernel width */
+    E0_DIM_Q_NORM,   /* attn_q_norm: head_dim, or q_dim with qk_norm_full (olmoe) */
+    E0_DIM_K_NORM,   /* attn_k_norm: head_dim, or kv_dim with qk_norm_full */
 };
 
 /* When a model has the tensor. */

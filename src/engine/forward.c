@@ -44,16 +44,20 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
             for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
         }
+        if (hp->qk_norm_full) { /* olmoe: one RMSNorm over the whole q and k rows */
+            e0_rmsnorm(q, q, L->q_norm, c->q_dim, hp->rms_eps);
+            e0_rmsnorm(k, k, L->k_norm, c->kv_dim, hp->rms_eps);
+        }
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
-            if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
+            if (L->q_norm && !hp->qk_norm_full) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos0 + i, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(qh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
-            if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
+            if (L->k_norm && !hp->qk_norm_full) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos0 + i, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_sections);
             else e0_rope(kh, hp->n_rot, pos0 + i, hp->rope_base, hp->rope_neox);

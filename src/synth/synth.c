@@ -140,13 +140,17 @@ static const shape shapes[] = {
      * Gated DeltaNet (16 key heads, 32 value heads, head size 128, conv kernel 4); 256 experts of
      * 512, 8 per token, a shared expert of 512; vocabulary 248320; context 262144 */
     {"qwen3.5-35b-a3b", 40, 2048, 16, 2, 256, 512, 256, 8, 512, 512, 248320, 262144, 1e7, 1e-6, 0, 0, 0},
+    /* allenai/OLMoE-1B-7B-0924 (config.json): 16 layers of 2048, 16 heads of 128 (no GQA), 64 experts
+     * of 1024, 8 per token; vocabulary 50304, context 4096 */
+    {"olmoe-1b-7b", 16, 2048, 16, 16, 128, 1024, 64, 8, 1024, 0, 50304, 4096, 1e4, 1e-5, 0, 0, 0},
 };
 static const hybrid_shape hybrid_shapes[] = {
     {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
 };
 
 const char *synth_shape_names(void) {
-    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b";
+    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b, "
+           "olmoe-1b-7b";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -177,6 +181,12 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         if (a->expert_ff_key) p->n_ff_exp = s->n_ff_exp;
         else p->n_ff = s->n_ff_exp;
         if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
+    }
+    if (a->qk_norm_full) { /* olmoe: llama.cpp's loader sizes q and both norms n_embd, so its files have
+                            * no GQA (the engine also reads a k norm of n_head_kv * head_dim, which
+                            * --n-head-kv below n_head writes, but llama.cpp does not load those) */
+        p->n_head_kv = p->n_head;
+        p->head_dim = p->n_embd / p->n_head;
     }
     p->n_swa = a->swa_period ? (s->n_swa ? s->n_swa : 128) : 0;
     p->swa_period = 0;
