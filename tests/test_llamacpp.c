@@ -1042,6 +1042,12 @@ static const struct {
     {"olmoe", "--arch olmoe"},
     {"olmoe-mha5-x16", "--arch olmoe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-expert 16 "
                        "--n-expert-used 4 --n-ff 96"},
+    /* granitemoe: its four multipliers; shared expert on (tiny) and off, tied output, GQA 1, 2, 3 */
+    {"granitemoe", "--arch granitemoe"},
+    {"granitemoe-mha5-noshexp-tied", "--arch granitemoe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 "
+                                     "--n-expert 16 --n-expert-used 4 --n-ff 96 --n-ff-shexp 0 --tied"},
+    {"granitemoe-gqa3-shexp", "--arch granitemoe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-ff-shexp 64 "
+                              "--n-expert 6 --n-expert-used 3"},
 };
 static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
 

@@ -18,6 +18,7 @@ static const struct {
     int n_used;
 } models[] = {
     {"olmoe", "--arch olmoe --n-expert 8 --n-expert-used 2", 2},
+    {"granitemoe", "--arch granitemoe --n-expert 8 --n-expert-used 3", 3},
 };
 
 static int files_equal(const char *a, const char *b) {

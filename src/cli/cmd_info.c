@@ -150,6 +150,9 @@ int cmd_info(int argc, char **argv) {
         printf("gpt-oss:         attention sinks%s%s%s, %s\n", hp->attn_out_bias ? ", attn_output bias" : "",
                hp->router_bias ? ", router bias" : "", hp->expert_bias ? ", expert biases (resident)" : "",
                hp->ffn_act == E0_ACT_SWIGLU_OAI ? "clamped SwiGLU (alpha 1.702, limit 7)" : "SwiGLU");
+    if (hp->logit_scale != 0.0f) /* granitemoe */
+        printf("multipliers:     embedding %g, residual %g, attention scale %g, logits / %g\n", (double)hp->embd_scale,
+               (double)hp->residual_scale, (double)hp->attn_scale, (double)hp->logit_scale);
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
            (unsigned long long)m->params_active);

@@ -68,6 +68,14 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                        .qk_norm = true, .qk_norm_full = true, .gating = E0_GATING_SOFTMAX, .norm_topk = false,
                        .rope = E0_ROPE_NEOX, .tied_output = false, .rope_freq_base = 10000.0f,
                        .typical_rope_base = 1e4, .typical_rms_eps = 1e-5, .vocab = E0_VOCAB_BPE},
+    /* Granite MoE (llama.cpp src/models/granite-moe.cpp, granite.cpp's graph): llama-style, experts
+     * feed_forward_length wide with renormalized softmax top k, an optional ungated shared expert,
+     * optional attn_output.bias, and the multipliers of its keys */
+    [E0_ARCH_GRANITEMOE] = {.arch = E0_ARCH_GRANITEMOE, .name = "granitemoe", .ffn = E0_FFN_MOE, .expert_ff_key = false,
+                            .shared_expert = true, .shared_expert_opt = true, .gating = E0_GATING_SOFTMAX,
+                            .norm_topk = true, .rope = E0_ROPE_NORMAL, .tied_output = true, .rope_freq_base = 10000.0f,
+                            .typical_rope_base = 1e4, .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE,
+                            .attn_out_bias_opt = true, .granite_scales = true},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -99,6 +107,7 @@ void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->dn_heads_tiled = a->dn_heads_tiled;
     hp->qk_norm = a->qk_norm;
     hp->qk_norm_full = a->qk_norm_full;
+    hp->attn_out_bias_opt = a->attn_out_bias_opt;
     hp->qkv_bias = a->qkv_bias;
     hp->moe_norm_topk = a->norm_topk;
     hp->shared_expert = a->shared_expert;
@@ -164,6 +173,11 @@ static const char *const kv_names[E0_KV_COUNT] = {
     [E0_KV_ROPE_DIMENSION_SECTIONS] = "rope.dimension_sections",
     [E0_KV_ATTENTION_RECURRENT_LAYERS] = "attention.recurrent_layers",
     [E0_KV_NEXTN_PREDICT_LAYERS] = "nextn_predict_layers",
+    [E0_KV_EMBEDDING_SCALE] = "embedding_scale",
+    [E0_KV_RESIDUAL_SCALE] = "residual_scale",
+    [E0_KV_ATTENTION_SCALE] = "attention.scale",
+    [E0_KV_LOGIT_SCALE] = "logit_scale",
+    [E0_KV_ROPE_SCALING_FINETUNED] = "rope.scaling.finetuned",
 };
 
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n) {
@@ -457,6 +471,22 @@ static int read_hybrid(kv_reader *r, e0_hparams *hp) {
     return 0;
 }
 
+/* granitemoe: its multipliers (llama.cpp's granite loader: logit_scale required, the others
+ * optional, 0 meaning none) and an optional ungated shared expert. */
+static int read_granite(kv_reader *r, e0_hparams *hp) {
+    if (get_float(r, E0_KV_LOGIT_SCALE, true, &hp->logit_scale) < 0 ||
+        get_float(r, E0_KV_EMBEDDING_SCALE, false, &hp->embd_scale) < 0 ||
+        get_float(r, E0_KV_RESIDUAL_SCALE, false, &hp->residual_scale) < 0 ||
+        get_float(r, E0_KV_ATTENTION_SCALE, false, &hp->attn_scale) < 0)
+        return -1;
+    char full[160];
+    bool finetuned = true; /* llama.cpp: false switches RoPE off */
+    e0_arch_key(r->a, E0_KV_ROPE_SCALING_FINETUNED, full, sizeof full);
+    if (gguf_get_bool(r->f, full, &finetuned, r->e) < 0) return -1;
+    if (!finetuned) return e0_fail(r->e, "%s: %s = false (no RoPE) is not supported", r->f->path, full);
+    return 0;
+}
+
 int64_t e0_hparams_kv_layer(const e0_hparams *hp, int64_t il) {
     if (!hp->hybrid) return il;
     int64_t k = 0;
@@ -527,8 +557,11 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
         get_int(&r, E0_KV_EXPERT_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_exp) < 0)
         return -1;
     if (hp->n_expert > 0 && a->shared_expert &&
-        get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_shexp) < 0)
+        get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, a->shared_expert_opt ? 0 : 1, MAX_DIM,
+                !a->shared_expert_opt, &hp->n_ff_shexp) < 0)
         return -1;
+    if (a->shared_expert_opt) hp->shared_expert = hp->n_expert > 0 && hp->n_ff_shexp > 0; /* granitemoe */
+    if (a->granite_scales && read_granite(&r, hp) < 0) return -1;
     if (read_swa_and_rope_scaling(&r, hp) < 0) return -1;
     if (a->mla && read_mla_hparams(&r, hp, vlen) < 0) return -1;
     hp->n_layer_kv = hp->n_layer;
@@ -632,7 +665,7 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
     }
     case E0_NEED_FFN_NORM: return hp->post_attn_norm ? 0 : 2;
     case E0_NEED_POST_ATTN_NORM: return hp->post_attn_norm ? 2 : 0;
-    case E0_NEED_ATTN_OUT_BIAS: return hp->attn_out_bias ? 2 : 0;
+    case E0_NEED_ATTN_OUT_BIAS: return hp->attn_out_bias ? 2 : hp->attn_out_bias_opt ? 1 : 0;
     case E0_NEED_ATTN_SINKS: return hp->attn_sinks ? 2 : 0;
     case E0_NEED_ROUTER_BIAS: return moe && hp->router_bias ? 2 : 0;
     case E0_NEED_EXPERT_BIAS: return moe && hp->expert_bias ? 2 : 0;

@@ -24,6 +24,7 @@ enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0
                E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */,
                E0_ARCH_QWEN35, E0_ARCH_QWEN35MOE, E0_ARCH_QWEN3NEXT, /* hybrid: Gated DeltaNet + gated attention */
                E0_ARCH_OLMOE /* q/k RMSNorm over the whole projection */,
+               E0_ARCH_GRANITEMOE /* embedding / residual / attention / logit multipliers */,
                E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
@@ -99,6 +100,11 @@ typedef struct e0_arch_info {
     bool dn_heads_tiled;    /* qwen35*: value head h reads key head h % n_k_heads; else h / (n_v/n_k) */
     bool qk_norm_full;      /* olmoe: attn_q_norm / attn_k_norm normalize the whole q [n_head*head_dim] and
                                k [n_head_kv*head_dim] rows (one RMS each), not each head */
+    bool shared_expert_opt; /* granitemoe: the (ungated) shared expert is there when
+                               expert_shared_feed_forward_length > 0 */
+    bool attn_out_bias_opt; /* granitemoe: attn_output.bias may be present */
+    bool granite_scales;    /* granitemoe: reads embedding_scale, residual_scale, attention.scale,
+                               logit_scale (e0_hparams) */
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -113,6 +119,10 @@ typedef struct e0_hparams {
     bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
     bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
     bool qk_norm_full;   /* olmoe: ... over the whole q and k rows instead (e0_arch_info) */
+    bool attn_out_bias_opt; /* granitemoe: attn_output.bias optional */
+    /* granitemoe multipliers (0: none): x = embd * embd_scale; x += residual_scale * (attention or
+     * FFN output); logits /= logit_scale; the attention score scale is attn_scale below */
+    float embd_scale, residual_scale, logit_scale;
     bool qkv_bias;       /* qwen2*: q/k/v biases */
     bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
     bool shared_expert;  /* qwen2moe: shared expert */
@@ -196,6 +206,9 @@ enum e0_kv {
     E0_KV_SSM_CONV_KERNEL, E0_KV_SSM_INNER_SIZE, E0_KV_SSM_STATE_SIZE, E0_KV_SSM_TIME_STEP_RANK,
     E0_KV_SSM_GROUP_COUNT, E0_KV_FULL_ATTENTION_INTERVAL, E0_KV_ROPE_DIMENSION_SECTIONS,
     E0_KV_ATTENTION_RECURRENT_LAYERS, E0_KV_NEXTN_PREDICT_LAYERS,
+    /* granitemoe */
+    E0_KV_EMBEDDING_SCALE, E0_KV_RESIDUAL_SCALE, E0_KV_ATTENTION_SCALE, E0_KV_LOGIT_SCALE,
+    E0_KV_ROPE_SCALING_FINETUNED,
     E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */

@@ -51,6 +51,7 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->n_expert_used = p->n_expert_used;
     hp->n_ff_exp = a && a->expert_ff_key ? p->n_ff_exp : p->n_ff; /* Mixtral: experts are n_ff wide */
     hp->n_ff_shexp = p->n_ff_shexp;
+    if (a && a->shared_expert_opt) hp->shared_expert = p->n_expert > 0 && p->n_ff_shexp > 0; /* granitemoe */
     hp->rms_eps = (float)p->rms_eps;
     hp->rope_base = (float)p->rope_base;
     hp->n_swa = p->n_swa;
@@ -143,6 +144,9 @@ static const shape shapes[] = {
     /* allenai/OLMoE-1B-7B-0924 (config.json): 16 layers of 2048, 16 heads of 128 (no GQA), 64 experts
      * of 1024, 8 per token; vocabulary 50304, context 4096 */
     {"olmoe-1b-7b", 16, 2048, 16, 16, 128, 1024, 64, 8, 1024, 0, 50304, 4096, 1e4, 1e-5, 0, 0, 0},
+    /* ibm-granite/granite-3.0-3b-a800m-instruct (config.json): 32 layers of 1536, 24 heads of 64 (8 KV
+     * heads), 40 experts of 512, 8 per token, no shared expert; vocabulary 49155, context 4096 */
+    {"granite-3.0-3b-a800m", 32, 1536, 24, 8, 64, 512, 40, 8, 512, 0, 49155, 4096, 1e4, 1e-6, 0, 0, 0},
 };
 static const hybrid_shape hybrid_shapes[] = {
     {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
@@ -150,7 +154,7 @@ static const hybrid_shape hybrid_shapes[] = {
 
 const char *synth_shape_names(void) {
     return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b, "
-           "olmoe-1b-7b";
+           "olmoe-1b-7b, granite-3.0-3b-a800m";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -180,7 +184,7 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
          * expert width */
         if (a->expert_ff_key) p->n_ff_exp = s->n_ff_exp;
         else p->n_ff = s->n_ff_exp;
-        if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
+        if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : a->shared_expert_opt ? 0 : s->n_ff;
     }
     if (a->qk_norm_full) { /* olmoe: llama.cpp's loader sizes q and both norms n_embd, so its files have
                             * no GQA (the engine also reads a k norm of n_head_kv * head_dim, which
@@ -307,7 +311,8 @@ int synth_validate(const synth_params *p, e0_err *e) {
             return e0_fail(e, "--n-ff-exp: %s experts are --n-ff wide", a->name);
         if (a->expert_ff_key && p->n_expert && in_range(p->n_ff_exp, 1, 1 << 20, "--n-ff-exp", e)) return -1;
         if (!a->shared_expert && p->n_ff_shexp) return e0_fail(e, "--n-ff-shexp: %s has no shared expert", a->name);
-        if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
+        if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, a->shared_expert_opt ? 0 : 1, 1 << 20, "--n-ff-shexp", e))
+            return -1;
     }
     if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
                       : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))

@@ -228,8 +228,11 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
     if (!rc && p->n_expert && ai->expert_ff_key)
         rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
-    if (!rc && p->n_expert && ai->shared_expert)
+    if (!rc && p->n_expert && ai->shared_expert && (p->n_ff_shexp || !ai->shared_expert_opt))
         rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
+    if (!rc && ai->granite_scales) /* granite-3.0's multipliers (attention: 1/64, not 1/sqrt(head_dim)) */
+        rc = gguf_writer_kv_f32(w, K(EMBEDDING_SCALE), 12.0f) || gguf_writer_kv_f32(w, K(RESIDUAL_SCALE), 0.22f) ||
+             gguf_writer_kv_f32(w, K(ATTENTION_SCALE), 0.015625f) || gguf_writer_kv_f32(w, K(LOGIT_SCALE), 6.0f);
     if (!rc && ai->swa_period) /* gpt-oss */
         rc = gguf_writer_kv_u32(w, K(SLIDING_WINDOW), (uint32_t)p->n_swa) ||
              (p->swa_period && gguf_writer_kv_u32(w, K(SLIDING_WINDOW_PATTERN), (uint32_t)p->swa_period));
