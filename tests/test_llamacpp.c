@@ -1048,6 +1048,16 @@ static const struct {
                                      "--n-expert 16 --n-expert-used 4 --n-ff 96 --n-ff-shexp 0 --tied"},
     {"granitemoe-gqa3-shexp", "--arch granitemoe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-ff-shexp 64 "
                               "--n-expert 6 --n-expert-used 3"},
+    /* glm4moe: partial RoPE, q/k/v biases, q/k norms on and off, leading dense layers (1, 2, 0), one
+     * and two shared experts, sigmoid and softmax scores with exp_probs_b, weight norm and scale,
+     * group-limited top-k, an MTP block (loaded and ignored) */
+    {"glm4moe", "--arch glm4moe"},
+    {"glm4moe-mha5-noqkn-mtp", "--arch glm4moe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-rot 16 "
+                               "--omit-qk-norm 1 --mtp --n-expert 16 --n-expert-used 4 --n-ff-exp 64 --n-dense-lead 2 "
+                               "--n-expert-shared 2 --tied"},
+    {"glm4moe-gqa3-groups-softmax", "--arch glm4moe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-rot 32 "
+                                    "--gating softmax --expert-weights-norm 0 --expert-weights-scale 0 --n-expert 16 "
+                                    "--n-expert-used 4 --n-expert-groups 4 --n-group-used 2 --n-dense-lead 0"},
 };
 static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
 

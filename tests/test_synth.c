@@ -37,7 +37,7 @@ static const char *tmp_path(const char *name) {
  * table, so that the expectations stay independent of it). */
 static int is_moe_arch(enum e0_arch a) {
     return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS || a == E0_ARCH_QWEN35MOE ||
-           a == E0_ARCH_QWEN3NEXT || a == E0_ARCH_OLMOE || a == E0_ARCH_GRANITEMOE;
+           a == E0_ARCH_QWEN3NEXT || a == E0_ARCH_OLMOE || a == E0_ARCH_GRANITEMOE || a == E0_ARCH_GLM4MOE;
 }
 /* architectures with a sigmoid-gated shared expert */
 static int has_shexp(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN35MOE || a == E0_ARCH_QWEN3NEXT; }
@@ -83,6 +83,8 @@ static int expect(const synth_params *p, exp_tensor *out) {
     int qkn = p->arch == E0_ARCH_QWEN3 || p->arch == E0_ARCH_QWEN3MOE;
     /* olmoe: q/k norms over the whole projections; experts feed_forward_length wide (like llama's) */
     const int olmoe = p->arch == E0_ARCH_OLMOE, granite = p->arch == E0_ARCH_GRANITEMOE;
+    const int glm = p->arch == E0_ARCH_GLM4MOE; /* llama.cpp's glm4-moe.cpp tensors */
+    if (glm) qkn = bias = 1;
     if (olmoe) qkn = 1;
     uint64_t FE = p->arch == E0_ARCH_LLAMA || olmoe || granite ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
 #define X(q, nd, a, b, c, ...)                                          \
@@ -129,7 +131,14 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, olmoe ? KD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
         }
-        if (hybrid || oss) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
+        if (glm) moe = p->n_expert > 0 && i >= p->n_layer_dense_lead; /* leading dense layers */
+        if (glm && moe) {
+            X(0, 1, p->n_expert, 1, 1, "blk.%d.exp_probs_b.bias", i);
+            X(1, 2, E, FE * p->n_expert_shared, 1, "blk.%d.ffn_gate_shexp.weight", i); /* ungated */
+            X(1, 2, E, FE * p->n_expert_shared, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X(1, 2, FE * p->n_expert_shared, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+        if (hybrid || oss || glm) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
         else X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
         if (oss) {
             X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i);

@@ -87,6 +87,11 @@ int cmd_info(int argc, char **argv) {
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
                hp->qk_norm ? (hp->qk_norm_full ? "q/k RMSNorm over the whole projection" : "per-head q/k RMSNorm") : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
+    if (hp->qkv_bias_opt || hp->qk_norm_opt) /* glm4moe: what this file has */
+        printf("attention:       q/k/v biases %s, per-head q/k RMSNorm %s\n", gguf_find_tensor(f, "blk.0.attn_q.bias") ? "yes" : "no",
+               gguf_find_tensor(f, "blk.0.attn_q_norm.weight") ? "yes" : "no");
+    if (hp->n_layer_nextn && !hp->hybrid) /* glm4moe */
+        printf("mtp blocks:      %lld (loaded by llama.cpp as draft heads; ignored here)\n", (long long)hp->n_layer_nextn);
     if (hp->hybrid) {
         printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "
                "%lld gated attention layers\n",
@@ -114,7 +119,7 @@ int cmd_info(int argc, char **argv) {
                hp->moe_norm_topk ? "renormalized" : "not renormalized");
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
-        if (hp->mla) /* deepseek2's routing details */
+        if (hp->mla || hp->ds_routing) /* deepseek2's and glm4moe's routing details */
             printf("routing:         %lld leading dense layers, %lld shared experts, groups %lld (%lld used), "
                    "weights scale %g\n", (long long)hp->n_layer_dense_lead, (long long)hp->n_expert_shared,
                    (long long)hp->n_expert_groups, (long long)hp->n_group_used, (double)hp->expert_weights_scale);

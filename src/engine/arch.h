@@ -25,6 +25,7 @@ enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0
                E0_ARCH_QWEN35, E0_ARCH_QWEN35MOE, E0_ARCH_QWEN3NEXT, /* hybrid: Gated DeltaNet + gated attention */
                E0_ARCH_OLMOE /* q/k RMSNorm over the whole projection */,
                E0_ARCH_GRANITEMOE /* embedding / residual / attention / logit multipliers */,
+               E0_ARCH_GLM4MOE /* GLM-4.5: deepseek2's routing keys with ordinary attention */,
                E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
@@ -105,6 +106,12 @@ typedef struct e0_arch_info {
     bool attn_out_bias_opt; /* granitemoe: attn_output.bias may be present */
     bool granite_scales;    /* granitemoe: reads embedding_scale, residual_scale, attention.scale,
                                logit_scale (e0_hparams) */
+    /* glm4moe: the routing keys of deepseek2 (leading dense layers, shared expert count, gating
+     * function (absent: sigmoid), weight norm and scale, groups) with ordinary attention; its
+     * exp_probs_b are required; q/k/v biases and per-head q/k norms optional; partial RoPE;
+     * nextn_predict_layers MTP blocks after the layers (ignored) */
+    bool ds_routing;
+    bool qkv_bias_opt, qk_norm_opt, partial_rope, nextn;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -120,6 +127,7 @@ typedef struct e0_hparams {
     bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
     bool qk_norm_full;   /* olmoe: ... over the whole q and k rows instead (e0_arch_info) */
     bool attn_out_bias_opt; /* granitemoe: attn_output.bias optional */
+    bool ds_routing, qkv_bias_opt, qk_norm_opt; /* glm4moe (see e0_arch_info) */
     /* granitemoe multipliers (0: none): x = embd * embd_scale; x += residual_scale * (attention or
      * FFN output); logits /= logit_scale; the attention score scale is attn_scale below */
     float embd_scale, residual_scale, logit_scale;

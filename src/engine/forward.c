@@ -40,9 +40,13 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
     for (int i = 0; i < n_tok; i++) {
         float *q = c->act.q + (size_t)i * c->q_dim, *k = c->act.k + (size_t)i * c->kv_dim,
               *v = c->act.v + (size_t)i * c->kv_dim;
-        if (L->bq) {
+        if (L->bq && L->bk && L->bv) {
             for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
             for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
+        } else if (L->bq || L->bk || L->bv) { /* glm4moe: each bias is optional */
+            if (L->bq) for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
+            if (L->bk) for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d];
+            if (L->bv) for (int64_t d = 0; d < c->kv_dim; d++) v[d] += L->bv[d];
         }
         if (hp->qk_norm_full) { /* olmoe: one RMSNorm over the whole q and k rows */
             e0_rmsnorm(q, q, L->q_norm, c->q_dim, hp->rms_eps);

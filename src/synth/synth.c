@@ -71,6 +71,14 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
         hp->n_expert_groups = p->n_expert_groups;
         hp->n_group_used = p->n_group_used;
     }
+    if (a && a->ds_routing) { /* glm4moe: deepseek2's routing keys, as arch.c's read_ds_routing sets them */
+        hp->n_layer_dense_lead = p->n_layer_dense_lead;
+        hp->n_expert_shared = p->n_expert_shared;
+        hp->shared_expert = p->n_expert_shared > 0;
+        hp->n_ff_shexp = p->n_expert_shared * p->n_ff_exp;
+        hp->n_expert_groups = p->n_expert_groups;
+        hp->n_group_used = p->n_group_used;
+    }
     if (a && a->hybrid) { /* the DeltaNet sizes and which layers are recurrent, as arch.c reads them */
         hp->ssm_d_conv = p->ssm_d_conv;
         hp->ssm_d_state = p->ssm_d_state;
@@ -147,6 +155,10 @@ static const shape shapes[] = {
     /* ibm-granite/granite-3.0-3b-a800m-instruct (config.json): 32 layers of 1536, 24 heads of 64 (8 KV
      * heads), 40 experts of 512, 8 per token, no shared expert; vocabulary 49155, context 4096 */
     {"granite-3.0-3b-a800m", 32, 1536, 24, 8, 64, 512, 40, 8, 512, 0, 49155, 4096, 1e4, 1e-6, 0, 0, 0},
+    /* zai-org/GLM-4.5-Air (config.json): 46 layers of 4096 (+ 1 MTP block, with --mtp), 96 heads of 128
+     * (8 KV heads), RoPE over half of each head, base 1e6; layer 0 dense (10944), then 128 experts of
+     * 1408, 8 per token + 1 shared, sigmoid scores, normalized, x 1.0; no q/k norm; vocabulary 151552 */
+    {"glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 128, 8, 1408, 0, 151552, 131072, 1e6, 1e-5, 0, 0, 0},
 };
 static const hybrid_shape hybrid_shapes[] = {
     {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
@@ -154,7 +166,7 @@ static const hybrid_shape hybrid_shapes[] = {
 
 const char *synth_shape_names(void) {
     return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b, "
-           "olmoe-1b-7b, granite-3.0-3b-a800m";
+           "olmoe-1b-7b, granite-3.0-3b-a800m, glm-4.5-air";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -217,6 +229,17 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         p->ssm_dt_rank = h->ssm_dt_rank;
         p->full_attn_interval = h->full_attn_interval;
     }
+    if (a->ds_routing) { /* glm4moe: GLM-4.5's routing (tiny: with 2.5 x, as GLM-4.5 355B; Air: 1.0) */
+        const int air = !strcmp(name, "glm-4.5-air");
+        p->n_rot = p->head_dim / 2;
+        p->n_layer_dense_lead = 1;
+        p->n_expert_shared = 1;
+        p->gating_sigmoid = 1;
+        p->expert_weights_norm = 1;
+        p->expert_weights_scale = air ? 1.0 : 2.5;
+        p->omit_qk_norm = air;
+        p->n_ff_shexp = 0;
+    }
     if (a->mla) {
         const mla_shape *ms = NULL;
         for (size_t i = 0; i < sizeof mla_shapes / sizeof mla_shapes[0]; i++)
@@ -273,6 +296,28 @@ static int validate_mla(const synth_params *p, e0_err *e) {
     return 0;
 }
 
+/* glm4moe: its routing fields (deepseek2's keys; llama.cpp's graph needs the shared expert) and
+ * partial RoPE. */
+static int validate_ds_routing(const synth_params *p, e0_err *e) {
+    if (in_range(p->n_layer_dense_lead, 0, p->n_layer, "--n-dense-lead", e) ||
+        in_range(p->n_expert_shared, 1, 64, "--n-expert-shared", e) ||
+        in_range(p->n_expert_groups, 0, p->n_expert, "--n-expert-groups", e) ||
+        in_range(p->n_rot ? p->n_rot : p->head_dim, 2, p->head_dim, "--n-rot", e))
+        return -1;
+    if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+    if (p->n_expert_groups > 1) {
+        if (p->n_expert % p->n_expert_groups || p->n_expert_groups >= p->n_expert)
+            return e0_fail(e, "--n-expert-groups %lld must divide --n-expert %lld", (long long)p->n_expert_groups,
+                           (long long)p->n_expert);
+        if (in_range(p->n_group_used, 1, p->n_expert_groups - 1, "--n-group-used", e)) return -1;
+        if (p->n_group_used * (p->n_expert / p->n_expert_groups) < p->n_expert_used)
+            return e0_fail(e, "--n-group-used groups cannot hold --n-expert-used experts");
+    }
+    if (!(p->expert_weights_scale >= 0 && p->expert_weights_scale < 1e6))
+        return e0_fail(e, "--expert-weights-scale out of range");
+    return 0;
+}
+
 /* ---- validation ---- */
 static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err *e) {
     if (v < lo || v > hi)
@@ -323,6 +368,8 @@ int synth_validate(const synth_params *p, e0_err *e) {
         return e0_fail(e, "--yarn-factor %g is out of range: 0 (none) or [1, 1024]", p->yarn_factor);
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
     if (a->mla && validate_mla(p, e)) return -1;
+    if (a->ds_routing && validate_ds_routing(p, e)) return -1;
+    if (p->omit_qk_norm && !a->qk_norm_opt) return e0_fail(e, "--omit-qk-norm: %s has no optional q/k norms", a->name);
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     if (a->hybrid) {
         if (in_range(p->ssm_d_conv, 2, 64, "--ssm-conv", e) || in_range(p->ssm_d_state, 1, 1024, "--ssm-state", e) ||
@@ -335,10 +382,10 @@ int synth_validate(const synth_params *p, e0_err *e) {
                            (long long)p->ssm_n_group);
         if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
         if (p->mtp && p->n_layer >= 512) return e0_fail(e, "--mtp: at most 511 layers");
-    } else if (p->mtp) {
-        return e0_fail(e, "--mtp: only the hybrid architectures have MTP blocks here");
+    } else if (p->mtp && !a->nextn) {
+        return e0_fail(e, "--mtp: only the hybrid architectures and glm4moe have MTP blocks here");
     } else if (p->n_rot || p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval) {
-        if (p->n_rot && p->n_rot != p->head_dim && !a->mla) /* deepseek2: its rope dims (validate_mla) */
+        if (p->n_rot && p->n_rot != p->head_dim && !a->mla && !a->partial_rope) /* deepseek2: its rope dims (validate_mla) */
             return e0_fail(e, "--n-rot: %s rotates whole heads (only the hybrid architectures have partial RoPE here)", a->name);
         if (p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval)
             return e0_fail(e, "--ssm-* / --full-attn-interval: %s has no DeltaNet layers", a->name);
