@@ -1058,6 +1058,12 @@ static const struct {
     {"glm4moe-gqa3-groups-softmax", "--arch glm4moe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-rot 32 "
                                     "--gating softmax --expert-weights-norm 0 --expert-weights-scale 0 --n-expert 16 "
                                     "--n-expert-used 4 --n-expert-groups 4 --n-group-used 2 --n-dense-lead 0"},
+    /* minimax-m2: q/k norms over the whole projections with GQA, partial RoPE, sigmoid and softmax
+     * scores chosen with exp_probs_b */
+    {"minimax-m2", "--arch minimax-m2"},
+    {"minimax-m2-gqa3-softmax", "--arch minimax-m2 --n-layer 3 --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 "
+                                "--n-rot 16 --gating softmax --n-expert 16 --n-expert-used 4 --n-ff-exp 96"},
+    {"minimax-m2-mha5", "--arch minimax-m2 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-rot 8"},
 };
 static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
 

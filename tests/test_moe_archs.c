@@ -20,6 +20,7 @@ static const struct {
     {"olmoe", "--arch olmoe --n-expert 8 --n-expert-used 2", 2},
     {"granitemoe", "--arch granitemoe --n-expert 8 --n-expert-used 3", 3},
     {"glm4moe", "--arch glm4moe --n-layer 3 --mtp", 2},
+    {"minimax-m2", "--arch minimax-m2 --n-expert 8 --n-expert-used 2", 2},
 };
 
 static int files_equal(const char *a, const char *b) {

@@ -37,7 +37,8 @@ static const char *tmp_path(const char *name) {
  * table, so that the expectations stay independent of it). */
 static int is_moe_arch(enum e0_arch a) {
     return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS || a == E0_ARCH_QWEN35MOE ||
-           a == E0_ARCH_QWEN3NEXT || a == E0_ARCH_OLMOE || a == E0_ARCH_GRANITEMOE || a == E0_ARCH_GLM4MOE;
+           a == E0_ARCH_QWEN3NEXT || a == E0_ARCH_OLMOE || a == E0_ARCH_GRANITEMOE || a == E0_ARCH_GLM4MOE ||
+           a == E0_ARCH_MINIMAX_M2;
 }
 /* architectures with a sigmoid-gated shared expert */
 static int has_shexp(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN35MOE || a == E0_ARCH_QWEN3NEXT; }
@@ -84,6 +85,8 @@ static int expect(const synth_params *p, exp_tensor *out) {
     /* olmoe: q/k norms over the whole projections; experts feed_forward_length wide (like llama's) */
     const int olmoe = p->arch == E0_ARCH_OLMOE, granite = p->arch == E0_ARCH_GRANITEMOE;
     const int glm = p->arch == E0_ARCH_GLM4MOE; /* llama.cpp's glm4-moe.cpp tensors */
+    const int mm2 = p->arch == E0_ARCH_MINIMAX_M2; /* minimax-m2.cpp: whole-projection q/k norms, exp_probs_b */
+    if (mm2) qkn = 1;
     if (glm) qkn = bias = 1;
     if (olmoe) qkn = 1;
     uint64_t FE = p->arch == E0_ARCH_LLAMA || olmoe || granite ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
@@ -127,8 +130,8 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, KD, 1, 1, "blk.%d.attn_v.bias", i);
         }
         if (qkn) {
-            X(0, 1, olmoe ? QD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
-            X(0, 1, olmoe ? KD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
+            X(0, 1, olmoe || mm2 ? QD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
+            X(0, 1, olmoe || mm2 ? KD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
         }
         if (glm) moe = p->n_expert > 0 && i >= p->n_layer_dense_lead; /* leading dense layers */
@@ -149,6 +152,7 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_down_exps.bias", i);
         }
         if (granite) X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i); /* optional; synth writes it */
+        if (mm2 && moe) X(0, 1, p->n_expert, 1, 1, "blk.%d.exp_probs_b.bias", i);
         if (moe) {
             X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_gate_inp.weight", i);
             X(1, 3, E, FE, p->n_expert, "blk.%d.ffn_gate_exps.weight", i);
@@ -252,7 +256,7 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_i(f, a, "block_count") == p->n_layer);
     CHECK(get_i(f, a, "context_length") == p->n_ctx);
     CHECK(get_i(f, a, "embedding_length") == p->n_embd);
-    CHECK(get_i(f, a, "feed_forward_length") == p->n_ff);
+    CHECK(get_i(f, a, "feed_forward_length") == (p->arch == E0_ARCH_MINIMAX_M2 ? p->n_ff_exp : p->n_ff));
     CHECK(get_i(f, a, "attention.head_count") == p->n_head);
     CHECK(get_i(f, a, "attention.head_count_kv") == p->n_head_kv);
     CHECK(get_i(f, a, "attention.key_length") == p->head_dim);

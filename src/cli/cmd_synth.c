@@ -210,8 +210,10 @@ int cmd_synth(int argc, char **argv) {
     if (yarn && e0_parse_f64(yarn, 0, ai->mla ? 1e5 : 1024, &p.yarn_factor, "--yarn-factor", &e))
         return cli_error("synth: %s", e.msg);
     if (yarn_mul && e0_parse_f64(yarn_mul, 0, 10, &p.yarn_log_mul, "--yarn-log-mul", &e)) return cli_error("synth: %s", e.msg);
-    if (((gating || w_scale) && !ai->mla && !ai->ds_routing) || (yarn_mul && !ai->mla))
-        return cli_error("synth: --gating and --expert-weights-scale apply to deepseek2 and glm4moe, --yarn-log-mul to deepseek2");
+    if ((gating && !ai->mla && !ai->ds_routing && !ai->gating_key) || (w_scale && !ai->mla && !ai->ds_routing) ||
+        (yarn_mul && !ai->mla))
+        return cli_error("synth: --gating applies to deepseek2, glm4moe and minimax-m2, --expert-weights-scale to "
+                         "deepseek2 and glm4moe, --yarn-log-mul to deepseek2");
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;

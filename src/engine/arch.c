@@ -83,6 +83,14 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                          .rope_freq_base = 10000.0f, .typical_rope_base = 1e6, .typical_rms_eps = 1e-5,
                          .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .ds_routing = true, .qkv_bias_opt = true,
                          .qk_norm_opt = true, .partial_rope = true, .nextn = true},
+    /* MiniMax-M2 (llama.cpp src/models/minimax-m2.cpp): q/k RMSNorm over the whole projections
+     * (as olmoe, but with GQA), partial RoPE, renormalized top k of sigmoid (or softmax) scores
+     * chosen with exp_probs_b, no shared expert, an output matrix */
+    [E0_ARCH_MINIMAX_M2] = {.arch = E0_ARCH_MINIMAX_M2, .name = "minimax-m2", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                            .qk_norm = true, .qk_norm_full = true, .gating = E0_GATING_SIGMOID, .norm_topk = true,
+                            .rope = E0_ROPE_NEOX, .tied_output = false, .rope_freq_base = 10000.0f,
+                            .typical_rope_base = 5e6, .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE,
+                            .partial_rope = true, .gating_key = true, .exp_probs_b_req = true},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -116,6 +124,7 @@ void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->qk_norm_full = a->qk_norm_full;
     hp->attn_out_bias_opt = a->attn_out_bias_opt;
     hp->ds_routing = a->ds_routing;
+    hp->exp_probs_b_req = a->exp_probs_b_req;
     hp->qkv_bias_opt = a->qkv_bias_opt;
     hp->qk_norm_opt = a->qk_norm_opt;
     hp->qkv_bias = a->qkv_bias;
@@ -600,6 +609,11 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     if (read_swa_and_rope_scaling(&r, hp) < 0) return -1;
     if (a->mla && read_mla_hparams(&r, hp, vlen) < 0) return -1;
     if (a->ds_routing && read_glm4moe(&r, hp) < 0) return -1;
+    if (a->gating_key) { /* minimax-m2: llama.cpp aborts without a gating function */
+        int64_t gating = 0;
+        if (get_int(&r, E0_KV_EXPERT_GATING_FUNC, 1, 2, true, &gating) < 0) return -1;
+        hp->gating = gating == 2 ? E0_GATING_SIGMOID : E0_GATING_SOFTMAX;
+    }
     hp->n_layer_kv = hp->n_layer;
     if (a->hybrid && read_hybrid(&r, hp) < 0) return -1;
     return 0;
@@ -694,7 +708,7 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
     case E0_NEED_MLA: return hp->mla ? 2 : 0;
     case E0_NEED_MLA_Q: return hp->mla && hp->q_lora_rank == 0 ? 2 : 0;
     case E0_NEED_MLA_Q_LORA: return hp->mla && hp->q_lora_rank > 0 ? 2 : 0;
-    case E0_NEED_EXP_PROBS_B: return moe && hp->mla ? 1 : moe && hp->ds_routing ? 2 : 0;
+    case E0_NEED_EXP_PROBS_B: return moe && hp->mla ? 1 : moe && (hp->ds_routing || hp->exp_probs_b_req) ? 2 : 0;
     case E0_NEED_OUTPUT: {
         const e0_arch_info *a = e0_arch_get(hp->arch);
         return a && a->tied_output ? 1 : 2;

@@ -26,6 +26,7 @@ enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0
                E0_ARCH_OLMOE /* q/k RMSNorm over the whole projection */,
                E0_ARCH_GRANITEMOE /* embedding / residual / attention / logit multipliers */,
                E0_ARCH_GLM4MOE /* GLM-4.5: deepseek2's routing keys with ordinary attention */,
+               E0_ARCH_MINIMAX_M2 /* whole-projection q/k norms, partial RoPE, sigmoid + exp_probs_b routing */,
                E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
@@ -112,6 +113,9 @@ typedef struct e0_arch_info {
      * nextn_predict_layers MTP blocks after the layers (ignored) */
     bool ds_routing;
     bool qkv_bias_opt, qk_norm_opt, partial_rope, nextn;
+    /* minimax-m2: the gating function from the required expert_gating_func key (1 softmax, 2
+     * sigmoid) and required exp_probs_b selection biases */
+    bool gating_key, exp_probs_b_req;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -128,6 +132,7 @@ typedef struct e0_hparams {
     bool qk_norm_full;   /* olmoe: ... over the whole q and k rows instead (e0_arch_info) */
     bool attn_out_bias_opt; /* granitemoe: attn_output.bias optional */
     bool ds_routing, qkv_bias_opt, qk_norm_opt; /* glm4moe (see e0_arch_info) */
+    bool exp_probs_b_req; /* minimax-m2 */
     /* granitemoe multipliers (0: none): x = embd * embd_scale; x += residual_scale * (attention or
      * FFN output); logits /= logit_scale; the attention score scale is attn_scale below */
     float embd_scale, residual_scale, logit_scale;

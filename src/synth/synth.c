@@ -159,6 +159,9 @@ static const shape shapes[] = {
      * (8 KV heads), RoPE over half of each head, base 1e6; layer 0 dense (10944), then 128 experts of
      * 1408, 8 per token + 1 shared, sigmoid scores, normalized, x 1.0; no q/k norm; vocabulary 151552 */
     {"glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 128, 8, 1408, 0, 151552, 131072, 1e6, 1e-5, 0, 0, 0},
+    /* MiniMaxAI/MiniMax-M2 (config.json): 62 layers of 3072, 48 heads of 128 (8 KV heads), RoPE over 64
+     * dims, base 5e6; 256 experts of 1536, 8 per token, sigmoid scores; vocabulary 200064 */
+    {"minimax-m2", 62, 3072, 48, 8, 128, 1536, 256, 8, 1536, 0, 200064, 196608, 5e6, 1e-6, 0, 0, 0},
 };
 static const hybrid_shape hybrid_shapes[] = {
     {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
@@ -166,7 +169,7 @@ static const hybrid_shape hybrid_shapes[] = {
 
 const char *synth_shape_names(void) {
     return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b, "
-           "olmoe-1b-7b, granite-3.0-3b-a800m, glm-4.5-air";
+           "olmoe-1b-7b, granite-3.0-3b-a800m, glm-4.5-air, minimax-m2";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -198,7 +201,7 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         else p->n_ff = s->n_ff_exp;
         if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : a->shared_expert_opt ? 0 : s->n_ff;
     }
-    if (a->qk_norm_full) { /* olmoe: llama.cpp's loader sizes q and both norms n_embd, so its files have
+    if (a->arch == E0_ARCH_OLMOE) { /* olmoe: llama.cpp's loader sizes q and both norms n_embd, so its files have
                             * no GQA (the engine also reads a k norm of n_head_kv * head_dim, which
                             * --n-head-kv below n_head writes, but llama.cpp does not load those) */
         p->n_head_kv = p->n_head;
@@ -228,6 +231,10 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         p->ssm_n_group = h->ssm_n_group;
         p->ssm_dt_rank = h->ssm_dt_rank;
         p->full_attn_interval = h->full_attn_interval;
+    }
+    if (a->gating_key) { /* minimax-m2: sigmoid scores, RoPE over half of each head */
+        p->gating_sigmoid = 1;
+        p->n_rot = p->head_dim / 2;
     }
     if (a->ds_routing) { /* glm4moe: GLM-4.5's routing (tiny: with 2.5 x, as GLM-4.5 355B; Air: 1.0) */
         const int air = !strcmp(name, "glm-4.5-air");
@@ -369,6 +376,9 @@ int synth_validate(const synth_params *p, e0_err *e) {
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
     if (a->mla && validate_mla(p, e)) return -1;
     if (a->ds_routing && validate_ds_routing(p, e)) return -1;
+    if (a->partial_rope && (in_range(p->n_rot ? p->n_rot : p->head_dim, 2, p->head_dim, "--n-rot", e) ||
+                            (p->n_rot % 2 && e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot))))
+        return -1;
     if (p->omit_qk_norm && !a->qk_norm_opt) return e0_fail(e, "--omit-qk-norm: %s has no optional q/k norms", a->name);
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     if (a->hybrid) {

@@ -216,7 +216,8 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)(p->n_layer + (p->mtp ? 1 : 0))) ||
              gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
-             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
+             /* minimax-m2: llama.cpp sizes its experts by feed_forward_length */
+             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)(ai->gating_key ? p->n_ff_exp : p->n_ff)) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
              gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank + p->n_rot : p->head_dim)) ||
@@ -261,6 +262,8 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
                  gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)(p->yarn_orig_ctx ? p->yarn_orig_ctx : p->n_ctx)) ||
                  gguf_writer_kv_f32(w, K(ROPE_SCALING_YARN_LOG_MUL), (float)p->yarn_log_mul);
     }
+    if (!rc && ai->gating_key) /* minimax-m2 */
+        rc = gguf_writer_kv_u32(w, K(EXPERT_GATING_FUNC), p->gating_sigmoid ? 2u : 1u);
     if (!rc && ai->ds_routing) { /* glm4moe: the routing keys its converter writes (deepseek2's names) */
         rc = gguf_writer_kv_u32(w, K(LEADING_DENSE_BLOCK_COUNT), (uint32_t)p->n_layer_dense_lead) ||
              gguf_writer_kv_u32(w, K(EXPERT_SHARED_COUNT), (uint32_t)p->n_expert_shared) ||
