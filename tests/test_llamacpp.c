@@ -14,7 +14,8 @@
  *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
- *   synth/olmoe-*, granitemoe-*, glm4moe-*  the other MoE families in several shapes
+ *   synth/gpt-oss-SHAPE/mxfp4, mxfp4_moe-mix  ... with MXFP4 experts (llama.cpp's quantizer)
+ *   synth/olmoe-*, granitemoe-*, glm4moe-*, minimax-m2-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
  *                    matrix, IQ3_S without)
@@ -929,6 +930,33 @@ static const struct {
 };
 static const char *const gptoss_types[] = {"q8_0", "q4_0", "f16"};
 
+/* gpt-oss with MXFP4 experts, quantized by llama.cpp: "mxfp4" pure (every matrix MXFP4) and
+ * "mxfp4_moe --mix" (llama.cpp's MXFP4_MOE recipe: MXFP4 experts, its choice for the others, as
+ * the released gpt-oss files). */
+static void check_gptoss_mxfp4(const char *name, const char *f32, const char *sha) {
+    static const char *const variants[][2] = {{"mxfp4", ""}, {"mxfp4_moe", " --mix"}};
+    for (int v = 0; v < 2; v++) {
+        char label[256], key[64], prefix[PATH], qpath[PATH * 2], cmd[CMD];
+        sfmt(label, sizeof label, "synth/%s/%s%s", name, variants[v][0], v ? "-mix" : "");
+        if (!unavailable[0]) {
+            sfmt(key, sizeof key, "quant-%s%s", variants[v][0], v ? "-mix" : "");
+            int hit = cache_prefix(sha, key, prefix, sizeof prefix);
+            sfmt(qpath, sizeof qpath, "%s.gguf", prefix);
+            if (hit && is_file(qpath)) n_cached++;
+            else {
+                sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s%s", ref_tool, f32, prefix, variants[v][0], variants[v][1]);
+                if (cache_fill(prefix, cmd)) {
+                    t_begin(label);
+                    CHECKF(0, "llamacpp-ref quantize to %s%s failed", variants[v][0], variants[v][1]);
+                    t_end();
+                    continue;
+                }
+            }
+        }
+        check_model(label, qpath, 0, 1);
+    }
+}
+
 static void test_synth_gptoss(void) {
     for (size_t a = 0; a < sizeof gptoss_shapes / sizeof gptoss_shapes[0]; a++) {
         char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
@@ -961,6 +989,7 @@ static void test_synth_gptoss(void) {
             }
             check_model(label, qpath, 0, 1);
         }
+        check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
     }
 }
 
