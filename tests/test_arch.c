@@ -116,9 +116,9 @@ static void check_loads(const synth_params *p, const char *what) {
     if (!m) return;
     const e0_hparams *hp = &m->hp;
     CHECKF(hp->arch == a->arch && !strcmp(hp->arch_name, a->name), "%s: loaded as %s", what, hp->arch_name);
-    /* deepseek2's routing flags come from its keys (shared expert count, gating, norm) */
+    /* deepseek2's and glm4moe's routing flags come from their keys (shared expert count, gating, norm) */
     CHECKF(hp->qk_norm == a->qk_norm && hp->qkv_bias == a->qkv_bias &&
-               (a->mla || (hp->shared_expert == a->shared_expert && hp->moe_norm_topk == a->norm_topk &&
+               (a->mla || a->ds_routing || (hp->shared_expert == a->shared_expert && hp->moe_norm_topk == a->norm_topk &&
                            hp->gating == a->gating)) &&
                hp->shared_expert_gate == a->shared_expert_gate && hp->rope_neox == (a->rope != E0_ROPE_NORMAL) &&
                hp->rope_imrope == (a->rope == E0_ROPE_IMROPE) && hp->hybrid == a->hybrid,
@@ -152,8 +152,9 @@ static void check_loads(const synth_params *p, const char *what) {
             CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
         } else {
             CHECKF(L->attn_norm && L->ffn_norm && L->wq.data && L->wk.data && L->wv.data && L->wo.data, "%s: attention", what);
-            CHECKF(!a->qkv_bias == !(L->bq && L->bk && L->bv), "%s: biases", what);
-            CHECKF(!a->qk_norm == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
+            /* glm4moe: optional biases and norms, which synth writes */
+            CHECKF(!(a->qkv_bias || a->qkv_bias_opt) == !(L->bq && L->bk && L->bv), "%s: biases", what);
+            CHECKF(!(a->qk_norm || a->qk_norm_opt) == !(L->q_norm && L->k_norm), "%s: q/k norms", what);
             CHECKF(L->wq.ne[1] == (a->hybrid ? 2 : 1) * p->n_head * p->head_dim, "%s: attn_q rows", what);
             CHECKF(!a->hybrid || !L->dn_qkv.t, "%s: attention layer with DeltaNet tensors", what);
         }

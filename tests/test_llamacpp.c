@@ -14,6 +14,8 @@
  *   synth/ARCH/TYPE  `edge0-infer synth` F32 models of every architecture, quantized by
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
+ *   synth/gpt-oss-SHAPE/mxfp4, mxfp4_moe-mix  ... with MXFP4 experts (llama.cpp's quantizer)
+ *   synth/olmoe-*, granitemoe-*, glm4moe-*, minimax-m2-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
  *                    matrix, IQ3_S without)
@@ -928,6 +930,33 @@ static const struct {
 };
 static const char *const gptoss_types[] = {"q8_0", "q4_0", "f16"};
 
+/* gpt-oss with MXFP4 experts, quantized by llama.cpp: "mxfp4" pure (every matrix MXFP4) and
+ * "mxfp4_moe --mix" (llama.cpp's MXFP4_MOE recipe: MXFP4 experts, its choice for the others, as
+ * the released gpt-oss files). */
+static void check_gptoss_mxfp4(const char *name, const char *f32, const char *sha) {
+    static const char *const variants[][2] = {{"mxfp4", ""}, {"mxfp4_moe", " --mix"}};
+    for (int v = 0; v < 2; v++) {
+        char label[256], key[64], prefix[PATH], qpath[PATH * 2], cmd[CMD];
+        sfmt(label, sizeof label, "synth/%s/%s%s", name, variants[v][0], v ? "-mix" : "");
+        if (!unavailable[0]) {
+            sfmt(key, sizeof key, "quant-%s%s", variants[v][0], v ? "-mix" : "");
+            int hit = cache_prefix(sha, key, prefix, sizeof prefix);
+            sfmt(qpath, sizeof qpath, "%s.gguf", prefix);
+            if (hit && is_file(qpath)) n_cached++;
+            else {
+                sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s%s", ref_tool, f32, prefix, variants[v][0], variants[v][1]);
+                if (cache_fill(prefix, cmd)) {
+                    t_begin(label);
+                    CHECKF(0, "llamacpp-ref quantize to %s%s failed", variants[v][0], variants[v][1]);
+                    t_end();
+                    continue;
+                }
+            }
+        }
+        check_model(label, qpath, 0, 1);
+    }
+}
+
 static void test_synth_gptoss(void) {
     for (size_t a = 0; a < sizeof gptoss_shapes / sizeof gptoss_shapes[0]; a++) {
         char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
@@ -960,6 +989,7 @@ static void test_synth_gptoss(void) {
             }
             check_model(label, qpath, 0, 1);
         }
+        check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
     }
 }
 
@@ -1030,6 +1060,73 @@ static void test_synth_mla(void) {
         }
     }
     unsetenv("LLAMACPP_REF_NO_REPACK");
+}
+
+/* ---- the other MoE families: olmoe, granitemoe, glm4moe ----
+ * Each in several shapes (odd head counts, GQA where the architecture allows it, shared expert
+ * on and off, leading dense layers), as written (F32) and quantized by llama.cpp. */
+static const struct {
+    const char *name, *args;
+} moe2_models[] = {
+    {"olmoe", "--arch olmoe"},
+    {"olmoe-mha5-x16", "--arch olmoe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-expert 16 "
+                       "--n-expert-used 4 --n-ff 96"},
+    /* granitemoe: its four multipliers; shared expert on (tiny) and off, tied output, GQA 1, 2, 3 */
+    {"granitemoe", "--arch granitemoe"},
+    {"granitemoe-mha5-noshexp-tied", "--arch granitemoe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 "
+                                     "--n-expert 16 --n-expert-used 4 --n-ff 96 --n-ff-shexp 0 --tied"},
+    {"granitemoe-gqa3-shexp", "--arch granitemoe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-ff-shexp 64 "
+                              "--n-expert 6 --n-expert-used 3"},
+    /* glm4moe: partial RoPE, q/k/v biases, q/k norms on and off, leading dense layers (1, 2, 0), one
+     * and two shared experts, sigmoid and softmax scores with exp_probs_b, weight norm and scale,
+     * group-limited top-k, an MTP block (loaded and ignored) */
+    {"glm4moe", "--arch glm4moe"},
+    {"glm4moe-mha5-noqkn-mtp", "--arch glm4moe --n-layer 3 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-rot 16 "
+                               "--omit-qk-norm 1 --mtp --n-expert 16 --n-expert-used 4 --n-ff-exp 64 --n-dense-lead 2 "
+                               "--n-expert-shared 2 --tied"},
+    {"glm4moe-gqa3-groups-softmax", "--arch glm4moe --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 --n-rot 32 "
+                                    "--gating softmax --expert-weights-norm 0 --expert-weights-scale 0 --n-expert 16 "
+                                    "--n-expert-used 4 --n-expert-groups 4 --n-group-used 2 --n-dense-lead 0"},
+    /* minimax-m2: q/k norms over the whole projections with GQA, partial RoPE, sigmoid and softmax
+     * scores chosen with exp_probs_b */
+    {"minimax-m2", "--arch minimax-m2"},
+    {"minimax-m2-gqa3-softmax", "--arch minimax-m2 --n-layer 3 --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 "
+                                "--n-rot 16 --gating softmax --n-expert 16 --n-expert-used 4 --n-ff-exp 96"},
+    {"minimax-m2-mha5", "--arch minimax-m2 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-rot 8"},
+};
+static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
+
+static void test_synth_moe2(void) {
+    for (size_t a = 0; a < sizeof moe2_models / sizeof moe2_models[0]; a++) {
+        char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
+        sfmt(label, sizeof label, "synth/%s/f32", moe2_models[a].name);
+        sfmt(dir, sizeof dir, "%s/models", cache);
+        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, moe2_models[a].name);
+        if (!unavailable[0]) {
+            mkdir(cache, 0755);
+            mkdir(dir, 0755);
+            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+                 moe2_models[a].args, f32);
+            if (t_sh(cmd, NULL, 0) != 0 || model_sha(f32, sha) != 0) {
+                t_begin(label);
+                CHECKF(0, "edge0-infer synth %s failed", moe2_models[a].args);
+                t_end();
+                continue;
+            }
+        }
+        check_model(label, f32, 0, 1);
+        for (size_t q = 0; q < sizeof moe2_types / sizeof moe2_types[0]; q++) {
+            char qpath[PATH * 2];
+            sfmt(label, sizeof label, "synth/%s/%s", moe2_models[a].name, moe2_types[q]);
+            if (!unavailable[0] && synth_quant(f32, sha, moe2_types[q], qpath, sizeof qpath)) {
+                t_begin(label);
+                CHECKF(0, "llamacpp-ref quantize to %s failed", moe2_types[q]);
+                t_end();
+                continue;
+            }
+            check_model(label, qpath, 0, 1);
+        }
+    }
 }
 
 /* ---- tokenizers ---- */
@@ -1215,6 +1312,7 @@ int main(void) {
         test_synth_new_types();
         test_synth_gptoss();
         test_synth_mla();
+        test_synth_moe2();
     }
     if (GROUP("hybrid")) test_hybrid();
 #undef GROUP

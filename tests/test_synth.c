@@ -37,7 +37,8 @@ static const char *tmp_path(const char *name) {
  * table, so that the expectations stay independent of it). */
 static int is_moe_arch(enum e0_arch a) {
     return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN3MOE || a == E0_ARCH_GPTOSS || a == E0_ARCH_QWEN35MOE ||
-           a == E0_ARCH_QWEN3NEXT;
+           a == E0_ARCH_QWEN3NEXT || a == E0_ARCH_OLMOE || a == E0_ARCH_GRANITEMOE || a == E0_ARCH_GLM4MOE ||
+           a == E0_ARCH_MINIMAX_M2;
 }
 /* architectures with a sigmoid-gated shared expert */
 static int has_shexp(enum e0_arch a) { return a == E0_ARCH_QWEN2MOE || a == E0_ARCH_QWEN35MOE || a == E0_ARCH_QWEN3NEXT; }
@@ -59,6 +60,8 @@ static synth_params small(enum e0_arch arch, uint32_t type, int64_t n_embd) {
     p.n_ctx = 512;
     if (arch == E0_ARCH_LLAMA) p.n_expert = 0, p.n_expert_used = 0;
     if (is_moe_arch(arch)) p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = n_embd;
+    if (arch == E0_ARCH_OLMOE || arch == E0_ARCH_GRANITEMOE) p.n_ff_exp = 0; /* their experts are --n-ff wide */
+    if (arch == E0_ARCH_GRANITEMOE) p.n_ff_shexp = n_embd; /* its optional, ungated shared expert */
     if (has_shexp(arch)) p.n_ff_shexp = 2 * n_embd;
     p.seed = 7;
     p.n_threads = 2;
@@ -79,7 +82,14 @@ static int expect(const synth_params *p, exp_tensor *out) {
     int moe = p->n_expert > 0, bias = p->arch == E0_ARCH_QWEN2 || p->arch == E0_ARCH_QWEN2MOE || p->arch == E0_ARCH_GPTOSS;
     int oss = p->arch == E0_ARCH_GPTOSS; /* llama.cpp's openai-moe tensors */
     int qkn = p->arch == E0_ARCH_QWEN3 || p->arch == E0_ARCH_QWEN3MOE;
-    uint64_t FE = p->arch == E0_ARCH_LLAMA ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
+    /* olmoe: q/k norms over the whole projections; experts feed_forward_length wide (like llama's) */
+    const int olmoe = p->arch == E0_ARCH_OLMOE, granite = p->arch == E0_ARCH_GRANITEMOE;
+    const int glm = p->arch == E0_ARCH_GLM4MOE; /* llama.cpp's glm4-moe.cpp tensors */
+    const int mm2 = p->arch == E0_ARCH_MINIMAX_M2; /* minimax-m2.cpp: whole-projection q/k norms, exp_probs_b */
+    if (mm2) qkn = 1;
+    if (glm) qkn = bias = 1;
+    if (olmoe) qkn = 1;
+    uint64_t FE = p->arch == E0_ARCH_LLAMA || olmoe || granite ? (uint64_t)p->n_ff : (uint64_t)p->n_ff_exp;
 #define X(q, nd, a, b, c, ...)                                          \
     do {                                                                \
         snprintf(out[n].name, 64, __VA_ARGS__);                         \
@@ -120,11 +130,18 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 1, KD, 1, 1, "blk.%d.attn_v.bias", i);
         }
         if (qkn) {
-            X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
-            X(0, 1, p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
+            X(0, 1, olmoe || mm2 ? QD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_q_norm.weight", i);
+            X(0, 1, olmoe || mm2 ? KD : (uint64_t)p->head_dim, 1, 1, "blk.%d.attn_k_norm.weight", i);
         }
         }
-        if (hybrid || oss) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
+        if (glm) moe = p->n_expert > 0 && i >= p->n_layer_dense_lead; /* leading dense layers */
+        if (glm && moe) {
+            X(0, 1, p->n_expert, 1, 1, "blk.%d.exp_probs_b.bias", i);
+            X(1, 2, E, FE * p->n_expert_shared, 1, "blk.%d.ffn_gate_shexp.weight", i); /* ungated */
+            X(1, 2, E, FE * p->n_expert_shared, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X(1, 2, FE * p->n_expert_shared, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+        if (hybrid || oss || glm) X(0, 1, E, 1, 1, "blk.%d.post_attention_norm.weight", i);
         else X(0, 1, E, 1, 1, "blk.%d.ffn_norm.weight", i);
         if (oss) {
             X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i);
@@ -134,6 +151,8 @@ static int expect(const synth_params *p, exp_tensor *out) {
             X(0, 2, FE, p->n_expert, 1, "blk.%d.ffn_up_exps.bias", i);
             X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_down_exps.bias", i);
         }
+        if (granite) X(0, 1, E, 1, 1, "blk.%d.attn_output.bias", i); /* optional; synth writes it */
+        if (mm2 && moe) X(0, 1, p->n_expert, 1, 1, "blk.%d.exp_probs_b.bias", i);
         if (moe) {
             X(0, 2, E, p->n_expert, 1, "blk.%d.ffn_gate_inp.weight", i);
             X(1, 3, E, FE, p->n_expert, "blk.%d.ffn_gate_exps.weight", i);
@@ -146,6 +165,11 @@ static int expect(const synth_params *p, exp_tensor *out) {
         }
         if (p->arch == E0_ARCH_QWEN2MOE || (hybrid && moe)) {
             X(0, 1, E, 1, 1, "blk.%d.ffn_gate_inp_shexp.weight", i);
+            X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
+            X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
+            X(1, 2, p->n_ff_shexp, E, 1, "blk.%d.ffn_down_shexp.weight", i);
+        }
+        if (granite && moe && p->n_ff_shexp) { /* ungated */
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_gate_shexp.weight", i);
             X(1, 2, E, p->n_ff_shexp, 1, "blk.%d.ffn_up_shexp.weight", i);
             X(1, 2, p->n_ff_shexp, E, 1, "blk.%d.ffn_down_shexp.weight", i);
@@ -232,7 +256,7 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_i(f, a, "block_count") == p->n_layer);
     CHECK(get_i(f, a, "context_length") == p->n_ctx);
     CHECK(get_i(f, a, "embedding_length") == p->n_embd);
-    CHECK(get_i(f, a, "feed_forward_length") == p->n_ff);
+    CHECK(get_i(f, a, "feed_forward_length") == (p->arch == E0_ARCH_MINIMAX_M2 ? p->n_ff_exp : p->n_ff));
     CHECK(get_i(f, a, "attention.head_count") == p->n_head);
     CHECK(get_i(f, a, "attention.head_count_kv") == p->n_head_kv);
     CHECK(get_i(f, a, "attention.key_length") == p->head_dim);
@@ -242,9 +266,9 @@ static void check_model(const synth_params *p, const char *file) {
     CHECK(get_f(f, a, "rope.freq_base") == (float)p->rope_base);
     CHECK(get_i(f, a, "expert_count") == (p->n_expert ? p->n_expert : -12345));
     CHECK(get_i(f, a, "expert_used_count") == (p->n_expert ? p->n_expert_used : -12345));
-    CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) ? p->n_ff_exp : -12345));
+    CHECK(get_i(f, a, "expert_feed_forward_length") == (is_moe_arch(p->arch) && p->arch != E0_ARCH_OLMOE && p->arch != E0_ARCH_GRANITEMOE ? p->n_ff_exp : -12345));
     CHECK(get_i(f, a, "attention.sliding_window") == (p->arch == E0_ARCH_GPTOSS ? p->n_swa : -12345));
-    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (has_shexp(p->arch) ? p->n_ff_shexp : -12345));
+    CHECK(get_i(f, a, "expert_shared_feed_forward_length") == (has_shexp(p->arch) || (p->arch == E0_ARCH_GRANITEMOE && p->n_ff_shexp) ? p->n_ff_shexp : -12345));
     /* weights at the intended scale: norms ~1, matrices ~N(0, 1/fan_in) */
     double mean, std;
     const gguf_tensor *t = gguf_find_tensor(f, "blk.1.ffn_norm.weight");

@@ -85,8 +85,13 @@ int cmd_info(int argc, char **argv) {
     printf("architecture:    %s\n", hp->arch_name);
     if (hp->qkv_bias || hp->qk_norm)
         printf("attention:       %s%s%s\n", hp->qkv_bias ? "q/k/v biases" : "", hp->qkv_bias && hp->qk_norm ? ", " : "",
-               hp->qk_norm ? "per-head q/k RMSNorm" : "");
+               hp->qk_norm ? (hp->qk_norm_full ? "q/k RMSNorm over the whole projection" : "per-head q/k RMSNorm") : "");
     printf("layers:          %lld\n", (long long)hp->n_layer);
+    if (hp->qkv_bias_opt || hp->qk_norm_opt) /* glm4moe: what this file has */
+        printf("attention:       q/k/v biases %s, per-head q/k RMSNorm %s\n", gguf_find_tensor(f, "blk.0.attn_q.bias") ? "yes" : "no",
+               gguf_find_tensor(f, "blk.0.attn_q_norm.weight") ? "yes" : "no");
+    if (hp->n_layer_nextn && !hp->hybrid) /* glm4moe */
+        printf("mtp blocks:      %lld (loaded by llama.cpp as draft heads; ignored here)\n", (long long)hp->n_layer_nextn);
     if (hp->hybrid) {
         printf("hybrid:          %lld Gated DeltaNet layers (%lld key heads, %lld value heads of %lld, conv kernel %lld), "
                "%lld gated attention layers\n",
@@ -114,7 +119,7 @@ int cmd_info(int argc, char **argv) {
                hp->moe_norm_topk ? "renormalized" : "not renormalized");
         if (hp->shared_expert)
             printf("shared expert:   n_ff %lld, %s\n", (long long)hp->n_ff_shexp, hp->shared_expert_gate ? "sigmoid-gated" : "ungated");
-        if (hp->mla) /* deepseek2's routing details */
+        if (hp->mla || hp->ds_routing) /* deepseek2's and glm4moe's routing details */
             printf("routing:         %lld leading dense layers, %lld shared experts, groups %lld (%lld used), "
                    "weights scale %g\n", (long long)hp->n_layer_dense_lead, (long long)hp->n_expert_shared,
                    (long long)hp->n_expert_groups, (long long)hp->n_group_used, (double)hp->expert_weights_scale);
@@ -150,6 +155,9 @@ int cmd_info(int argc, char **argv) {
         printf("gpt-oss:         attention sinks%s%s%s, %s\n", hp->attn_out_bias ? ", attn_output bias" : "",
                hp->router_bias ? ", router bias" : "", hp->expert_bias ? ", expert biases (resident)" : "",
                hp->ffn_act == E0_ACT_SWIGLU_OAI ? "clamped SwiGLU (alpha 1.702, limit 7)" : "SwiGLU");
+    if (hp->logit_scale != 0.0f) /* granitemoe */
+        printf("multipliers:     embedding %g, residual %g, attention scale %g, logits / %g\n", (double)hp->embd_scale,
+               (double)hp->residual_scale, (double)hp->attn_scale, (double)hp->logit_scale);
     printf("output:          %s\n", m->tied_output ? "tied to token_embd" : "output.weight");
     printf("parameters:      %llu total, %llu active per token\n", (unsigned long long)m->params_total,
            (unsigned long long)m->params_active);

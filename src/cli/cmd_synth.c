@@ -40,7 +40,10 @@ static void usage(FILE *f) {
             "  --n-rot --ssm-conv --ssm-state --ssm-groups --ssm-heads --full-attn-interval N\n"
             "                        hybrid architectures (qwen35*, qwen3next): RoPE dims, DeltaNet conv kernel,\n"
             "                        head size, key heads, value heads, every N-th layer full attention\n"
-            "  --mtp                 hybrid architectures: one MTP (NextN draft) block after the layers\n"
+            "  glm4moe: deepseek2's --n-dense-lead --n-expert-shared --n-expert-groups --n-group-used\n"
+            "    --expert-weights-norm --gating --expert-weights-scale; --n-rot N (partial RoPE);\n"
+            "    --omit-qk-norm 1 (no per-head q/k norms, as GLM-4.5-Air)\n"
+            "  --mtp                 hybrid architectures, glm4moe: one MTP (NextN draft) block after the layers\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -83,6 +86,7 @@ static const dim_flag dims[] = {
     DIM("--head-dim-v", head_dim_v, 1, 1024), /* --n-rot: with the hybrids' below */
     DIM("--n-expert-groups", n_expert_groups, 0, 512), DIM("--n-group-used", n_group_used, 0, 512),
     DIM("--exp-probs-b", exp_probs_b, 0, 1),       DIM("--expert-weights-norm", expert_weights_norm, 0, 1),
+    DIM("--omit-qk-norm", omit_qk_norm, 0, 1), /* glm4moe */
     DIM("--n-ctx-orig", yarn_orig_ctx, 0, 1 << 24), /* = --yarn-orig-ctx (0: n_ctx) */
     /* hybrid architectures (--n-rot: deepseek2's rope dims too) */
     DIM("--n-rot", n_rot, 0, 1024),            DIM("--ssm-conv", ssm_d_conv, 2, 64),
@@ -206,8 +210,10 @@ int cmd_synth(int argc, char **argv) {
     if (yarn && e0_parse_f64(yarn, 0, ai->mla ? 1e5 : 1024, &p.yarn_factor, "--yarn-factor", &e))
         return cli_error("synth: %s", e.msg);
     if (yarn_mul && e0_parse_f64(yarn_mul, 0, 10, &p.yarn_log_mul, "--yarn-log-mul", &e)) return cli_error("synth: %s", e.msg);
-    if ((gating || w_scale || yarn_mul) && !ai->mla)
-        return cli_error("synth: --gating, --expert-weights-scale and --yarn-log-mul apply to deepseek2 only");
+    if ((gating && !ai->mla && !ai->ds_routing && !ai->gating_key) || (w_scale && !ai->mla && !ai->ds_routing) ||
+        (yarn_mul && !ai->mla))
+        return cli_error("synth: --gating applies to deepseek2, glm4moe and minimax-m2, --expert-weights-scale to "
+                         "deepseek2 and glm4moe, --yarn-log-mul to deepseek2");
     p.name = name;
     p.tied_output = tied;
     p.quantize = quantize;

@@ -62,6 +62,35 @@ static const e0_arch_info archs[E0_ARCH_COUNT] = {
                            .gating = E0_GATING_SOFTMAX, .norm_topk = true, .rope = E0_ROPE_NEOX, .tied_output = true,
                            .rope_freq_base = 10000.0f, .typical_rope_base = 1e7, .typical_rms_eps = 1e-6,
                            .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .hybrid = true, .dn_ba_fused = true},
+    /* OLMoE (llama.cpp src/models/olmoe.cpp): experts feed_forward_length wide, softmax routing
+     * without renormalizing the top k, q/k norms over the whole projections, an output matrix */
+    [E0_ARCH_OLMOE] = {.arch = E0_ARCH_OLMOE, .name = "olmoe", .ffn = E0_FFN_MOE, .expert_ff_key = false,
+                       .qk_norm = true, .qk_norm_full = true, .gating = E0_GATING_SOFTMAX, .norm_topk = false,
+                       .rope = E0_ROPE_NEOX, .tied_output = false, .rope_freq_base = 10000.0f,
+                       .typical_rope_base = 1e4, .typical_rms_eps = 1e-5, .vocab = E0_VOCAB_BPE},
+    /* Granite MoE (llama.cpp src/models/granite-moe.cpp, granite.cpp's graph): llama-style, experts
+     * feed_forward_length wide with renormalized softmax top k, an optional ungated shared expert,
+     * optional attn_output.bias, and the multipliers of its keys */
+    [E0_ARCH_GRANITEMOE] = {.arch = E0_ARCH_GRANITEMOE, .name = "granitemoe", .ffn = E0_FFN_MOE, .expert_ff_key = false,
+                            .shared_expert = true, .shared_expert_opt = true, .gating = E0_GATING_SOFTMAX,
+                            .norm_topk = true, .rope = E0_ROPE_NORMAL, .tied_output = true, .rope_freq_base = 10000.0f,
+                            .typical_rope_base = 1e4, .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE,
+                            .attn_out_bias_opt = true, .granite_scales = true},
+    /* GLM-4.5 / 4.6 / 4.5-Air (llama.cpp src/models/glm4-moe.cpp): routing flags from its keys
+     * (read_ds_routing), the FFN's input norm named post_attention_norm */
+    [E0_ARCH_GLM4MOE] = {.arch = E0_ARCH_GLM4MOE, .name = "glm4moe", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                         .gating = E0_GATING_SIGMOID, .norm_topk = false, .rope = E0_ROPE_NEOX, .tied_output = true,
+                         .rope_freq_base = 10000.0f, .typical_rope_base = 1e6, .typical_rms_eps = 1e-5,
+                         .vocab = E0_VOCAB_BPE, .post_attn_norm = true, .ds_routing = true, .qkv_bias_opt = true,
+                         .qk_norm_opt = true, .partial_rope = true, .nextn = true},
+    /* MiniMax-M2 (llama.cpp src/models/minimax-m2.cpp): q/k RMSNorm over the whole projections
+     * (as olmoe, but with GQA), partial RoPE, renormalized top k of sigmoid (or softmax) scores
+     * chosen with exp_probs_b, no shared expert, an output matrix */
+    [E0_ARCH_MINIMAX_M2] = {.arch = E0_ARCH_MINIMAX_M2, .name = "minimax-m2", .ffn = E0_FFN_MOE, .expert_ff_key = true,
+                            .qk_norm = true, .qk_norm_full = true, .gating = E0_GATING_SIGMOID, .norm_topk = true,
+                            .rope = E0_ROPE_NEOX, .tied_output = false, .rope_freq_base = 10000.0f,
+                            .typical_rope_base = 5e6, .typical_rms_eps = 1e-6, .vocab = E0_VOCAB_BPE,
+                            .partial_rope = true, .gating_key = true, .exp_probs_b_req = true},
 };
 
 const e0_arch_info *e0_arch_get(enum e0_arch a) { return (unsigned)a < E0_ARCH_COUNT ? &archs[a] : NULL; }
@@ -92,6 +121,12 @@ void e0_arch_set_flags(e0_hparams *hp, const e0_arch_info *a) {
     hp->dn_ba_fused = a->dn_ba_fused;
     hp->dn_heads_tiled = a->dn_heads_tiled;
     hp->qk_norm = a->qk_norm;
+    hp->qk_norm_full = a->qk_norm_full;
+    hp->attn_out_bias_opt = a->attn_out_bias_opt;
+    hp->ds_routing = a->ds_routing;
+    hp->exp_probs_b_req = a->exp_probs_b_req;
+    hp->qkv_bias_opt = a->qkv_bias_opt;
+    hp->qk_norm_opt = a->qk_norm_opt;
     hp->qkv_bias = a->qkv_bias;
     hp->moe_norm_topk = a->norm_topk;
     hp->shared_expert = a->shared_expert;
@@ -157,6 +192,11 @@ static const char *const kv_names[E0_KV_COUNT] = {
     [E0_KV_ROPE_DIMENSION_SECTIONS] = "rope.dimension_sections",
     [E0_KV_ATTENTION_RECURRENT_LAYERS] = "attention.recurrent_layers",
     [E0_KV_NEXTN_PREDICT_LAYERS] = "nextn_predict_layers",
+    [E0_KV_EMBEDDING_SCALE] = "embedding_scale",
+    [E0_KV_RESIDUAL_SCALE] = "residual_scale",
+    [E0_KV_ATTENTION_SCALE] = "attention.scale",
+    [E0_KV_LOGIT_SCALE] = "logit_scale",
+    [E0_KV_ROPE_SCALING_FINETUNED] = "rope.scaling.finetuned",
 };
 
 const char *e0_arch_key(const e0_arch_info *a, enum e0_kv k, char *buf, size_t n) {
@@ -282,6 +322,7 @@ static int read_swa_and_rope_scaling(kv_reader *r, e0_hparams *hp) {
  * (head_dim here) is kv_lora_rank + n_rot and value_length is kv_lora_rank: the width of the
  * compressed cache row every head attends over. Files from before the split attn_k_b / attn_v_b
  * tensors (no key_length_mla) are not supported. */
+static int read_ds_routing(kv_reader *r, e0_hparams *hp, enum e0_gating none_gating);
 static int read_mla_hparams(kv_reader *r, e0_hparams *hp, int64_t vlen) {
     const char *path = r->f->path;
     char full[160];
@@ -306,8 +347,28 @@ static int read_mla_hparams(kv_reader *r, e0_hparams *hp, int64_t vlen) {
                              "key_length %lld is not supported", path, (long long)(hp->head_dim_k_mla - hp->n_rot),
                        (long long)hp->kv_lora_rank, (long long)hp->head_dim_v_mla, (long long)hp->head_dim);
     hp->n_head_kv = 1; /* one compressed row per position, shared by every head */
+    if (read_ds_routing(r, hp, E0_GATING_SOFTMAX) < 0) return -1;
 
-    /* routing */
+    /* RoPE scaling (YaRN), with the yarn_log_multiplier deepseek2 files carry */
+    float log_mul;
+    if (read_rope_scaling(r, hp, &log_mul) < 0) return -1;
+    const float attn = hp->rope_attn_factor;
+    /* the score scale: DeepSeek's mscale^2 / sqrt(key width) */
+    const float org = attn * (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+    const float mscale = org * (1.0f + 0.1f * log_mul * logf(1.0f / hp->rope_freq_scale));
+    hp->attn_scale = 1.0f * mscale * mscale / sqrtf((float)hp->head_dim_k_mla);
+    if (!(hp->attn_scale > 0) || !isfinite(hp->attn_scale))
+        return e0_fail(r->e, "%s: the RoPE scaling keys give no usable attention scale", path);
+    return 0;
+}
+
+/* deepseek2 and glm4moe: leading dense layers, shared experts (n_expert_shared of n_ff_exp, no
+ * gate), the gating function (expert_gating_func 0 / absent: none_gating), weight normalization
+ * and scale, group-limited top-k. */
+static int read_ds_routing(kv_reader *r, e0_hparams *hp, enum e0_gating none_gating) {
+    const char *path = r->f->path;
+    char full[160];
+    int rc;
     if (get_int(r, E0_KV_LEADING_DENSE_BLOCK_COUNT, 0, hp->n_layer, false, &hp->n_layer_dense_lead) < 0) return -1;
     if (hp->n_layer_dense_lead > 0 && hp->n_ff <= 0)
         return e0_fail(r->e, "%s: leading dense layers need %s", path,
@@ -318,7 +379,8 @@ static int read_mla_hparams(kv_reader *r, e0_hparams *hp, int64_t vlen) {
     hp->n_ff_shexp = hp->n_expert_shared * hp->n_ff_exp;
     int64_t gating = 0;
     if (get_int(r, E0_KV_EXPERT_GATING_FUNC, 0, 2, false, &gating) < 0) return -1;
-    hp->gating = gating == 2 ? E0_GATING_SIGMOID : E0_GATING_SOFTMAX; /* 0 (none): softmax, as llama.cpp */
+    /* 0 (none): deepseek2 softmax, glm4moe sigmoid, as llama.cpp */
+    hp->gating = gating == 2 ? E0_GATING_SIGMOID : gating == 1 ? E0_GATING_SOFTMAX : none_gating;
     bool norm = false;
     e0_arch_key(r->a, E0_KV_EXPERT_WEIGHTS_NORM, full, sizeof full);
     if (gguf_get_bool(r->f, full, &norm, r->e) < 0) return -1;
@@ -340,17 +402,20 @@ static int read_mla_hparams(kv_reader *r, e0_hparams *hp, int64_t vlen) {
                            (long long)hp->n_group_used, (long long)(hp->n_expert / hp->n_expert_groups),
                            (long long)hp->n_expert_used);
     }
+    return 0;
+}
 
-    /* RoPE scaling (YaRN), with the yarn_log_multiplier deepseek2 files carry */
-    float log_mul;
-    if (read_rope_scaling(r, hp, &log_mul) < 0) return -1;
-    const float attn = hp->rope_attn_factor;
-    /* the score scale: DeepSeek's mscale^2 / sqrt(key width) */
-    const float org = attn * (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
-    const float mscale = org * (1.0f + 0.1f * log_mul * logf(1.0f / hp->rope_freq_scale));
-    hp->attn_scale = 1.0f * mscale * mscale / sqrtf((float)hp->head_dim_k_mla);
-    if (!(hp->attn_scale > 0) || !isfinite(hp->attn_scale))
-        return e0_fail(r->e, "%s: the RoPE scaling keys give no usable attention scale", path);
+/* glm4moe: the MTP blocks after the layers (ignored), then deepseek2's routing keys; llama.cpp's
+ * graph needs the shared expert. */
+static int read_glm4moe(kv_reader *r, e0_hparams *hp) {
+    int64_t nextn = 0;
+    if (get_int(r, E0_KV_NEXTN_PREDICT_LAYERS, 0, hp->n_layer - 1, false, &nextn) < 0) return -1;
+    hp->n_layer_nextn = nextn;
+    hp->n_layer -= nextn; /* the NextN blocks' tensors stay in the file, unread */
+    if (read_ds_routing(r, hp, E0_GATING_SIGMOID) < 0) return -1;
+    if (hp->n_expert_shared < 1)
+        return e0_fail(r->e, "%s: %s.expert_shared_count must be >= 1 (llama.cpp's glm4moe graph always adds the shared expert)",
+                       r->f->path, r->a->name);
     return 0;
 }
 
@@ -450,6 +515,22 @@ static int read_hybrid(kv_reader *r, e0_hparams *hp) {
     return 0;
 }
 
+/* granitemoe: its multipliers (llama.cpp's granite loader: logit_scale required, the others
+ * optional, 0 meaning none) and an optional ungated shared expert. */
+static int read_granite(kv_reader *r, e0_hparams *hp) {
+    if (get_float(r, E0_KV_LOGIT_SCALE, true, &hp->logit_scale) < 0 ||
+        get_float(r, E0_KV_EMBEDDING_SCALE, false, &hp->embd_scale) < 0 ||
+        get_float(r, E0_KV_RESIDUAL_SCALE, false, &hp->residual_scale) < 0 ||
+        get_float(r, E0_KV_ATTENTION_SCALE, false, &hp->attn_scale) < 0)
+        return -1;
+    char full[160];
+    bool finetuned = true; /* llama.cpp: false switches RoPE off */
+    e0_arch_key(r->a, E0_KV_ROPE_SCALING_FINETUNED, full, sizeof full);
+    if (gguf_get_bool(r->f, full, &finetuned, r->e) < 0) return -1;
+    if (!finetuned) return e0_fail(r->e, "%s: %s = false (no RoPE) is not supported", r->f->path, full);
+    return 0;
+}
+
 int64_t e0_hparams_kv_layer(const e0_hparams *hp, int64_t il) {
     if (!hp->hybrid) return il;
     int64_t k = 0;
@@ -520,10 +601,19 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
         get_int(&r, E0_KV_EXPERT_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_exp) < 0)
         return -1;
     if (hp->n_expert > 0 && a->shared_expert &&
-        get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_shexp) < 0)
+        get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, a->shared_expert_opt ? 0 : 1, MAX_DIM,
+                !a->shared_expert_opt, &hp->n_ff_shexp) < 0)
         return -1;
+    if (a->shared_expert_opt) hp->shared_expert = hp->n_expert > 0 && hp->n_ff_shexp > 0; /* granitemoe */
+    if (a->granite_scales && read_granite(&r, hp) < 0) return -1;
     if (read_swa_and_rope_scaling(&r, hp) < 0) return -1;
     if (a->mla && read_mla_hparams(&r, hp, vlen) < 0) return -1;
+    if (a->ds_routing && read_glm4moe(&r, hp) < 0) return -1;
+    if (a->gating_key) { /* minimax-m2: llama.cpp aborts without a gating function */
+        int64_t gating = 0;
+        if (get_int(&r, E0_KV_EXPERT_GATING_FUNC, 1, 2, true, &gating) < 0) return -1;
+        hp->gating = gating == 2 ? E0_GATING_SIGMOID : E0_GATING_SOFTMAX;
+    }
     hp->n_layer_kv = hp->n_layer;
     if (a->hybrid && read_hybrid(&r, hp) < 0) return -1;
     return 0;
@@ -542,8 +632,8 @@ static const e0_tensor_info tensors[E0_T_COUNT] = {
     [E0_T_ATTN_Q_BIAS] = {"blk.%d.attn_q.bias", true, V1(Q), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_K_BIAS] = {"blk.%d.attn_k.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
     [E0_T_ATTN_V_BIAS] = {"blk.%d.attn_v.bias", true, V1(KV), E0_NEED_QKV_BIAS, E0_ROLE_BIAS},
-    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
-    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(HEAD), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_Q_NORM] = {"blk.%d.attn_q_norm.weight", true, V1(Q_NORM), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
+    [E0_T_ATTN_K_NORM] = {"blk.%d.attn_k_norm.weight", true, V1(K_NORM), E0_NEED_QK_NORM, E0_ROLE_NORM, E0_KIND_ATTN},
     [E0_T_ATTN_OUT] = {"blk.%d.attn_output.weight", true, M2(Q, EMBD), E0_NEED_MHA, E0_ROLE_WEIGHT, E0_KIND_ATTN},
     [E0_T_FFN_NORM] = {"blk.%d.ffn_norm.weight", true, V1(EMBD), E0_NEED_FFN_NORM, E0_ROLE_NORM},
     [E0_T_FFN_GATE] = {"blk.%d.ffn_gate.weight", true, M2(EMBD, FF), E0_NEED_DENSE_FFN, E0_ROLE_WEIGHT},
@@ -608,8 +698,8 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
     bool moe = hp->n_expert > 0;
     switch (ti->need) {
     case E0_NEED_ALWAYS: return 2;
-    case E0_NEED_QKV_BIAS: return hp->qkv_bias ? 2 : 0;
-    case E0_NEED_QK_NORM: return hp->qk_norm ? 2 : 0;
+    case E0_NEED_QKV_BIAS: return hp->qkv_bias ? 2 : hp->qkv_bias_opt ? 1 : 0;
+    case E0_NEED_QK_NORM: return hp->qk_norm ? 2 : hp->qk_norm_opt ? 1 : 0;
     case E0_NEED_DENSE_FFN: return moe ? 0 : 2;
     case E0_NEED_MOE_FFN: return moe ? 2 : 0;
     case E0_NEED_SHARED_EXPERT: return moe && hp->shared_expert ? 2 : 0;
@@ -618,14 +708,14 @@ int e0_tensor_presence(enum e0_tensor t, const e0_hparams *hp) {
     case E0_NEED_MLA: return hp->mla ? 2 : 0;
     case E0_NEED_MLA_Q: return hp->mla && hp->q_lora_rank == 0 ? 2 : 0;
     case E0_NEED_MLA_Q_LORA: return hp->mla && hp->q_lora_rank > 0 ? 2 : 0;
-    case E0_NEED_EXP_PROBS_B: return moe && hp->mla ? 1 : 0;
+    case E0_NEED_EXP_PROBS_B: return moe && hp->mla ? 1 : moe && (hp->ds_routing || hp->exp_probs_b_req) ? 2 : 0;
     case E0_NEED_OUTPUT: {
         const e0_arch_info *a = e0_arch_get(hp->arch);
         return a && a->tied_output ? 1 : 2;
     }
     case E0_NEED_FFN_NORM: return hp->post_attn_norm ? 0 : 2;
     case E0_NEED_POST_ATTN_NORM: return hp->post_attn_norm ? 2 : 0;
-    case E0_NEED_ATTN_OUT_BIAS: return hp->attn_out_bias ? 2 : 0;
+    case E0_NEED_ATTN_OUT_BIAS: return hp->attn_out_bias ? 2 : hp->attn_out_bias_opt ? 1 : 0;
     case E0_NEED_ATTN_SINKS: return hp->attn_sinks ? 2 : 0;
     case E0_NEED_ROUTER_BIAS: return moe && hp->router_bias ? 2 : 0;
     case E0_NEED_EXPERT_BIAS: return moe && hp->expert_bias ? 2 : 0;
@@ -670,6 +760,8 @@ static int64_t dim_value(enum e0_dim d, const e0_hparams *hp) {
     case E0_DIM_DN_VHEADS2: return 2 * hp->ssm_dt_rank;
     case E0_DIM_DN_STATE: return hp->ssm_d_state;
     case E0_DIM_DN_KERNEL: return hp->ssm_d_conv;
+    case E0_DIM_Q_NORM: return hp->qk_norm_full ? hp->n_head * hp->head_dim : hp->head_dim;
+    case E0_DIM_K_NORM: return hp->qk_norm_full ? hp->n_head_kv * hp->head_dim : hp->head_dim;
     }
     return 0;
 }

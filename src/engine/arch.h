@@ -23,6 +23,10 @@ enum e0_arch { E0_ARCH_LLAMA, E0_ARCH_QWEN2, E0_ARCH_QWEN3, E0_ARCH_QWEN2MOE, E0
                E0_ARCH_GPTOSS /* "gpt-oss" (llama.cpp: openai-moe) */,
                E0_ARCH_DEEPSEEK2 /* multi-head latent attention (attn_mla.c), sigmoid/grouped routing */,
                E0_ARCH_QWEN35, E0_ARCH_QWEN35MOE, E0_ARCH_QWEN3NEXT, /* hybrid: Gated DeltaNet + gated attention */
+               E0_ARCH_OLMOE /* q/k RMSNorm over the whole projection */,
+               E0_ARCH_GRANITEMOE /* embedding / residual / attention / logit multipliers */,
+               E0_ARCH_GLM4MOE /* GLM-4.5: deepseek2's routing keys with ordinary attention */,
+               E0_ARCH_MINIMAX_M2 /* whole-projection q/k norms, partial RoPE, sigmoid + exp_probs_b routing */,
                E0_ARCH_COUNT };
 
 /* The feed-forward block of every layer. */
@@ -96,6 +100,22 @@ typedef struct e0_arch_info {
     bool hybrid;
     bool dn_ba_fused;       /* qwen3next: one ssm_ba [n_embd, 2*n_v_heads] instead of ssm_beta/ssm_alpha */
     bool dn_heads_tiled;    /* qwen35*: value head h reads key head h % n_k_heads; else h / (n_v/n_k) */
+    bool qk_norm_full;      /* olmoe: attn_q_norm / attn_k_norm normalize the whole q [n_head*head_dim] and
+                               k [n_head_kv*head_dim] rows (one RMS each), not each head */
+    bool shared_expert_opt; /* granitemoe: the (ungated) shared expert is there when
+                               expert_shared_feed_forward_length > 0 */
+    bool attn_out_bias_opt; /* granitemoe: attn_output.bias may be present */
+    bool granite_scales;    /* granitemoe: reads embedding_scale, residual_scale, attention.scale,
+                               logit_scale (e0_hparams) */
+    /* glm4moe: the routing keys of deepseek2 (leading dense layers, shared expert count, gating
+     * function (absent: sigmoid), weight norm and scale, groups) with ordinary attention; its
+     * exp_probs_b are required; q/k/v biases and per-head q/k norms optional; partial RoPE;
+     * nextn_predict_layers MTP blocks after the layers (ignored) */
+    bool ds_routing;
+    bool qkv_bias_opt, qk_norm_opt, partial_rope, nextn;
+    /* minimax-m2: the gating function from the required expert_gating_func key (1 softmax, 2
+     * sigmoid) and required exp_probs_b selection biases */
+    bool gating_key, exp_probs_b_req;
 } e0_arch_info;
 
 /* Hyperparameters of a model: from the `<arch>.*` keys (e0_arch_read_hparams) and the row. */
@@ -109,6 +129,13 @@ typedef struct e0_hparams {
     /* copied from the architecture's row by e0_arch_set_flags */
     bool rope_neox;      /* NEOX pairs (i, i+n_rot/2) vs normal pairs (2i, 2i+1) */
     bool qk_norm;        /* qwen3*: per-head RMSNorm of q and k */
+    bool qk_norm_full;   /* olmoe: ... over the whole q and k rows instead (e0_arch_info) */
+    bool attn_out_bias_opt; /* granitemoe: attn_output.bias optional */
+    bool ds_routing, qkv_bias_opt, qk_norm_opt; /* glm4moe (see e0_arch_info) */
+    bool exp_probs_b_req; /* minimax-m2 */
+    /* granitemoe multipliers (0: none): x = embd * embd_scale; x += residual_scale * (attention or
+     * FFN output); logits /= logit_scale; the attention score scale is attn_scale below */
+    float embd_scale, residual_scale, logit_scale;
     bool qkv_bias;       /* qwen2*: q/k/v biases */
     bool moe_norm_topk;  /* renormalize the top-k routing weights to sum 1 */
     bool shared_expert;  /* qwen2moe: shared expert */
@@ -192,6 +219,9 @@ enum e0_kv {
     E0_KV_SSM_CONV_KERNEL, E0_KV_SSM_INNER_SIZE, E0_KV_SSM_STATE_SIZE, E0_KV_SSM_TIME_STEP_RANK,
     E0_KV_SSM_GROUP_COUNT, E0_KV_FULL_ATTENTION_INTERVAL, E0_KV_ROPE_DIMENSION_SECTIONS,
     E0_KV_ATTENTION_RECURRENT_LAYERS, E0_KV_NEXTN_PREDICT_LAYERS,
+    /* granitemoe */
+    E0_KV_EMBEDDING_SCALE, E0_KV_RESIDUAL_SCALE, E0_KV_ATTENTION_SCALE, E0_KV_LOGIT_SCALE,
+    E0_KV_ROPE_SCALING_FINETUNED,
     E0_KV_COUNT
 };
 /* "<a->name>.<key>", e.g. "qwen3.block_count", into buf; returns buf. */
@@ -254,6 +284,8 @@ enum e0_dim {
     E0_DIM_DN_VHEADS2, /* 2 * value heads (ssm_ba) */
     E0_DIM_DN_STATE, /* d_state */
     E0_DIM_DN_KERNEL,/* conv kernel width */
+    E0_DIM_Q_NORM,   /* attn_q_norm: head_dim, or q_dim with qk_norm_full (olmoe) */
+    E0_DIM_K_NORM,   /* attn_k_norm: head_dim, or kv_dim with qk_norm_full */
 };
 
 /* When a model has the tensor. */

@@ -43,20 +43,28 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
         /* a batch (e0_eval_batch): row i is the token of seqs[i], at its position, into its cache */
         e0_ctx *sc = c->batch.seqs ? c->batch.seqs[i] : c;
         const int pos = c->batch.seqs ? sc->pos : pos0 + i;
-        if (L->bq) {
+        if (L->bq && L->bk && L->bv) {
             for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
             for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
+        } else if (L->bq || L->bk || L->bv) { /* glm4moe: each bias is optional */
+            if (L->bq) for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
+            if (L->bk) for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d];
+            if (L->bv) for (int64_t d = 0; d < c->kv_dim; d++) v[d] += L->bv[d];
+        }
+        if (hp->qk_norm_full) { /* olmoe: one RMSNorm over the whole q and k rows */
+            e0_rmsnorm(q, q, L->q_norm, c->q_dim, hp->rms_eps);
+            e0_rmsnorm(k, k, L->k_norm, c->kv_dim, hp->rms_eps);
         }
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
-            if (L->q_norm) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
+            if (L->q_norm && !hp->qk_norm_full) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
             else e0_rope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
             float *kh = k + h * hp->head_dim;
-            if (L->k_norm) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
+            if (L->k_norm && !hp->qk_norm_full) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
             else e0_rope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
@@ -393,6 +401,15 @@ static int ffn(e0_ctx *c, int il, int n_tok, float *out) {
 
 /* ---- the model ---- */
 
+/* x [n] += y [n], or (granitemoe) x += residual_scale * y. */
+static void residual_add(const e0_hparams *hp, float *x, const float *y, int64_t n) {
+    if (hp->residual_scale != 0.0f) {
+        for (int64_t i = 0; i < n; i++) x[i] += y[i] * hp->residual_scale;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
 static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
     c->threads.cur = n_tok > 1 && !c->batch.seqs ? c->threads.prefill : c->threads.decode;
     const e0_model *m = c->m;
@@ -411,6 +428,8 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
 
     /* Embeddings: tokens [n] -> x [n][E]. */
     for (int i = 0; i < n_tok; i++) e0_get_row(&m->tok_embd, tokens[i], x + (size_t)i * E);
+    if (hp->embd_scale != 0.0f) /* granitemoe: the embedding multiplier */
+        for (int64_t i = 0; i < n_tok * E; i++) x[i] *= hp->embd_scale;
 
     for (int64_t il = 0; il < hp->n_layer; il++) {
         const e0_layer *L = &m->layers[il];
@@ -452,13 +471,13 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         if (L->bo) /* gpt-oss: attn_output.bias */
             for (int i = 0; i < n_tok; i++)
                 for (int64_t e = 0; e < E; e++) attn_out[(size_t)i * E + e] += L->bo[e];
-        for (int64_t i = 0; i < n_tok * E; i++) x[i] += attn_out[i];
+        residual_add(hp, x, attn_out, n_tok * E);
         c->stats.st.attention += e0_clock_if(c) - t0;
     ffn_part:
         /* x -> xn = rmsnorm(x) * ffn_norm [n][E] -> ffn_out [n][E]; x += ffn_out */
         for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
         if (ffn(c, (int)il, n_tok, ffn_out) < 0) return -1;
-        for (int64_t i = 0; i < n_tok * E; i++) x[i] += ffn_out[i];
+        residual_add(hp, x, ffn_out, n_tok * E);
     }
     double t0 = e0_clock_if(c);
 
@@ -469,6 +488,10 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     e0_matmul_input(c, xn, n_tok - first, E);
     float *out = all_logits ? all_logits : c->act.logits;
     e0_matmul_weight(c, &m->output, out);
+    if (hp->logit_scale != 0.0f) { /* granitemoe: logits / logit_scale */
+        const float inv = 1.0f / hp->logit_scale;
+        for (int64_t i = 0; i < (int64_t)(n_tok - first) * hp->n_vocab; i++) out[i] *= inv;
+    }
     if (all_logits)
         memcpy(c->act.logits, all_logits + (size_t)(n_tok - 1) * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
     c->stats.st.output += e0_clock_if(c) - t0;

@@ -51,6 +51,7 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
     hp->n_expert_used = p->n_expert_used;
     hp->n_ff_exp = a && a->expert_ff_key ? p->n_ff_exp : p->n_ff; /* Mixtral: experts are n_ff wide */
     hp->n_ff_shexp = p->n_ff_shexp;
+    if (a && a->shared_expert_opt) hp->shared_expert = p->n_expert > 0 && p->n_ff_shexp > 0; /* granitemoe */
     hp->rms_eps = (float)p->rms_eps;
     hp->rope_base = (float)p->rope_base;
     hp->n_swa = p->n_swa;
@@ -63,6 +64,14 @@ void synth_hparams(const synth_params *p, e0_hparams *hp) {
         hp->q_lora_rank = p->q_lora_rank;
         hp->head_dim = p->kv_lora_rank + p->n_rot;
         hp->n_head_kv = 1;
+        hp->n_layer_dense_lead = p->n_layer_dense_lead;
+        hp->n_expert_shared = p->n_expert_shared;
+        hp->shared_expert = p->n_expert_shared > 0;
+        hp->n_ff_shexp = p->n_expert_shared * p->n_ff_exp;
+        hp->n_expert_groups = p->n_expert_groups;
+        hp->n_group_used = p->n_group_used;
+    }
+    if (a && a->ds_routing) { /* glm4moe: deepseek2's routing keys, as arch.c's read_ds_routing sets them */
         hp->n_layer_dense_lead = p->n_layer_dense_lead;
         hp->n_expert_shared = p->n_expert_shared;
         hp->shared_expert = p->n_expert_shared > 0;
@@ -140,13 +149,27 @@ static const shape shapes[] = {
      * Gated DeltaNet (16 key heads, 32 value heads, head size 128, conv kernel 4); 256 experts of
      * 512, 8 per token, a shared expert of 512; vocabulary 248320; context 262144 */
     {"qwen3.5-35b-a3b", 40, 2048, 16, 2, 256, 512, 256, 8, 512, 512, 248320, 262144, 1e7, 1e-6, 0, 0, 0},
+    /* allenai/OLMoE-1B-7B-0924 (config.json): 16 layers of 2048, 16 heads of 128 (no GQA), 64 experts
+     * of 1024, 8 per token; vocabulary 50304, context 4096 */
+    {"olmoe-1b-7b", 16, 2048, 16, 16, 128, 1024, 64, 8, 1024, 0, 50304, 4096, 1e4, 1e-5, 0, 0, 0},
+    /* ibm-granite/granite-3.0-3b-a800m-instruct (config.json): 32 layers of 1536, 24 heads of 64 (8 KV
+     * heads), 40 experts of 512, 8 per token, no shared expert; vocabulary 49155, context 4096 */
+    {"granite-3.0-3b-a800m", 32, 1536, 24, 8, 64, 512, 40, 8, 512, 0, 49155, 4096, 1e4, 1e-6, 0, 0, 0},
+    /* zai-org/GLM-4.5-Air (config.json): 46 layers of 4096 (+ 1 MTP block, with --mtp), 96 heads of 128
+     * (8 KV heads), RoPE over half of each head, base 1e6; layer 0 dense (10944), then 128 experts of
+     * 1408, 8 per token + 1 shared, sigmoid scores, normalized, x 1.0; no q/k norm; vocabulary 151552 */
+    {"glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 128, 8, 1408, 0, 151552, 131072, 1e6, 1e-5, 0, 0, 0},
+    /* MiniMaxAI/MiniMax-M2 (config.json): 62 layers of 3072, 48 heads of 128 (8 KV heads), RoPE over 64
+     * dims, base 5e6; 256 experts of 1536, 8 per token, sigmoid scores; vocabulary 200064 */
+    {"minimax-m2", 62, 3072, 48, 8, 128, 1536, 256, 8, 1536, 0, 200064, 196608, 5e6, 1e-6, 0, 0, 0},
 };
 static const hybrid_shape hybrid_shapes[] = {
     {"qwen3.5-35b-a3b", 64, 4, 128, 16, 32, 4},
 };
 
 const char *synth_shape_names(void) {
-    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b";
+    return "tiny, qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-35b-a3b, "
+           "olmoe-1b-7b, granite-3.0-3b-a800m, glm-4.5-air, minimax-m2";
 }
 
 int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
@@ -176,7 +199,13 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
          * expert width */
         if (a->expert_ff_key) p->n_ff_exp = s->n_ff_exp;
         else p->n_ff = s->n_ff_exp;
-        if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : s->n_ff;
+        if (a->shared_expert) p->n_ff_shexp = s->n_ff_shexp ? s->n_ff_shexp : a->shared_expert_opt ? 0 : s->n_ff;
+    }
+    if (a->arch == E0_ARCH_OLMOE) { /* olmoe: llama.cpp's loader sizes q and both norms n_embd, so its files have
+                            * no GQA (the engine also reads a k norm of n_head_kv * head_dim, which
+                            * --n-head-kv below n_head writes, but llama.cpp does not load those) */
+        p->n_head_kv = p->n_head;
+        p->head_dim = p->n_embd / p->n_head;
     }
     p->n_swa = a->swa_period ? (s->n_swa ? s->n_swa : 128) : 0;
     p->swa_period = 0;
@@ -202,6 +231,21 @@ int synth_shape_apply(synth_params *p, const char *name, e0_err *e) {
         p->ssm_n_group = h->ssm_n_group;
         p->ssm_dt_rank = h->ssm_dt_rank;
         p->full_attn_interval = h->full_attn_interval;
+    }
+    if (a->gating_key) { /* minimax-m2: sigmoid scores, RoPE over half of each head */
+        p->gating_sigmoid = 1;
+        p->n_rot = p->head_dim / 2;
+    }
+    if (a->ds_routing) { /* glm4moe: GLM-4.5's routing (tiny: with 2.5 x, as GLM-4.5 355B; Air: 1.0) */
+        const int air = !strcmp(name, "glm-4.5-air");
+        p->n_rot = p->head_dim / 2;
+        p->n_layer_dense_lead = 1;
+        p->n_expert_shared = 1;
+        p->gating_sigmoid = 1;
+        p->expert_weights_norm = 1;
+        p->expert_weights_scale = air ? 1.0 : 2.5;
+        p->omit_qk_norm = air;
+        p->n_ff_shexp = 0;
     }
     if (a->mla) {
         const mla_shape *ms = NULL;
@@ -259,6 +303,28 @@ static int validate_mla(const synth_params *p, e0_err *e) {
     return 0;
 }
 
+/* glm4moe: its routing fields (deepseek2's keys; llama.cpp's graph needs the shared expert) and
+ * partial RoPE. */
+static int validate_ds_routing(const synth_params *p, e0_err *e) {
+    if (in_range(p->n_layer_dense_lead, 0, p->n_layer, "--n-dense-lead", e) ||
+        in_range(p->n_expert_shared, 1, 64, "--n-expert-shared", e) ||
+        in_range(p->n_expert_groups, 0, p->n_expert, "--n-expert-groups", e) ||
+        in_range(p->n_rot ? p->n_rot : p->head_dim, 2, p->head_dim, "--n-rot", e))
+        return -1;
+    if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
+    if (p->n_expert_groups > 1) {
+        if (p->n_expert % p->n_expert_groups || p->n_expert_groups >= p->n_expert)
+            return e0_fail(e, "--n-expert-groups %lld must divide --n-expert %lld", (long long)p->n_expert_groups,
+                           (long long)p->n_expert);
+        if (in_range(p->n_group_used, 1, p->n_expert_groups - 1, "--n-group-used", e)) return -1;
+        if (p->n_group_used * (p->n_expert / p->n_expert_groups) < p->n_expert_used)
+            return e0_fail(e, "--n-group-used groups cannot hold --n-expert-used experts");
+    }
+    if (!(p->expert_weights_scale >= 0 && p->expert_weights_scale < 1e6))
+        return e0_fail(e, "--expert-weights-scale out of range");
+    return 0;
+}
+
 /* ---- validation ---- */
 static int in_range(int64_t v, int64_t lo, int64_t hi, const char *what, e0_err *e) {
     if (v < lo || v > hi)
@@ -297,7 +363,8 @@ int synth_validate(const synth_params *p, e0_err *e) {
             return e0_fail(e, "--n-ff-exp: %s experts are --n-ff wide", a->name);
         if (a->expert_ff_key && p->n_expert && in_range(p->n_ff_exp, 1, 1 << 20, "--n-ff-exp", e)) return -1;
         if (!a->shared_expert && p->n_ff_shexp) return e0_fail(e, "--n-ff-shexp: %s has no shared expert", a->name);
-        if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, 1, 1 << 20, "--n-ff-shexp", e)) return -1;
+        if (a->shared_expert && p->n_expert && in_range(p->n_ff_shexp, a->shared_expert_opt ? 0 : 1, 1 << 20, "--n-ff-shexp", e))
+            return -1;
     }
     if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
                       : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))
@@ -308,6 +375,11 @@ int synth_validate(const synth_params *p, e0_err *e) {
         return e0_fail(e, "--yarn-factor %g is out of range: 0 (none) or [1, 1024]", p->yarn_factor);
     if (in_range(p->yarn_orig_ctx, 0, INT32_MAX, "--yarn-orig-ctx", e)) return -1;
     if (a->mla && validate_mla(p, e)) return -1;
+    if (a->ds_routing && validate_ds_routing(p, e)) return -1;
+    if (a->partial_rope && (in_range(p->n_rot ? p->n_rot : p->head_dim, 2, p->head_dim, "--n-rot", e) ||
+                            (p->n_rot % 2 && e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot))))
+        return -1;
+    if (p->omit_qk_norm && !a->qk_norm_opt) return e0_fail(e, "--omit-qk-norm: %s has no optional q/k norms", a->name);
     if (p->tied_output && !a->tied_output) return e0_fail(e, "--tied: %s models have an output.weight", a->name);
     if (a->hybrid) {
         if (in_range(p->ssm_d_conv, 2, 64, "--ssm-conv", e) || in_range(p->ssm_d_state, 1, 1024, "--ssm-state", e) ||
@@ -320,10 +392,10 @@ int synth_validate(const synth_params *p, e0_err *e) {
                            (long long)p->ssm_n_group);
         if (p->n_rot % 2) return e0_fail(e, "--n-rot (%lld) must be even", (long long)p->n_rot);
         if (p->mtp && p->n_layer >= 512) return e0_fail(e, "--mtp: at most 511 layers");
-    } else if (p->mtp) {
-        return e0_fail(e, "--mtp: only the hybrid architectures have MTP blocks here");
+    } else if (p->mtp && !a->nextn) {
+        return e0_fail(e, "--mtp: only the hybrid architectures and glm4moe have MTP blocks here");
     } else if (p->n_rot || p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval) {
-        if (p->n_rot && p->n_rot != p->head_dim && !a->mla) /* deepseek2: its rope dims (validate_mla) */
+        if (p->n_rot && p->n_rot != p->head_dim && !a->mla && !a->partial_rope) /* deepseek2: its rope dims (validate_mla) */
             return e0_fail(e, "--n-rot: %s rotates whole heads (only the hybrid architectures have partial RoPE here)", a->name);
         if (p->ssm_d_conv || p->ssm_d_state || p->ssm_n_group || p->ssm_dt_rank || p->full_attn_interval)
             return e0_fail(e, "--ssm-* / --full-attn-interval: %s has no DeltaNet layers", a->name);

@@ -56,6 +56,7 @@ typedef struct synth_params {
     int64_t gating_sigmoid;    /* 1: sigmoid scores (expert_gating_func 2), 0: softmax (1) */
     int64_t exp_probs_b;       /* 1: write the routing correction biases blk.N.exp_probs_b.bias */
     int64_t expert_weights_norm; /* 1: renormalize the selected weights */
+    int64_t omit_qk_norm;      /* archs with optional per-head q/k norms (glm4moe): 1 = do not write them */
     double expert_weights_scale; /* routed scaling factor (0: key not written) */
     /* (yarn_factor: > 0: rope.scaling.type yarn; yarn_orig_ctx: 0 writes n_ctx) */
     double yarn_log_mul;       /* rope.scaling.yarn_log_multiplier as the converter writes it (0.1 * mscale_all_dim) */

@@ -128,7 +128,8 @@ static enum init_kind init_of(enum e0_role r) {
 /* Tensor role t of layer il (ignored for model tensors), if the model has it. */
 static int push_role(tensor_list *l, const synth_params *p, const e0_hparams *hp, enum e0_tensor t, int il, e0_err *e) {
     if (!e0_tensor_presence_at(t, hp, il) || (t == E0_T_OUTPUT && p->tied_output)) return 0;
-    if (t == E0_T_FFN_EXP_PROBS_B && !p->exp_probs_b) return 0; /* optional: only when asked */
+    if (t == E0_T_FFN_EXP_PROBS_B && !p->exp_probs_b && e0_tensor_presence_at(t, hp, il) != 2) return 0; /* optional: only when asked */
+    if ((t == E0_T_ATTN_Q_NORM || t == E0_T_ATTN_K_NORM) && p->omit_qk_norm) return 0; /* glm4moe's optional norms */
     char name[GGUF_MAX_NAME + 1];
     int64_t ne[3];
     int nd = e0_tensor_shape(t, hp, ne);
@@ -215,7 +216,8 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(BLOCK_COUNT), (uint32_t)(p->n_layer + (p->mtp ? 1 : 0))) ||
              gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
-             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)p->n_ff) ||
+             /* minimax-m2: llama.cpp sizes its experts by feed_forward_length */
+             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)(ai->gating_key ? p->n_ff_exp : p->n_ff)) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
              gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
              gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank + p->n_rot : p->head_dim)) ||
@@ -228,8 +230,11 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
     if (!rc && p->n_expert && ai->expert_ff_key)
         rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
-    if (!rc && p->n_expert && ai->shared_expert)
+    if (!rc && p->n_expert && ai->shared_expert && (p->n_ff_shexp || !ai->shared_expert_opt))
         rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
+    if (!rc && ai->granite_scales) /* granite-3.0's multipliers (attention: 1/64, not 1/sqrt(head_dim)) */
+        rc = gguf_writer_kv_f32(w, K(EMBEDDING_SCALE), 12.0f) || gguf_writer_kv_f32(w, K(RESIDUAL_SCALE), 0.22f) ||
+             gguf_writer_kv_f32(w, K(ATTENTION_SCALE), 0.015625f) || gguf_writer_kv_f32(w, K(LOGIT_SCALE), 6.0f);
     if (!rc && ai->swa_period) /* gpt-oss */
         rc = gguf_writer_kv_u32(w, K(SLIDING_WINDOW), (uint32_t)p->n_swa) ||
              (p->swa_period && gguf_writer_kv_u32(w, K(SLIDING_WINDOW_PATTERN), (uint32_t)p->swa_period));
@@ -256,6 +261,18 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
                  gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
                  gguf_writer_kv_u32(w, K(ROPE_SCALING_ORIG_CTX_LEN), (uint32_t)(p->yarn_orig_ctx ? p->yarn_orig_ctx : p->n_ctx)) ||
                  gguf_writer_kv_f32(w, K(ROPE_SCALING_YARN_LOG_MUL), (float)p->yarn_log_mul);
+    }
+    if (!rc && ai->gating_key) /* minimax-m2 */
+        rc = gguf_writer_kv_u32(w, K(EXPERT_GATING_FUNC), p->gating_sigmoid ? 2u : 1u);
+    if (!rc && ai->ds_routing) { /* glm4moe: the routing keys its converter writes (deepseek2's names) */
+        rc = gguf_writer_kv_u32(w, K(LEADING_DENSE_BLOCK_COUNT), (uint32_t)p->n_layer_dense_lead) ||
+             gguf_writer_kv_u32(w, K(EXPERT_SHARED_COUNT), (uint32_t)p->n_expert_shared) ||
+             gguf_writer_kv_u32(w, K(EXPERT_GATING_FUNC), p->gating_sigmoid ? 2u : 1u) ||
+             gguf_writer_kv_bool(w, K(EXPERT_WEIGHTS_NORM), p->expert_weights_norm != 0) ||
+             (p->expert_weights_scale != 0 && gguf_writer_kv_f32(w, K(EXPERT_WEIGHTS_SCALE), (float)p->expert_weights_scale)) ||
+             (p->n_expert_groups > 1 && (gguf_writer_kv_u32(w, K(EXPERT_GROUP_COUNT), (uint32_t)p->n_expert_groups) ||
+                                         gguf_writer_kv_u32(w, K(EXPERT_GROUP_USED_COUNT), (uint32_t)p->n_group_used))) ||
+             (p->mtp && gguf_writer_kv_u32(w, K(NEXTN_PREDICT_LAYERS), 1));
     }
     if (!rc && ai->hybrid) { /* the keys llama.cpp's qwen35 / qwen35moe / qwen3next loaders read */
         rc = gguf_writer_kv_u32(w, K(SSM_CONV_KERNEL), (uint32_t)p->ssm_d_conv) ||
