@@ -250,7 +250,9 @@ static int on_event(void *user, const char *data, double t) {
     json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
     const char *text = json_string_value(json_object_get(ch, "text"));
     if (!text) text = json_string_value(json_object_get(json_object_get(ch, "delta"), "content"));
-    if (text && *text) {
+    /* a token arrived: text, or empty text before the end (bytes held back by the server) */
+    const json_t *fin_v = json_object_get(ch, "finish_reason");
+    if (text && (*text || !fin_v || json_is_null(fin_v))) {
         if (r->n_chunks == r->cap_chunks) {
             int cap = r->cap_chunks ? r->cap_chunks * 2 : 64;
             double *nc = realloc(r->chunks, (size_t)cap * sizeof *nc);

@@ -76,8 +76,11 @@ static int on_event(void *user, const char *data, double t) {
     json_t *j = json_loads(data, 0, NULL);
     if (!j) return 0;
     json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+    /* a token arrived: a choice with text, or with empty text before the end (a token whose
+     * bytes the server holds back, e.g. part of a UTF-8 character, still took its decode step) */
     const char *text = json_string_value(json_object_get(ch, "text"));
-    if (text && *text) {
+    const json_t *fin = json_object_get(ch, "finish_reason");
+    if (text && (*text || !fin || json_is_null(fin))) {
         if (s->n_chunks == 0) s->t_first = t;
         else {
             if (s->n_gaps == s->cap_gaps) {
