@@ -165,8 +165,10 @@ json_t *openai_row(const openai_engine *o, const char *ids_json, int warmup, int
     if (run_batch(o, wbody, 1, timeout, s, e) < 0) goto out; /* warm-up */
     free(s[0].gaps);
     if (run_batch(o, body, batch, timeout, s, e) < 0) goto out;
-    /* prefill = the median TTFT; decode = every stream's tokens after its first over the window
-     * from the first of them to the last token of any */
+    /* prefill = the median TTFT. decode: with several streams, the tokens that arrived while every
+     * stream was decoding (from the last first token to the first last token) over that window,
+     * since a server prefills new prompts between decode steps; with one stream (or no such
+     * window) every stream's tokens after its first over the first first token .. last token. */
     double *ttft = calloc((size_t)batch, sizeof *ttft), t0 = INFINITY, t1 = 0;
     size_t n_gaps = 0;
     int64_t after_first = 0;
@@ -187,15 +189,30 @@ json_t *openai_row(const openai_engine *o, const char *ids_json, int warmup, int
     for (int b = 0; gaps && b < batch; b++)
         for (int i = 0; i < s[b].n_gaps; i++) gaps[k++] = s[b].gaps[i];
     double ttft_med = ttft ? e0_median(ttft, (size_t)batch) : NAN;
+    double lo = -INFINITY, hi = INFINITY, dec = t1 > t0 ? (double)after_first / (t1 - t0) : 0.0;
+    for (int b = 0; b < batch; b++) lo = fmax(lo, s[b].t_first), hi = fmin(hi, s[b].t_last);
+    int overlap = batch > 1 && hi > lo;
+    if (overlap) {
+        int64_t in_window = 0;
+        for (int b = 0; b < batch; b++) { /* chunk i arrived at t_first + gaps[0..i) */
+            double t = s[b].t_first;
+            for (int i = 0; i < s[b].n_gaps; i++) {
+                t += s[b].gaps[i];
+                in_window += t > lo && t <= hi;
+            }
+        }
+        dec = (double)in_window / (hi - lo);
+    }
     const json_t *meta = o->meta;
     json_t *cfg = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:i, s:i, s:i, s:b}", "context", json_object_get(meta, "n_ctx_slot"),
                             "kv_type_k", json_object_get(meta, "kv_type_k"), "kv_type_v", json_object_get(meta, "kv_type_v"),
                             "threads", json_object_get(meta, "threads"), "sampling", "greedy", "batch", batch, "warmup", warmup,
                             "ntok", ntok, "cache_prompt", 0);
-    row = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:o, s:o, s:{s:s, s:s, s:s, s:O?}, s:{s:O?, s:O?, s:s}}", "mode",
-                    batch > 1 ? "batch" : "single", "batch_size", batch, "prefill_seconds", ttft_med, "prefill_tokens_per_second",
-                    (double)s[0].prompt_tokens / ttft_med, "decode_tokens_per_second", t1 > t0 ? (double)after_first / (t1 - t0) : 0.0,
-                    "decode_tokens_per_second_per_sequence", t1 > t0 ? (double)after_first / batch / (t1 - t0) : 0.0, "n_prompt",
+    row = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:b, s:f, s:I, s:I, s:o, s:o, s:{s:s, s:s, s:s, s:O?}, s:{s:O?, s:O?, s:s}}",
+                    "mode", batch > 1 ? "batch" : "single", "batch_size", batch, "prefill_seconds", ttft_med,
+                    "prefill_tokens_per_second", (double)s[0].prompt_tokens / ttft_med, "decode_tokens_per_second", dec,
+                    "decode_tokens_per_second_per_sequence", dec / batch, "all_streams_overlapped", overlap,
+                    "overlap_seconds", overlap ? hi - lo : 0.0, "n_prompt",
                     (json_int_t)s[0].prompt_tokens, "n_decode", (json_int_t)(s[0].completion_tokens - 1), "itl",
                     e0_distribution_json(gaps, k), "config", cfg, "engine", "name", "openai", "url", o->url_text, "model_id",
                     o->model, "owned_by", json_object_get(json_array_get(json_object_get(o->models, "data"), 0), "owned_by"),
