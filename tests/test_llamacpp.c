@@ -731,7 +731,7 @@ static void check_preset_file(const char *label, const char *args, const char *p
     CHECKF(f, "%s: %s", label, f ? "" : e.msg);
     int bad = 0, n = 0;
     for (char *save = NULL, *l = strtok_r(out, "\n", &save); f && l; l = strtok_r(NULL, "\n", &save), n++) {
-        char name[GGUF_MAX_NAME + 1], type[32];
+        char name[257], type[32]; /* a line's first word may be longer than a tensor name */
         if (sscanf(l, "%256s %31s", name, type) != 2) continue;
         const gguf_tensor *t = gguf_find_tensor(f, name);
         const e0_type_traits *tr = t ? e0_type_traits_of(t->type) : NULL;
