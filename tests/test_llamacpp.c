@@ -1,7 +1,9 @@
 /* test_llamacpp.c — differential tests against the pinned llama.cpp (tools/llamacpp_ref.c).
  *
  * References are computed at test time by llamacpp-ref and cached in LB/llamacpp-ref/<sha256 of
- * the model file>/<case>, so a second run recomputes nothing. LB, the build dir that holds the
+ * the model file>/<case>, so a second run recomputes nothing. The model files themselves and
+ * ggml's dequantized tensors are scratch, deleted once checked (see drop_model): the cache stays
+ * a few tens of MB. LB, the build dir that holds the
  * llama.cpp install, is $E0_LLAMACPP if set, else $E0_BUILD when it has one, else build/ (the
  * main build dir: the asan build, BUILD=build/asan, reuses its install and its cache). The
  * install is made by tools/llamacpp.sh (`make llamacpp`); when the npm registry cannot be reached
@@ -124,6 +126,14 @@ static int cache_fill(const char *prefix, const char *cmd) {
     if (f) fclose(f);
     n_computed++;
     return 0;
+}
+
+/* Model files are scratch: the references (logits, ids, a few KB) stay cached, the models (up to
+ * 100 MB each, 1.6 GB in all) are deleted once checked and rebuilt when needed (synth and
+ * llama.cpp's quantizer are deterministic, so a rebuilt file has the same hash and its cached
+ * references). E0_TEST_KEEP_MODELS=1 keeps them (development: saves the rebuild). */
+static void drop_model(const char *path) {
+    if (!unavailable[0] && !getenv("E0_TEST_KEEP_MODELS")) unlink(path); /* unavailable: nothing was made */
 }
 
 static int model_sha(const char *path, char sha[65]) {
@@ -556,18 +566,15 @@ static void check_quant_bytes(const char *label, const char *f32_path, const cha
 
 /* Our to_float of every quantized tensor of path == ggml's, bit for bit. */
 static void check_dequant(const char *label, const char *path) {
-    char sha[65], prefix[PATH], cmd[CMD];
-    if (model_sha(path, sha)) {
-        CHECKF(0, "%s: sha256", label);
+    /* ggml's dequantized tensors (F32, 4 bytes a weight: 500 MB over all cases) are scratch, made
+     * again on every run (seconds) and deleted after the comparison. */
+    char prefix[PATH], cmd[CMD];
+    sfmt(prefix, sizeof prefix, "%s/test-llamacpp-dequant-%d", t_build(), (int)getpid());
+    sfmt(cmd, sizeof cmd, "rm -rf '%s.d' && mkdir -p '%s.d' && '%s' dequantize '%s' '*' --out '%s.d'", prefix, prefix, ref_tool,
+         path, prefix);
+    if (cache_fill(prefix, cmd)) {
+        CHECKF(0, "%s: llama.cpp dequantize failed", label);
         return;
-    }
-    if (cache_prefix(sha, "dequant", prefix, sizeof prefix)) n_cached++;
-    else {
-        sfmt(cmd, sizeof cmd, "mkdir -p '%s.d' && '%s' dequantize '%s' '*' --out '%s.d'", prefix, ref_tool, path, prefix);
-        if (cache_fill(prefix, cmd)) {
-            CHECKF(0, "%s: llama.cpp dequantize failed", label);
-            return;
-        }
     }
     e0_err e;
     gguf_file *f = gguf_open(path, &e);
@@ -603,6 +610,8 @@ static void check_dequant(const char *label, const char *path) {
     if (f) printf("  %s: %d tensors bit-exact checked\n", label, n_checked);
     CHECKF(!f || n_checked > 0, "%s: no quantized tensor", label);
     if (f) gguf_close(f);
+    sfmt(cmd, sizeof cmd, "rm -rf '%s.d' '%s.done' '%s.err'", prefix, prefix, prefix);
+    if (t_sh(cmd, NULL, 0) != 0) printf("  could not remove %s.d\n", prefix);
 }
 
 static void test_synth(void) {
@@ -645,7 +654,9 @@ static void test_synth(void) {
                     }
                 }
             }
+            drop_model(qpath);
         }
+        drop_model(f32);
     }
 }
 
@@ -770,6 +781,7 @@ static void test_presets(void) {
             check_preset(label, preset_models[m].args, f32, sha, pr);
             t_end();
         }
+        drop_model(f32);
     }
     if (type_selected("q4_k_m") && begin("ftype-file/qwen3moe/q4_k_m")) {
         check_preset_file("ftype-file/qwen3moe/q4_k_m", "--arch qwen3moe --n-layer 16", "q4_k_m");
@@ -808,7 +820,9 @@ static void test_synth_iq2(void) {
                 check_dequant(dl, qpath);
                 t_end();
             }
+            drop_model(qpath);
         }
+        if (ok) drop_model(f32);
     }
 }
 
@@ -912,7 +926,9 @@ static void test_synth_new_types(void) {
                 check_quantizer_bytes(dl, f32, qpath, new_types[k].name);
                 t_end();
             }
+            drop_model(qpath);
         }
+        drop_model(f32);
     }
 }
 
@@ -954,6 +970,7 @@ static void check_gptoss_mxfp4(const char *name, const char *f32, const char *sh
             }
         }
         check_model(label, qpath, 0, 1);
+        drop_model(qpath);
     }
 }
 
@@ -988,8 +1005,10 @@ static void test_synth_gptoss(void) {
                 continue;
             }
             check_model(label, qpath, 0, 1);
+            drop_model(qpath);
         }
         check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
+        drop_model(f32);
     }
 }
 
@@ -1057,7 +1076,9 @@ static void test_synth_mla(void) {
             skip_f16_kv = strstr(mla_models[a].args, "--n-expert-groups") && !getenv("E0_TEST_MLA_GROUPS_F16");
             check_model(label, qpath, 0, 1);
             skip_f16_kv = 0;
+            drop_model(qpath);
         }
+        drop_model(f32);
     }
     unsetenv("LLAMACPP_REF_NO_REPACK");
 }
@@ -1125,7 +1146,9 @@ static void test_synth_moe2(void) {
                 continue;
             }
             check_model(label, qpath, 0, 1);
+            drop_model(qpath);
         }
+        drop_model(f32);
     }
 }
 
@@ -1278,7 +1301,10 @@ static void test_hybrid(void) {
             continue;
         }
         check_hybrid(label, path);
-        if (!hybrid_archs[a].quantized) continue; /* the base shape of each architecture, quantized by llama.cpp */
+        if (!hybrid_archs[a].quantized) { /* the base shape of each architecture, quantized by llama.cpp */
+            drop_model(path);
+            continue;
+        }
         static const char *const qt[] = {"q8_0", "q4_k"};
         for (int q = 0; q < 2; q++) {
             char qpath[PATH];
@@ -1294,7 +1320,9 @@ static void test_hybrid(void) {
                 continue;
             }
             check_hybrid(label, qpath);
+            drop_model(qpath);
         }
+        drop_model(path);
     }
 }
 
