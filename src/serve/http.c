@@ -30,6 +30,8 @@ struct srv_http {
     _Atomic uint64_t status_count[600]; /* responses by HTTP status */
     _Atomic uint64_t next_id;
     long started;                         /* unix time the server started */
+    _Atomic int64_t open_requests;        /* HTTP requests being handled (conn objects alive) */
+    _Atomic int64_t open_streams;         /* streamed responses not yet freed */
 };
 
 enum route { R_NONE, R_CHAT, R_COMPLETIONS, R_MODELS, R_HEALTH, R_TOKENIZE, R_DETOKENIZE, R_METRICS };
@@ -192,6 +194,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream *st = cls;
+    atomic_fetch_sub(&st->h->open_streams, 1);
     srv_cancel(st->h->sched, st->r, SRV_FINISH_CANCELLED); /* nothing when it has finished */
     srv_release(st->h->sched, st->r);
     srv_job_free(&st->job);
@@ -234,6 +237,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cs,
             return send_error(h, c, 500, "server_error", "out of memory");
         }
         st->h = h;
+        atomic_fetch_add(&h->open_streams, 1);
         st->job = j;
         st->r = r;
         st->fd = fd;
@@ -353,6 +357,9 @@ static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *c) {
     M("prefill_seconds_total", "counter", "Time evaluating prompt chunks.", "%.6f", st.prefill_seconds);
     M("decode_seconds_total", "counter", "Time evaluating generated tokens.", "%.6f", st.decode_seconds);
     M("steps_total", "counter", "Scheduler steps.", "%llu", (unsigned long long)st.steps);
+    M("requests_live", "gauge", "Generation requests in memory (queued, running, or being answered).", "%lld", (long long)st.requests_live);
+    M("http_requests_open", "gauge", "HTTP requests being handled (this one included).", "%lld", (long long)atomic_load(&h->open_requests));
+    M("streams_open", "gauge", "Streamed responses not yet closed.", "%lld", (long long)atomic_load(&h->open_streams));
 #undef M
     char *s = e0_sb_take(&b);
     if (!s) return send_error(h, c, 500, "server_error", "out of memory");
@@ -369,6 +376,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!cs) {
         if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
         *con_cls = cs;
+        atomic_fetch_add(&h->open_requests, 1);
         for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
             if (!strcmp(url, routes[i].path)) cs->route = routes[i].r, cs->method = routes[i].method;
         if (!cs->route) return send_error(h, c, 404, "not_found_error", "no such endpoint");
@@ -424,9 +432,11 @@ dispatch:
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)c, (void)toe;
+    srv_http *h = cls;
     conn *cs = *con_cls;
     if (!cs) return;
+    atomic_fetch_sub(&h->open_requests, 1);
     free(cs->body.p);
     free(cs);
     *con_cls = NULL;

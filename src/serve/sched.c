@@ -4,6 +4,7 @@
 #include "serve/sched.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@
 #include "serve/step.h"
 
 enum { REQ_QUEUED, REQ_RUNNING, REQ_DONE };
+
+/* srv_req objects alive in this process (one scheduler per process): /metrics shows it, so a
+ * load test can tell that every request was freed. */
+static _Atomic int64_t n_live_reqs;
 
 struct srv_req {
     /* input: immutable after srv_submit */
@@ -85,6 +90,7 @@ srv_req *srv_req_new(const int *ids, int n, const srv_params *p) {
     r->n_prompt = n;
     r->p = *p;
     r->refs = 1;
+    atomic_fetch_add(&n_live_reqs, 1);
     return r;
 }
 
@@ -96,6 +102,7 @@ static void req_free(srv_req *r) {
     free(r->lp);
     pthread_cond_destroy(&r->cv);
     free(r);
+    atomic_fetch_sub(&n_live_reqs, 1);
 }
 
 /* Under mu. */
@@ -542,6 +549,7 @@ void srv_get_stats(srv_sched *s, srv_stats *st) {
     *st = s->st;
     st->queue_depth = s->q_len;
     st->active = s->active;
+    st->requests_live = atomic_load(&n_live_reqs);
     st->kv_cells_used = st->kv_cells_cached = 0;
     for (int i = 0; i < s->n_slots; i++) {
         if (s->slots[i].r) st->kv_cells_used += e0_ctx_pos(s->slots[i].c);

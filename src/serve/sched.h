@@ -120,6 +120,7 @@ typedef struct srv_stats {
     uint64_t steps;
     bool streamed;           /* experts stream: the expert counters below mean something */
     uint64_t expert_hits, expert_misses, expert_bytes_read;
+    int64_t requests_live;   /* srv_req objects not yet freed (0 when idle: none leaked) */
 } srv_stats;
 void srv_get_stats(srv_sched *s, srv_stats *st);
 
