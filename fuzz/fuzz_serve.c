@@ -90,6 +90,7 @@ int fuzz_serve_init(void) {
                        .sp = e0_sampler_defaults(), .max_tokens = -1, .seed_fixed = true};
     fs_api.tmpl = e0_model_chat_template(fs_model, &fs_api.tlen);
     if (!fs_api.tmpl) return fprintf(stderr, "fuzz_serve: the synth model has no chat template\n"), -1;
+    srv_api_probe(&fs_api); /* as serve does: tools reach the template when it renders them */
     json_t *models = srv_models_json(&fs_api, 1);
     bool ok = models && json_array_size(json_object_get(models, "data")) == 1;
     json_decref(models);

@@ -4,7 +4,7 @@
 //                                      against the same greedy request made alone (its ids)
 //   node serve_client.mjs openai URL NODE_PATH_DIR   the official `openai` package (installed
 //                                      there by the test): chat and completions, streamed and not,
-//                                      usage, stop strings, error statuses
+//                                      usage, stop strings, error statuses, tools
 // Prints one line per check ("ok NAME" / "FAIL NAME: why") and exits 1 when any failed.
 let failed = 0;
 function check(name, cond, why) {
@@ -116,6 +116,15 @@ async function openai() {
     try { await f(); } catch (e) { got = e; }
     check(name, got && got.status === status && got.error && typeof got.error.message === 'string', got ? `${got.status} ${got.message}` : 'no error');
   }
+  // tools as the package sends them, and a conversation with a tool call and its result
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Current weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const withTools = await client.chat.completions.create({ model: 'm', max_tokens: 4, temperature: 0, tools, tool_choice: 'auto',
+    messages: [{ role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' }] });
+  check('openai_tools', withTools.object === 'chat.completion' && withTools.usage.prompt_tokens > chat.usage.prompt_tokens + 50 &&
+    typeof withTools.choices[0].message.content === 'string', JSON.stringify(withTools).slice(0, 300));
   const models = await client.models.list();
   check('openai_models', models.data.length === 1 && typeof models.data[0].id === 'string', JSON.stringify(models));
 }

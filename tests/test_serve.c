@@ -4,7 +4,7 @@
  * `openai` npm package installed at test time into build/test-serve/npm — skipped, never passed,
  * when the registry cannot be reached). Checks: every endpoint, chat and completions streamed and
  * not, stop strings, usage and cached tokens, /metrics against the requests made, every error
- * status (400 401 404 405 413 429 503; 500 is not provoked), greedy ids equal to `run`'s alone and
+ * status (400 401 404 405 413 429 503; 500 is not provoked), tools through the chat template, greedy ids equal to `run`'s alone and
  * among 15 concurrent requests, client disconnects freeing slots, SIGTERM exiting 0. */
 #include <jansson.h>
 #include <limits.h>
@@ -423,6 +423,100 @@ static void test_limits(void) {
     CHECK(stop(&s) == 0);
 }
 
+/* Tools: `tools` and the tool fields of messages reach the chat template (Qwen2.5's renders them:
+ * its own text around them is known); the server's rendering equals `apply-template` given the
+ * same tools; tool_choice none leaves them out, a forced one is refused; a template that renders
+ * no tools (rwkv-world's) gets every tool request refused with a clear 400. */
+static const char tools_json[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current weather\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}]";
+static const char tool_msgs[] =
+    "[{\"role\":\"user\",\"content\":\"Weather in Paris?\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+    "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]},"
+    "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny, 21C\"}]";
+
+static void test_tools(void) {
+    char req[4096], shared[PATH_MAX];
+    snprintf(req, sizeof req, "{\"messages\":%s,\"tools\":%s}", tool_msgs, tools_json);
+    CHECK(http("POST", "/apply-template", req, buf, sizeof buf) == 200);
+    json_t *j = json_loads(buf, 0, NULL);
+    const char *p = json_string_value(json_object_get(j, "prompt"));
+    CHECKF(p && strstr(p, "# Tools") && strstr(p, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"") &&
+               strstr(p, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>") &&
+               strstr(p, "<tool_response>\nsunny, 21C\n</tool_response>"),
+           "%s", buf);
+    /* the same as the command line renders it (tools as a template variable, arguments as an object) */
+    char mf[PATH_MAX + 16], cmd[PATH_MAX * 3], cli[16384];
+    snprintf(mf, sizeof mf, "%s/toolmsgs.json", dir);
+    FILE *f = fopen(mf, "w");
+    if (f) {
+        fputs("[{\"role\":\"user\",\"content\":\"Weather in Paris?\"},{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":"
+              "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},"
+              "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny, 21C\"}]",
+              f);
+        fclose(f);
+    }
+    snprintf(shared, sizeof shared, "%s", t_shared());
+    snprintf(cmd, sizeof cmd,
+             "%s apply-template --chat-template-file %s/templates/Qwen-Qwen2.5-7B-Instruct.jinja --messages-file %s "
+             "--chat-template-kwargs '{\"tools\":%s}'",
+             bin, shared, mf, tools_json);
+    CHECK(t_sh(cmd, cli, sizeof cli) == 0);
+    CHECKF(p && !strcmp(p, cli), "server:\n%s\napply-template:\n%s", p, cli);
+    /* a chat completion with them: the prompt is that text */
+    snprintf(req, sizeof req, "{\"messages\":%s,\"tools\":%s,\"tool_choice\":\"auto\",\"max_tokens\":3,\"temperature\":0}", tool_msgs,
+             tools_json);
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    json_t *r = json_loads(buf, 0, NULL);
+    json_int_t n_prompt = json_integer_value(json_object_get(json_object_get(r, "usage"), "prompt_tokens"));
+    json_decref(r);
+    json_t *tq = json_pack("{s:s,s:b}", "content", p ? p : "", "add_special", 1);
+    char *tb = json_dumps(tq, 0);
+    json_decref(tq);
+    CHECK(tb && http("POST", "/tokenize", tb, buf, sizeof buf) == 200);
+    free(tb);
+    r = json_loads(buf, 0, NULL);
+    CHECKF(n_prompt > 0 && (size_t)n_prompt == json_array_size(json_object_get(r, "tokens")), "prompt tokens %lld vs %zu",
+           (long long)n_prompt, json_array_size(json_object_get(r, "tokens")));
+    json_decref(r);
+    json_decref(j);
+    /* tool_choice none: the template gets no tools */
+    snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"none\"}", tools_json);
+    CHECK(http("POST", "/apply-template", req, buf, sizeof buf) == 200 && !strstr(buf, "# Tools") && !strstr(buf, "get_weather"));
+    static const char *const bad[] = {
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"required\"}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"sometimes\"}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":\"get_weather\"%.0s}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\",\"function\":{}}]%.0s}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"retrieval\"}]%.0s}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[]}]%.0s}",
+        "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":7}}]}]%.0s}",
+        "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":5}]%.0s}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(req, sizeof req, bad[i], tools_json);
+        int st = http("POST", "/v1/chat/completions", req, buf, sizeof buf);
+        CHECKF(st == 400 && strstr(buf, "\"invalid_request_error\""), "%s: %d %s", req, st, buf);
+    }
+    /* a template that renders no tools: refused, with the reason */
+    srv s;
+    char args[PATH_MAX * 2];
+    snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --chat-template-file %s/templates/llama-cpp-rwkv-world.jinja", model, shared);
+    CHECK(start(&s, "notools", args) == 0);
+    snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"max_tokens\":2}", tools_json);
+    CHECKF(http_x(s.url, "POST", "/v1/chat/completions", req, NULL, buf, sizeof buf) == 400 && strstr(buf, "does not render tools"), "%s", buf);
+    snprintf(req, sizeof req, "{\"messages\":%s,\"max_tokens\":2}", tool_msgs);
+    CHECKF(http_x(s.url, "POST", "/v1/chat/completions", req, NULL, buf, sizeof buf) == 400 && strstr(buf, "does not render"), "%s", buf);
+    snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"none\",\"max_tokens\":2}", tools_json);
+    CHECKF(http_x(s.url, "POST", "/v1/chat/completions", req, NULL, buf, sizeof buf) == 200, "%s", buf);
+    CHECKF(http_x(s.url, "GET", "/v1/models", NULL, NULL, buf, sizeof buf) == 200 && strstr(buf, "\"tools\":false"), "%s", buf);
+    CHECK(stop(&s) == 0);
+    CHECKF(http("GET", "/v1/models", NULL, buf, sizeof buf) == 200 &&
+               strstr(buf, "\"chat_template_caps\":{\"tools\":true,\"tool_calls\":true,\"tool_responses\":true}"),
+           "%s", buf);
+}
+
 static void test_refuses_public_without_key(void) {
     char cmd[PATH_MAX * 2], out[1024];
     snprintf(cmd, sizeof cmd, "%s serve -m %s --host 0.0.0.0 --port 0 2>&1", bin, model);
@@ -464,6 +558,7 @@ int main(void) {
     RUN(test_stop);
     RUN(test_usage_and_cache);
     RUN(test_errors);
+    RUN(test_tools);
     RUN(test_metrics);
     RUN(test_openai_npm);
     RUN(test_load);

@@ -19,7 +19,7 @@
 static void help(void) {
     puts("usage: edge0-infer serve -m F [--host H] [--port P] [-np N] [-c N] [--api-key K] [options]\n"
          "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,\n"
-         "GET /health, POST /tokenize, POST /detokenize, GET /metrics (Prometheus text).\n"
+         "GET /health, POST /tokenize, POST /detokenize, POST /apply-template, GET /metrics (Prometheus text).\n"
          "  --host H             address to listen on (default 127.0.0.1); any other than loopback needs --api-key\n"
          "  --port P             (default 8080; 0 = any free port, printed on stderr)\n"
          "  -np, --parallel N    sequence slots decoded together (default 4, at most 64)\n"
@@ -34,7 +34,9 @@ static void help(void) {
          "Request defaults (a request's own fields win): the sampling flags below, -n (max_tokens),\n"
          "--chat-template-file F (instead of the model's template). Extensions of the request body:\n"
          "ignore_eos, return_tokens (the generated ids in each choice), top_k, min_p, repeat_penalty,\n"
-         "repeat_last_n, cache_prompt. A prompt that extends what a slot's cache holds reuses it\n"
+         "repeat_last_n, cache_prompt. Chat: 'tools' (tool_choice auto or none) and tool messages go to the\n"
+         "template when it renders them (else 400); tool calls come back as the model's text.\n"
+         "A prompt that extends what a slot's cache holds reuses it\n"
          "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);
     puts("common model flags: -m/--model F, -t/--threads N, -b/--batch-size N (prefill chunk), and");
@@ -173,6 +175,7 @@ int cmd_serve(int argc, char **argv) {
         if (!(tmpl_file = e0_read_file(g.chat_template_file, 4u << 20, &api.tlen, &e))) status = cli_error("%s", e.msg);
         api.tmpl = tmpl_file;
     } else api.tmpl = e0_model_chat_template(m, &api.tlen);
+    if (!status) srv_api_probe(&api); /* what the template does with tools */
     srv_sched *sched = NULL;
     srv_http *http = NULL;
     if (!status) {

@@ -1,6 +1,10 @@
 /* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
  * Every field of a body is checked for its type and range before use; unknown fields are ignored
- * (clients send many), fields we cannot honour (n > 1, tools, non-text content) are refused. */
+ * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call) are
+ * refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
+ * gives them with --jinja (a tool call's JSON-string arguments as an object); a template that
+ * does not render them (srv_api_probe) gets the request refused with 400 rather than silently
+ * dropping them. Tool calls are not parsed out of the output: they come back as the text. */
 #include "serve/api.h"
 
 #include <math.h>
@@ -166,8 +170,6 @@ static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
         if (get_int(o, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &lp, f) < 0) return -1;
         if (lp >= 0) j->logprobs = true, p->top_logprobs = (int)lp;
     }
-    json_t *tools = json_object_get(o, "tools");
-    if (json_is_array(tools) && json_array_size(tools) > 0) return fail(f, 400, "'tools' (function calling) is not supported");
     return 0;
 }
 
@@ -186,6 +188,47 @@ static int content_text(json_t *c, e0_strbuf *out, srv_fail *f) {
         if (e0_sb_add(out, json_string_value(t), json_string_length(t)) < 0) return fail(f, 500, "out of memory");
     }
     return 0;
+}
+
+#define MAX_TOOL_NAME 256
+
+/* An assistant message's tool_calls for the template: [{"id", "type": "function", "function":
+ * {"name", "arguments"}}], arguments given as a JSON string made an object when they parse as
+ * one (templates write them with tojson or iterate them with |items). NULL with *f on a bad list. */
+static json_t *clean_tool_calls(json_t *calls, size_t mi, srv_fail *f) {
+    if (!json_is_array(calls)) return fail(f, 400, "messages[%zu].tool_calls must be a list", mi), NULL;
+    json_t *out = json_array();
+    if (!out) return fail(f, 500, "out of memory"), NULL;
+    size_t i;
+    json_t *tc;
+    json_array_foreach(calls, i, tc) {
+        json_t *fn = json_object_get(tc, "function"), *id = json_object_get(tc, "id"), *type = json_object_get(tc, "type");
+        json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+        if (!json_is_object(tc) || !json_is_object(fn) || !json_is_string(name) || json_string_length(name) == 0 ||
+            json_string_length(name) > MAX_TOOL_NAME || (id && !json_is_string(id)) ||
+            (type && (!json_is_string(type) || strcmp(json_string_value(type), "function"))) ||
+            (args && !json_is_string(args) && !json_is_object(args))) {
+            json_decref(out);
+            return fail(f, 400,
+                        "messages[%zu].tool_calls[%zu] must be {\"id\": ..., \"type\": \"function\", \"function\": "
+                        "{\"name\": NAME, \"arguments\": JSON text or object}}",
+                        mi, i),
+                   NULL;
+        }
+        json_t *a = NULL;
+        if (json_is_string(args)) {
+            a = json_loadb(json_string_value(args), json_string_length(args), JSON_REJECT_DUPLICATES, NULL);
+            if (a && !json_is_object(a)) json_decref(a), a = NULL;
+        }
+        if (!a) a = args ? json_incref(args) : json_object();
+        json_t *c = json_pack("{s:s,s:{s:O,s:o}}", "type", "function", "function", "name", name, "arguments", a);
+        if (c && id) json_object_set(c, "id", id);
+        if (!c || json_array_append_new(out, c) < 0) {
+            json_decref(out);
+            return fail(f, 500, "out of memory"), NULL;
+        }
+    }
+    return out;
 }
 
 /* The messages as the template sees them: role, content as text, and the tool fields. */
@@ -218,10 +261,26 @@ static json_t *clean_messages(json_t *msgs, srv_fail *f) {
             fail(f, 500, "out of memory");
             goto bad;
         }
-        static const char *const keep[] = {"name", "tool_calls", "tool_call_id", "reasoning_content"};
+        static const char *const keep[] = {"name", "tool_call_id", "reasoning_content"};
         for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
             json_t *v = json_object_get(m, keep[k]);
+            if (v && !json_is_string(v) && !json_is_null(v)) {
+                json_decref(c);
+                fail(f, 400, "messages[%zu].%s must be a string", i, keep[k]);
+                goto bad;
+            }
             if (v) json_object_set(c, keep[k], v);
+        }
+        json_t *calls = json_object_get(m, "tool_calls");
+        if (calls && !json_is_null(calls)) {
+            json_t *cc = strcmp(role, "assistant") ? NULL : clean_tool_calls(calls, i, f);
+            if (!cc) {
+                if (strcmp(role, "assistant")) fail(f, 400, "messages[%zu]: only assistant messages have 'tool_calls'", i);
+                json_decref(c);
+                goto bad;
+            }
+            if (json_array_size(cc)) json_object_set_new(c, "tool_calls", cc);
+            else json_decref(cc);
         }
         json_array_append_new(out, c);
     }
@@ -235,6 +294,133 @@ static const char *special_text(const e0_tokenizer *tok, int32_t id) {
     size_t len;
     const char *t = id >= 0 ? e0_tok_text(tok, id, &len) : NULL;
     return t ? t : "";
+}
+
+/* The template's variables: messages, tools (when given), add_generation_prompt, bos/eos. */
+static int render(const srv_api *a, json_t *msgs, json_t *tools, char **text, size_t *tl, e0_err *e) {
+    if (!tools)
+        return jinja_render_chat(a->tmpl, a->tlen, msgs, true, special_text(a->tok, e0_tok_bos(a->tok)),
+                                 special_text(a->tok, e0_tok_eos(a->tok)), text, tl, e);
+    json_t *vars = json_pack("{s:O,s:O,s:b,s:s,s:s}", "messages", msgs, "tools", tools, "add_generation_prompt", 1, "bos_token",
+                             special_text(a->tok, e0_tok_bos(a->tok)), "eos_token", special_text(a->tok, e0_tok_eos(a->tok)));
+    if (!vars) return e0_fail(e, "out of memory (or bos/eos not valid UTF-8)");
+    int rc = jinja_render(a->tmpl, a->tlen, vars, NULL, text, tl, e);
+    json_decref(vars);
+    return rc;
+}
+
+/* Renders msgs_json (and tools_json) and finds `needle` in the output. */
+static bool renders(const srv_api *a, const char *msgs_json, const char *tools_json, const char *needle) {
+    json_t *msgs = json_loads(msgs_json, 0, NULL), *tools = tools_json ? json_loads(tools_json, 0, NULL) : NULL;
+    char *text = NULL;
+    size_t tl = 0;
+    e0_err e;
+    bool ok = msgs && (!tools_json || tools) && render(a, msgs, tools, &text, &tl, &e) == 0 && text && strstr(text, needle);
+    free(text);
+    json_decref(msgs);
+    json_decref(tools);
+    return ok;
+}
+
+void srv_api_probe(srv_api *a) {
+    memset(&a->caps, 0, sizeof a->caps);
+    if (!a->tmpl) return;
+    static const char tools[] = "[{\"type\":\"function\",\"function\":{\"name\":\"e0_probe_tool\",\"description\":\"a probe\","
+                                "\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}}}]";
+    static const char call[] = "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_e0\",\"type\":\"function\","
+                               "\"function\":{\"name\":\"e0_probe_call\",\"arguments\":{\"x\":\"y\"}}}]}";
+    char msgs[1024];
+    a->caps.tools = renders(a, "[{\"role\":\"user\",\"content\":\"hi\"}]", tools, "e0_probe_tool");
+    const char *t = a->caps.tools ? tools : NULL;
+    snprintf(msgs, sizeof msgs, "[{\"role\":\"user\",\"content\":\"hi\"},%s]", call);
+    a->caps.tool_calls = renders(a, msgs, t, "e0_probe_call");
+    snprintf(msgs, sizeof msgs,
+             "[{\"role\":\"user\",\"content\":\"hi\"},%s,{\"role\":\"tool\",\"tool_call_id\":\"call_e0\",\"content\":\"e0_probe_result\"}]",
+             call);
+    a->caps.tool_responses = renders(a, msgs, t, "e0_probe_result");
+}
+
+/* `tools` and `tool_choice` of a chat request: *tools is what the template gets (NULL: none, or
+ * tool_choice "none"). 0, or -1 with *f. */
+static int parse_tools(const srv_api *a, json_t *o, json_t **tools, srv_fail *f) {
+    *tools = NULL;
+    json_t *t = json_object_get(o, "tools"), *tc = json_object_get(o, "tool_choice");
+    bool b;
+    if (get_bool(o, "parallel_tool_calls", &b, f) < 0) return -1;
+    if (t && !json_is_null(t) && !json_is_array(t))
+        return fail(f, 400, "'tools' must be a list of {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    size_t i, n = json_is_array(t) ? json_array_size(t) : 0;
+    json_t *x;
+    if (n)
+        json_array_foreach(t, i, x) {
+            json_t *fn = json_object_get(x, "function"), *name = json_object_get(fn, "name"), *type = json_object_get(x, "type");
+            json_t *params = json_object_get(fn, "parameters"), *desc = json_object_get(fn, "description");
+            if (!json_is_object(x) || !json_is_string(type) || strcmp(json_string_value(type), "function") || !json_is_object(fn))
+                return fail(f, 400, "tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ...}}", i);
+            if (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > MAX_TOOL_NAME)
+                return fail(f, 400, "tools[%zu].function.name must be a string of 1 to %d bytes", i, MAX_TOOL_NAME);
+            if (params && !json_is_null(params) && !json_is_object(params))
+                return fail(f, 400, "tools[%zu].function.parameters must be a JSON schema object", i);
+            if (desc && !json_is_null(desc) && !json_is_string(desc))
+                return fail(f, 400, "tools[%zu].function.description must be a string", i);
+        }
+    bool none = false;
+    if (tc && !json_is_null(tc)) {
+        const char *c = json_string_value(tc);
+        if (c && !strcmp(c, "none")) none = true;
+        else if (c && !strcmp(c, "auto")) {
+        } else if ((c && !strcmp(c, "required")) || json_is_object(tc))
+            return fail(f, 400, "'tool_choice' \"required\" or a named function is not supported (the server cannot force a "
+                                "tool call): use \"auto\" or \"none\"");
+        else return fail(f, 400, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", ...}");
+    }
+    if (!n || none) return 0;
+    if (!a->caps.tools)
+        return fail(f, 400, "the model's chat template does not render tools: this model cannot be given 'tools' "
+                            "(a --chat-template-file that renders them would)");
+    *tools = json_incref(t);
+    return 0;
+}
+
+/* A chat request's prompt text: messages (and tools) through the template. */
+static int chat_text(const srv_api *a, json_t *o, char **text, size_t *tl, srv_fail *f) {
+    *text = NULL;
+    *tl = 0;
+    json_t *tools = NULL, *msgs = clean_messages(json_object_get(o, "messages"), f);
+    if (!msgs) return -1;
+    int rc = 0;
+    e0_err e;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        bool is_tool = !strcmp(json_string_value(json_object_get(m, "role")), "tool");
+        if (rc == 0 && is_tool && !a->caps.tool_responses)
+            rc = fail(f, 400, "messages[%zu]: the model's chat template does not render 'tool' messages", i);
+        if (rc == 0 && json_object_get(m, "tool_calls") && !a->caps.tool_calls)
+            rc = fail(f, 400, "messages[%zu]: the model's chat template does not render an assistant's 'tool_calls'", i);
+    }
+    if (rc == 0 && !a->tmpl) rc = fail(f, 400, "the model has no chat template (start serve with --chat-template-file)");
+    if (rc == 0) rc = parse_tools(a, o, &tools, f);
+    if (rc == 0 && render(a, msgs, tools, text, tl, &e) < 0) rc = fail(f, 400, "chat template: %s", e.msg);
+    json_decref(tools);
+    json_decref(msgs);
+    return rc;
+}
+
+json_t *srv_apply_template(const srv_api *a, const char *body, size_t len, srv_fail *f) {
+    json_t *o = parse_body(body, len, f);
+    if (!o) return NULL;
+    char *text = NULL;
+    size_t tl = 0;
+    json_t *res = NULL;
+    if (chat_text(a, o, &text, &tl, f) == 0) {
+        json_t *p = srv_json_text(text, tl);
+        res = p ? json_pack("{s:o}", "prompt", p) : NULL;
+        if (!res) fail(f, 500, "out of memory");
+    }
+    free(text);
+    json_decref(o);
+    return res;
 }
 
 /* Completions' prompt: a string, a list of token ids, or a list holding one of those. */
@@ -272,18 +458,12 @@ int srv_parse_job(const srv_api *a, bool chat, const char *body, size_t len, srv
     int rc = parse_common(a, o, j, f);
     e0_tokens t = {0};
     if (rc == 0 && chat) {
-        json_t *msgs = clean_messages(json_object_get(o, "messages"), f);
         char *text = NULL;
         size_t tl = 0;
         e0_err e;
-        if (!msgs) rc = -1;
-        else if (!a->tmpl) rc = fail(f, 400, "the model has no chat template (start serve with --chat-template-file)");
-        else if (jinja_render_chat(a->tmpl, a->tlen, msgs, true, special_text(a->tok, e0_tok_bos(a->tok)),
-                                   special_text(a->tok, e0_tok_eos(a->tok)), &text, &tl, &e) < 0)
-            rc = fail(f, 400, "chat template: %s", e.msg);
+        if (chat_text(a, o, &text, &tl, f) < 0) rc = -1;
         else if (e0_tokenize_prompt(a->tok, text, tl, true, &t, &e) < 0) rc = fail(f, 400, "cannot tokenize the prompt: %s", e.msg);
         free(text);
-        json_decref(msgs);
     } else if (rc == 0) {
         json_t *pr = json_object_get(o, "prompt");
         if (!pr) rc = fail(f, 400, "'prompt' is required");
@@ -476,6 +656,9 @@ json_t *srv_models_json(const srv_api *a, long created) {
         json_object_set_new(meta, "kv_type_v", json_string(a->kv_type_v));
         json_object_set_new(meta, "threads", json_integer(a->threads));
         json_object_set_new(meta, "n_slots", json_integer(a->n_slots));
+        json_object_set_new(meta, "chat_template_caps",
+                            json_pack("{s:b,s:b,s:b}", "tools", a->caps.tools, "tool_calls", a->caps.tool_calls, "tool_responses",
+                                      a->caps.tool_responses));
     }
     return r;
 }

@@ -13,6 +13,13 @@
 #include "serve/sched.h"
 #include "text/tokenizer.h"
 
+/* What the model's chat template does with OpenAI's tool fields. */
+typedef struct srv_tmpl_caps {
+    bool tools;          /* the `tools` variable (function definitions) appears in the prompt */
+    bool tool_calls;     /* an assistant message's tool_calls appear */
+    bool tool_responses; /* a role "tool" message's content appears */
+} srv_tmpl_caps;
+
 /* What requests share: the model, its tokenizer and chat template, the defaults. */
 typedef struct srv_api {
     const e0_model *m;
@@ -30,7 +37,12 @@ typedef struct srv_api {
     uint64_t model_size;
     const char *kv_type_k, *kv_type_v;
     int threads, n_slots;
+    srv_tmpl_caps caps;        /* what the chat template renders (srv_api_probe) */
 } srv_api;
+
+/* Fill a->caps by rendering the chat template with probe tools, tool calls and tool results and
+ * looking for them in the output (as llama.cpp detects a template's capabilities). */
+void srv_api_probe(srv_api *a);
 
 /* A parsed generation request. */
 typedef struct srv_job {
@@ -72,6 +84,8 @@ const char *srv_finish_name(srv_finish f);
 /* /tokenize and /detokenize bodies -> response objects; NULL with *f on a bad body. */
 json_t *srv_tokenize(const srv_api *a, const char *body, size_t len, srv_fail *f);
 json_t *srv_detokenize(const srv_api *a, const char *body, size_t len, srv_fail *f);
+/* POST /apply-template (llama-server's): a chat request body -> {"prompt": the rendered text}. */
+json_t *srv_apply_template(const srv_api *a, const char *body, size_t len, srv_fail *f);
 /* GET /v1/models */
 json_t *srv_models_json(const srv_api *a, long created);
 

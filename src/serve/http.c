@@ -34,7 +34,7 @@ struct srv_http {
     _Atomic int64_t open_streams;         /* streamed responses not yet freed */
 };
 
-enum route { R_NONE, R_CHAT, R_COMPLETIONS, R_MODELS, R_HEALTH, R_TOKENIZE, R_DETOKENIZE, R_METRICS };
+enum route { R_NONE, R_CHAT, R_COMPLETIONS, R_MODELS, R_HEALTH, R_TOKENIZE, R_DETOKENIZE, R_METRICS, R_APPLY_TEMPLATE };
 static const struct {
     const char *path;
     enum route r;
@@ -45,7 +45,7 @@ static const struct {
     {"/v1/models", R_MODELS, "GET"},        {"/models", R_MODELS, "GET"},
     {"/health", R_HEALTH, "GET"},           {"/v1/health", R_HEALTH, "GET"},
     {"/tokenize", R_TOKENIZE, "POST"},      {"/detokenize", R_DETOKENIZE, "POST"},
-    {"/metrics", R_METRICS, "GET"},
+    {"/metrics", R_METRICS, "GET"},         {"/apply-template", R_APPLY_TEMPLATE, "POST"},
 };
 
 /* Per connection request state (MHD's con_cls). */
@@ -424,8 +424,10 @@ dispatch:
     }
     case R_TOKENIZE:
     case R_DETOKENIZE:
-        res = cs->route == R_TOKENIZE ? srv_tokenize(h->api, cs->body.p ? cs->body.p : "", cs->body.len, &f)
-                                      : srv_detokenize(h->api, cs->body.p ? cs->body.p : "", cs->body.len, &f);
+    case R_APPLY_TEMPLATE:
+        res = cs->route == R_TOKENIZE     ? srv_tokenize(h->api, cs->body.p ? cs->body.p : "", cs->body.len, &f)
+              : cs->route == R_DETOKENIZE ? srv_detokenize(h->api, cs->body.p ? cs->body.p : "", cs->body.len, &f)
+                                          : srv_apply_template(h->api, cs->body.p ? cs->body.p : "", cs->body.len, &f);
         return res ? send_json(h, c, 200, res) : send_error(h, c, f.status, f.type, f.msg);
     }
     return send_error(h, c, 404, "not_found_error", "no such endpoint");

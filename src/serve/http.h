@@ -1,7 +1,7 @@
 /* http.h — the HTTP/1.1 side of `serve` (libmicrohttpd, one thread per connection): routing,
  * the API key, body limits, JSON and Server-Sent-Event responses, client disconnects, /metrics.
  * Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
- * POST /tokenize, POST /detokenize, GET /metrics (also without the /v1 prefix). */
+ * POST /tokenize, POST /detokenize, POST /apply-template, GET /metrics (also without the /v1 prefix). */
 #ifndef E0_SERVE_HTTP_H
 #define E0_SERVE_HTTP_H
 
