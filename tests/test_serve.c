@@ -6,8 +6,12 @@
  * not, stop strings, usage and cached tokens, /metrics against the requests made, every error
  * status (400 401 404 405 413 429 503; 500 is not provoked), tools through the chat template, greedy ids equal to `run`'s alone and
  * among 15 concurrent requests, client disconnects freeing slots, SIGTERM exiting 0. */
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -517,6 +521,155 @@ static void test_tools(void) {
            "%s", buf);
 }
 
+/* ---- raw sockets, for what curl will not do ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A connection to base ("http://127.0.0.1:PORT") with a receive timeout; -1 when refused. */
+static int raw_connect(const char *base, double timeout_s) {
+    const char *c = strrchr(base, ':');
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || !c) return -1;
+    struct timeval tv = {.tv_sec = (time_t)timeout_s, .tv_usec = (suseconds_t)((timeout_s - (time_t)timeout_s) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(c + 1))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Read until the server closes (returns the bytes read, into out) or the timeout (-1). */
+static long raw_read_all(int fd, char *out, size_t cap) {
+    size_t n = 0;
+    for (;;) {
+        ssize_t k = recv(fd, out + n, cap - 1 - n, 0);
+        if (k == 0) break;
+        if (k < 0) return out[n] = 0, -1;
+        n += (size_t)k;
+        if (n + 1 >= cap) break;
+    }
+    out[n] = 0;
+    return (long)n;
+}
+
+static double metric_auth(const char *base, const char *name) { return metric(base, name); }
+
+/* Slow and half-closed sockets, --max-queue 0, SIGTERM finishing a running stream and refusing
+ * new connections; then SIGTERM with a short grace cancelling a running stream (an error event,
+ * [DONE]) and a queued request (503); both exit 0. */
+static void test_robustness(void) {
+    srv s;
+    char args[PATH_MAX + 256], req[1024];
+    snprintf(args, sizeof args, "-m %s -np 1 -c 8192 -t 1 --max-queue 0 --conn-timeout 1 --shutdown-grace 30", slow);
+    CHECK(start(&s, "robust", args) == 0);
+    /* a client that sends half its headers and stops: others are served meanwhile, and it is
+     * closed once --conn-timeout passes */
+    int fd = raw_connect(s.url, 6);
+    CHECK(fd >= 0 && send(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n", 41, MSG_NOSIGNAL) == 41);
+    double t0 = now_s();
+    CHECK(http_x(s.url, "GET", "/health", NULL, NULL, buf, sizeof buf) == 200 && now_s() - t0 < 1);
+    long n = raw_read_all(fd, buf, sizeof buf);
+    double dt = now_s() - t0;
+    CHECKF(n >= 0 && dt < 4, "slow headers: read %ld bytes, closed after %.1f s", n, dt);
+    close(fd);
+    /* a body that never comes in full */
+    fd = raw_connect(s.url, 6);
+    const char *part = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":";
+    CHECK(fd >= 0 && send(fd, part, strlen(part), MSG_NOSIGNAL) == (ssize_t)strlen(part));
+    t0 = now_s();
+    n = raw_read_all(fd, buf, sizeof buf);
+    dt = now_s() - t0;
+    CHECKF(n >= 0 && dt < 4, "slow body: read %ld bytes, closed after %.1f s", n, dt);
+    close(fd);
+    /* a whole request, then the client half-closes: it has gone as far as we can tell (nginx's
+     * 499); its sequence is cancelled and the slot freed */
+    double can0 = metric_auth(s.url, "edge0_sequences_cancelled_total");
+    const char *longreq = "{\"prompt\":[5,6,7],\"max_tokens\":8000,\"ignore_eos\":true,\"temperature\":0}";
+    snprintf(req, sizeof req, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s", strlen(longreq), longreq);
+    fd = raw_connect(s.url, 6);
+    CHECK(fd >= 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+    usleep(300000);
+    shutdown(fd, SHUT_WR);
+    t0 = now_s();
+    n = raw_read_all(fd, buf, sizeof buf);
+    dt = now_s() - t0;
+    CHECKF(n >= 0 && dt < 3, "half-closed: read %ld bytes, closed after %.1f s", n, dt);
+    close(fd);
+    for (int i = 0; i < 30 && metric_auth(s.url, "edge0_active_sequences") != 0; i++) usleep(100000);
+    CHECK(metric_auth(s.url, "edge0_active_sequences") == 0 && metric_auth(s.url, "edge0_requests_live") == 0);
+    CHECKF(metric_auth(s.url, "edge0_sequences_cancelled_total") == can0 + 1, "cancelled %g -> %g", can0,
+           metric_auth(s.url, "edge0_sequences_cancelled_total"));
+    /* --max-queue 0: a free slot still takes a request; none waits */
+    char script[4096], out[1024] = "";
+    snprintf(script, sizeof script,
+             "cd %s && (curl -s -m 2 -o /dev/null -d '%s' %s/v1/completions >/dev/null 2>&1 &); sleep 0.4; "
+             "curl -s -o /dev/null -w '%%{http_code}' -d '%s' %s/v1/completions",
+             dir, longreq, s.url, longreq, s.url);
+    t_sh(script, out, sizeof out);
+    CHECKF(!strcmp(out, "429"), "second request with --max-queue 0: %s", out);
+    for (int i = 0; i < 40 && metric_auth(s.url, "edge0_active_sequences") != 0; i++) usleep(100000);
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[5,6],\"max_tokens\":2}", NULL, buf, sizeof buf) == 200);
+    /* SIGTERM while a stream runs: it finishes (all its tokens, [DONE]); new connections are refused */
+    snprintf(script, sizeof script,
+             "cd %s && rm -f fin.out && (curl -s -N -o fin.out -d '{\"prompt\":[5,6,7],\"max_tokens\":300,\"ignore_eos\":true,"
+             "\"temperature\":0,\"stream\":true,\"return_tokens\":true}' %s/v1/completions >/dev/null 2>&1 &); "
+             "for i in $(seq 50); do test -s fin.out && break; sleep 0.1; done",
+             dir, s.url);
+    t_sh(script, NULL, 0);
+    CHECKF(metric_auth(s.url, "edge0_active_sequences") == 1, "the stream is not running at SIGTERM");
+    kill(s.pid, SIGTERM);
+    usleep(300000);
+    fd = raw_connect(s.url, 1);
+    CHECKF(fd < 0, "a new connection after SIGTERM was accepted");
+    if (fd >= 0) close(fd);
+    int st = -1;
+    for (int i = 0; i < 300; i++)
+        if (waitpid(s.pid, &st, WNOHANG) == s.pid) break;
+        else usleep(100000);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/fin.out", dir);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[got] = 0;
+    if (f) fclose(f);
+    int n_tok = 0;
+    for (const char *p = buf; (p = strstr(p, "\"tokens\":[")); p += 10)
+        for (const char *q = p + 10; *q && *q != ']'; q++)
+            if (*q >= '0' && *q <= '9' && (q[-1] == '[' || q[-1] == ',')) n_tok++;
+    CHECKF(strstr(buf, "\"finish_reason\":\"length\"") && strstr(buf, "data: [DONE]") && n_tok == 300,
+           "stream across SIGTERM: %d tokens, %.300s", n_tok, buf);
+
+    /* no grace: the running stream is cancelled (error event, [DONE]), the queued one gets 503 */
+    snprintf(args, sizeof args, "-m %s -np 1 -c 8192 -t 1 --max-queue 1 --shutdown-grace 0", slow);
+    CHECK(start(&s, "robust2", args) == 0);
+    snprintf(script, sizeof script,
+             "cd %s && rm -f can.out q.code && (curl -s -N -o can.out -d '{\"prompt\":[5,6,7],\"max_tokens\":8000,\"ignore_eos\":true,"
+             "\"stream\":true}' %s/v1/completions >/dev/null 2>&1 &); sleep 0.3; "
+             "(curl -s -o q.out -w '%%{http_code}' -d '%s' %s/v1/completions > q.code 2>/dev/null &); sleep 0.3",
+             dir, s.url, longreq, s.url);
+    t_sh(script, NULL, 0);
+    t0 = now_s();
+    kill(s.pid, SIGTERM);
+    st = -1;
+    for (int i = 0; i < 100; i++)
+        if (waitpid(s.pid, &st, WNOHANG) == s.pid) break;
+        else usleep(100000);
+    dt = now_s() - t0;
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0 && dt < 5, "exit status %d after %.1f s", st, dt);
+    usleep(200000);
+    snprintf(script, sizeof script, "cd %s && cat q.code; echo; tail -c 400 can.out", dir);
+    t_sh(script, buf, sizeof buf);
+    CHECKF(!strncmp(buf, "503\n", 4) && strstr(buf, "\"error\"") && strstr(buf, "data: [DONE]"), "%s", buf);
+}
+
 static void test_refuses_public_without_key(void) {
     char cmd[PATH_MAX * 2], out[1024];
     snprintf(cmd, sizeof cmd, "%s serve -m %s --host 0.0.0.0 --port 0 2>&1", bin, model);
@@ -567,5 +720,6 @@ int main(void) {
     CHECK(stop(&s) == 0);
     t_end();
     RUN(test_limits);
+    RUN(test_robustness);
     return T_DONE();
 }

@@ -27,7 +27,9 @@ static void help(void) {
          "                       reply); default: each slot min(model context, 4096)\n"
          "  --api-key K          require 'Authorization: Bearer K' (all endpoints but /health); off by default\n"
          "  --timeout S          seconds a request may take, waiting in the queue included (default 600; 0 = none)\n"
-         "  --max-queue N        requests waiting for a slot; more get 429 (default 64)\n"
+         "  --max-queue N        requests waiting for a slot; more get 429 (default 64; 0: none wait)\n"
+         "  --conn-timeout S     seconds a connection may stay silent (headers or body not coming, a client not\n"
+         "                       reading its stream, an idle keep-alive) before it is closed (default 60)\n"
          "  --max-body BYTES     largest request body; larger ones get 413 (default 8MiB)\n"
          "  --alias NAME         the model's id in /v1/models and responses (default: the file name)\n"
          "  --shutdown-grace S   on SIGTERM, seconds running requests may take to finish (default 10)\n"
@@ -72,7 +74,7 @@ int cmd_serve(int argc, char **argv) {
     cli_model_opts o = {0};
     cli_gen_flags g;
     cli_gen_init(&g);
-    srv_http_params hp = {.host = "127.0.0.1", .port = 8080, .max_body = 8u << 20, .conn_timeout = 600, .max_conns = 1024};
+    srv_http_params hp = {.host = "127.0.0.1", .port = 8080, .max_body = 8u << 20, .conn_timeout = 60, .max_conns = 1024};
     int64_t n_slots = 4, max_queue = 64;
     double timeout = 600, grace = 10;
     const char *alias = NULL;
@@ -87,7 +89,7 @@ int cmd_serve(int argc, char **argv) {
         if (r < 0) return 1;
         if (r > 0) continue;
         static const char *const with_value[] = {"--host", "--port", "-np", "--parallel", "--api-key", "--timeout",
-                                                 "--max-queue", "--max-body", "--alias", "--shutdown-grace"};
+                                                 "--max-queue", "--max-body", "--alias", "--shutdown-grace", "--conn-timeout"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
         if (!known) return cli_error("serve: unknown flag '%s' (see serve --help)", f);
@@ -104,6 +106,9 @@ int cmd_serve(int argc, char **argv) {
             hp.port = (int)n;
         } else if (!strcmp(f, "-np") || !strcmp(f, "--parallel")) {
             if (e0_parse_i64(v, 1, 64, &n_slots, f, &e) < 0) return cli_error("%s", e.msg);
+        } else if (!strcmp(f, "--conn-timeout")) {
+            if (e0_parse_i64(v, 1, 86400, &n, f, &e) < 0) return cli_error("%s", e.msg);
+            hp.conn_timeout = (unsigned)n;
         } else if (!strcmp(f, "--max-queue")) {
             if (e0_parse_i64(v, 0, 1 << 20, &max_queue, f, &e) < 0) return cli_error("%s", e.msg);
         } else if (!strcmp(f, "--max-body")) {
@@ -195,6 +200,7 @@ int cmd_serve(int argc, char **argv) {
                 sig == SIGTERM ? "SIGTERM" : "SIGINT", grace);
         srv_http_quiesce(http);
         srv_drain(sched, grace);
+        srv_http_wait_idle(http, 5); /* the last chunks and responses reach their clients */
     }
     srv_http_stop(http);
     srv_sched_free(sched);

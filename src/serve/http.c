@@ -483,6 +483,11 @@ void srv_http_quiesce(srv_http *h) {
     if (s != MHD_INVALID_SOCKET) close(s);
 }
 
+void srv_http_wait_idle(srv_http *h, double timeout_s) {
+    double end = e0_now() + timeout_s;
+    while ((atomic_load(&h->open_requests) > 0 || atomic_load(&h->open_streams) > 0) && e0_now() < end) usleep(10000);
+}
+
 void srv_http_stop(srv_http *h) {
     if (!h) return;
     MHD_stop_daemon(h->d);

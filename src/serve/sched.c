@@ -133,7 +133,7 @@ int srv_submit(srv_sched *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);
     int rc = SRV_OK;
     if (s->draining || s->stop) rc = SRV_DRAINING;
-    else if (s->q_len >= s->max_queue) rc = SRV_QUEUE_FULL;
+    else if (s->q_len - (s->n_slots - s->active) >= s->max_queue) rc = SRV_QUEUE_FULL; /* free slots take some at once */
     else {
         r->refs++;
         r->state = REQ_QUEUED;
@@ -343,7 +343,10 @@ static void housekeeping(srv_sched *s) {
         if (sl->r->p.deadline > 0 && now >= sl->r->p.deadline && sl->r->cancel == SRV_FINISH_NONE)
             sl->r->cancel = SRV_FINISH_TIMEOUT;
         if (sl->r->cancel != SRV_FINISH_NONE)
-            slot_end(s, sl, sl->r->cancel, sl->r->cancel == SRV_FINISH_TIMEOUT ? "the request's time limit passed" : "cancelled");
+            slot_end(s, sl, sl->r->cancel,
+                     sl->r->cancel == SRV_FINISH_TIMEOUT ? "the request's time limit passed"
+                     : s->draining                       ? "cancelled: the server is shutting down"
+                                                         : "cancelled");
     }
     /* queued requests: drop the cancelled and expired ones, admit the rest in order */
     srv_req **pp = &s->q_head;

@@ -67,7 +67,7 @@ srv_req *srv_req_new(const int *ids, int n, const srv_params *p);
 
 typedef struct srv_sched_params {
     int n_slots;
-    int max_queue;        /* requests waiting for a slot; more are refused (429) */
+    int max_queue;        /* requests waiting for a slot (beyond those free slots take); more are refused (429) */
     e0_ctx_params cp;     /* each slot's context (n_ctx = its share of the total) */
 } srv_sched_params;
 
