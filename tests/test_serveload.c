@@ -8,8 +8,9 @@
  *   - the server did not crash, still answers, and counts what happened: sequences finished +512,
  *     cancelled +51 (the abandoned ones);
  *   - nothing leaked: after the load the active sequences, queue, KV cells held by running
- *     sequences, live requests and open streams are all 0 (GET /metrics) and the server's RSS is
- *     back near its baseline (measured after a warm-up round that touched every slot).
+ *     sequences, live requests and open streams are all 0 (GET /metrics), the server's RSS is back
+ *     near its baseline (measured after a warm-up round that touched every slot) and it runs as
+ *     many threads as before the load: one pool for all 16 slots, no thread left behind.
  * The client is plain C (sockets, one thread per client; HTTP/1.1 with Connection: close, chunked
  * bodies decoded), so the test needs nothing beyond the build. */
 #include <arpa/inet.h>
@@ -37,6 +38,7 @@
 #define DISCONNECT_EVERY 10 /* request i goes away when i % 10 == 9: 51 of 512 */
 #define SLOTS 16
 #define SLOT_CTX 640
+#define THREADS 2
 #define LONG_TOKENS 500     /* abandoned requests ask for this many: surely mid-stream when cut */
 
 static char bin[PATH_MAX], dir[PATH_MAX], model[PATH_MAX];
@@ -184,13 +186,15 @@ static double metric(const char *name) {
     return v;
 }
 
-static long rss_kib(pid_t pid) {
+/* A field of /proc/PID/status ("VmRSS:" in KiB, "Threads:"), -1 when absent. */
+static long proc_status(pid_t pid, const char *field) {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "r");
     long v = -1;
+    size_t fl = strlen(field);
     while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) v = atol(line + 6);
+        if (!strncmp(line, field, fl)) v = atol(line + fl);
     if (f) fclose(f);
     return v;
 }
@@ -353,8 +357,8 @@ static bool settled(void) {
 static int start_server(void) {
     char log[PATH_MAX + 16], cmd[PATH_MAX * 3];
     snprintf(log, sizeof log, "%s/serve.log", dir);
-    snprintf(cmd, sizeof cmd, "exec %s serve -m %s --port 0 -np %d -c %d -t 1 --max-queue 128 --timeout 300 2>%s", bin, model,
-             SLOTS, SLOTS * SLOT_CTX, log);
+    snprintf(cmd, sizeof cmd, "exec %s serve -m %s --port 0 -np %d -c %d -t %d --max-queue 128 --timeout 300 2>%s", bin, model,
+             SLOTS, SLOTS * SLOT_CTX, THREADS, log);
     unlink(log);
     server = fork();
     if (server == 0) {
@@ -374,6 +378,17 @@ static int start_server(void) {
         usleep(100000);
     }
     return -1;
+}
+
+/* The server's threads once connection threads that are closing have gone (the least seen over 1 s). */
+static long idle_threads(void) {
+    long least = -1;
+    for (int k = 0; k < 20; k++) {
+        long n = proc_status(server, "Threads:");
+        if (n > 0 && (least < 0 || n < least)) least = n;
+        usleep(50000);
+    }
+    return least;
 }
 
 static bool server_alive(void) { return waitpid(server, NULL, WNOHANG) == 0; }
@@ -418,7 +433,11 @@ static void test_load_acceptance(void) {
     double tw = run_load(&L, 2 * N_CLIENTS);
     CHECKF(tw > 0 && L.bad == 0 && L.transport == 0, "warm-up: %d bad (%s), %d transport errors", L.bad, L.first_bad, L.transport);
     CHECK(settled());
-    long rss0 = rss_kib(server);
+    long rss0 = proc_status(server, "VmRSS:");
+    /* one thread pool for all slots: main, HTTP listener, scheduler and THREADS - 1 pool workers
+     * (a pool per slot would add SLOTS * (THREADS - 1)) */
+    long threads0 = idle_threads();
+    CHECKF(threads0 > 0 && threads0 <= 3 + THREADS, "%ld threads in the idle server", threads0);
     double fin0 = metric("edge0_sequences_finished_total"), can0 = metric("edge0_sequences_cancelled_total");
 
     /* the load */
@@ -441,8 +460,11 @@ static void test_load_acceptance(void) {
     CHECKF(can1 - can0 == n_cut_expected, "sequences cancelled %g -> %g (want +%d)", can0, can1, n_cut_expected);
     CHECKF(metric("edge0_kv_cells_used") == 0, "KV cells still held: %g", metric("edge0_kv_cells_used"));
     CHECKF(metric("edge0_http_requests_open") == 1, "HTTP requests open: %g (this one only)", metric("edge0_http_requests_open"));
-    long rss1 = rss_kib(server);
-    printf("# server RSS: %ld KiB after the warm-up, %ld KiB after the load (%+ld KiB)\n", rss0, rss1, rss1 - rss0);
+    long rss1 = proc_status(server, "VmRSS:");
+    long threads1 = idle_threads();
+    printf("# server RSS: %ld KiB after the warm-up, %ld KiB after the load (%+ld KiB); threads %ld and %ld\n", rss0, rss1,
+           rss1 - rss0, threads0, threads1);
+    CHECKF(threads1 > 0 && threads1 <= threads0, "threads %ld -> %ld", threads0, threads1);
     /* a leak of even 1 KiB per request would be 512 KiB; allow allocator slack of 4 MiB + 5% */
     CHECKF(rss0 > 0 && rss1 > 0 && rss1 <= rss0 + 4096 + rss0 / 20, "RSS %ld -> %ld KiB", rss0, rss1);
     CHECKF(request("GET", "/health", NULL, false, false, &r) == 0 && r.status == 200, "health after the load");

@@ -228,8 +228,10 @@ fail:
 
 void e0_ctx_free(e0_ctx *c) {
     if (!c) return;
-    if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
-    e0_pool_free(c->threads.decode);
+    if (!c->threads.borrowed) {
+        if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
+        e0_pool_free(c->threads.decode);
+    }
     e0_free(E0_MEM_KV, c->kv.k, c->kv.bytes_k);
     if (c->kv.v != c->kv.k) e0_free(E0_MEM_KV, c->kv.v, c->kv.bytes_v);
     e0_free(E0_MEM_RECURRENT, c->rs.conv, c->rs.bytes_conv);
@@ -246,6 +248,22 @@ int e0_ctx_n_ctx(const e0_ctx *c) { return c->n_ctx; }
 int e0_ctx_n_batch(const e0_ctx *c) { return c->n_batch; }
 int e0_ctx_n_threads(const e0_ctx *c) { return c->threads.n_decode; }
 int e0_ctx_n_threads_prefill(const e0_ctx *c) { return c->threads.n_prefill; }
+
+int e0_ctx_share_threads(e0_ctx *c, e0_ctx *owner, e0_err *e) {
+    if (c == owner || owner->threads.borrowed) return e0_fail(e, "e0_ctx_share_threads: the owner must have pools of its own");
+    if (e0_pool_size(c->threads.decode) != e0_pool_size(owner->threads.decode) ||
+        e0_pool_size(c->threads.prefill) != e0_pool_size(owner->threads.prefill))
+        return e0_fail(e, "e0_ctx_share_threads: the contexts have different thread counts");
+    if (!c->threads.borrowed) {
+        if (c->threads.prefill != c->threads.decode) e0_pool_free(c->threads.prefill);
+        e0_pool_free(c->threads.decode);
+    }
+    c->threads.decode = owner->threads.decode;
+    c->threads.prefill = owner->threads.prefill;
+    c->threads.cur = c->threads.decode;
+    c->threads.borrowed = true;
+    return 0;
+}
 const e0_model *e0_ctx_model(const e0_ctx *c) { return c->m; }
 uint32_t e0_ctx_type_k(const e0_ctx *c) { return c->kv.type_k; }
 uint32_t e0_ctx_type_v(const e0_ctx *c) { return c->kv.type_v; }

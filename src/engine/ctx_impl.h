@@ -50,6 +50,7 @@ struct e0_ctx {
         e0_pool *cur;         /* the pool of the chunk being evaluated: prefill or decode */
         e0_pool *decode, *prefill; /* the same pool when both thread counts are equal */
         int n_decode, n_prefill;
+        bool borrowed;        /* decode/prefill belong to another context (e0_ctx_share_threads) */
     } threads;
 
     /* The KV cache: [n_layer][n_ctx] rows of kv_dim values after RoPE, each row stored in its

@@ -67,6 +67,11 @@ uint64_t e0_ctx_recurrent_bytes(const e0_ctx *c);
 uint64_t e0_recurrent_bytes(const e0_hparams *hp);
 const e0_model *e0_ctx_model(const e0_ctx *c);
 int e0_ctx_n_threads_prefill(const e0_ctx *c);
+/* Make c run on the thread pools of `owner` (c's own are freed): contexts evaluated one at a time
+ * (serve's slots, all stepped by one scheduler thread) then share one set of workers sized to the
+ * cores instead of each keeping its own. The pools must be of the same sizes; owner must outlive
+ * c and never be evaluated while c is. 0, or -1 with *e. */
+int e0_ctx_share_threads(e0_ctx *c, e0_ctx *owner, e0_err *e);
 /* The KV cache's element types and its size (K and V, all layers, n_ctx positions). */
 uint32_t e0_ctx_type_k(const e0_ctx *c);
 uint32_t e0_ctx_type_v(const e0_ctx *c);

@@ -1,7 +1,8 @@
 /* sched.h — the scheduler of `serve`: N slots over ONE loaded model, a bounded queue of
  * requests and one worker thread that steps every active sequence.
  *
- *   slot     one sequence: its own e0_ctx (KV cache, scratch, threads) over the shared model, the
+ *   slot     one sequence: its own e0_ctx (KV cache, scratch; the thread pool is slot 0's, shared
+ *            by all, as one thread evaluates every step) over the shared model, the
  *            tokens its KV cache holds (for prefix reuse), the request it runs, a sampler and a
  *            streaming detokenizer. A free slot keeps its cached tokens for the next request.
  *   queue    requests waiting for a slot, FIFO, at most max_queue (srv_submit refuses beyond).
