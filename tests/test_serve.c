@@ -109,6 +109,12 @@ static int http(const char *method, const char *path, const char *body, char *ou
 
 static char buf[1 << 20];
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* A metric's value from /metrics (-1 when absent). */
 static double metric(const char *base, const char *name) {
     static char m[1 << 16];
@@ -421,6 +427,22 @@ static void test_limits(void) {
     static char m[1 << 16];
     http_x(s.url, "GET", "/metrics", NULL, auth, m, sizeof m);
     CHECKF(strstr(m, "\nedge0_active_sequences 0\n") && strstr(m, "\nedge0_sequences_cancelled_total 1\n"), "%s", m);
+    /* a stream past the time limit: an error event naming it, then [DONE] */
+    const char *longstream = "{\"prompt\":[5,6,7],\"max_tokens\":4000,\"ignore_eos\":true,\"stream\":true}";
+    snprintf(script, sizeof script, "curl -s -N -m 20 %s -d '%s' %s/v1/completions | tail -c 300", auth, longstream, s.url);
+    char tail[512] = "";
+    http_x(s.url, "GET", "/metrics", NULL, auth, m, sizeof m);
+    const char *tp = strstr(m, "\nedge0_sequences_timeout_total ");
+    int timeouts0 = tp ? atoi(tp + strlen("\nedge0_sequences_timeout_total ")) : -1;
+    double t0 = now_s();
+    t_sh(script, tail, sizeof tail);
+    double dt = now_s() - t0;
+    CHECKF(strstr(tail, "time limit") && strstr(tail, "\"code\":503") && strstr(tail, "data: [DONE]") && dt > 1.5 && dt < 10,
+           "after %.1f s: %s", dt, tail);
+    http_x(s.url, "GET", "/metrics", NULL, auth, m, sizeof m);
+    tp = strstr(m, "\nedge0_sequences_timeout_total ");
+    CHECKF(tp && atoi(tp + strlen("\nedge0_sequences_timeout_total ")) == timeouts0 + 1 && strstr(m, "\nedge0_active_sequences 0\n"),
+           "timeouts before %d: %s", timeouts0, m);
     /* SIGTERM during a request: exit 0 */
     snprintf(script, sizeof script, "(curl -s -m 10 %s -d '%s' %s/v1/completions >/dev/null &); sleep 0.5", auth, longreq, s.url);
     t_sh(script, NULL, 0);
@@ -523,11 +545,6 @@ static void test_tools(void) {
 
 /* ---- raw sockets, for what curl will not do ---- */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* A connection to base ("http://127.0.0.1:PORT") with a receive timeout; -1 when refused. */
 static int raw_connect(const char *base, double timeout_s) {
