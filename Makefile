@@ -218,6 +218,10 @@ fuzz-ci: fuzz-build fuzz-corpus
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
 # The regression test includes the fuzz targets' code (tests/test_fuzz_regress.c), fuzz_serve's
 # with the serve objects it calls (the pattern rule above, plus those objects).
+# test_serve_api: unit tests of those serve objects (tool calls parsed out of replies).
+$(BUILD)/tests/test_serve_api: tests/test_serve_api.c tests/t.h $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB) $(LDLIBS)
 $(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c tests/t.h $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB) $(wildcard fuzz/*.c fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(FUZZ_SERVE_SRC:%.c=$(BUILD)/obj/%.o) $(LIB) $(LDLIBS)

@@ -4,7 +4,8 @@
  * refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
  * gives them with --jinja (a tool call's JSON-string arguments as an object); a template that
  * does not render them (srv_api_probe) gets the request refused with 400 rather than silently
- * dropping them. Tool calls are not parsed out of the output: they come back as the text. */
+ * dropping them. A whole (non-streamed) reply of <tool_call> blocks, for templates that ask for
+ * them, comes back as message.tool_calls; streamed replies stay text. */
 #include "serve/api.h"
 
 #include <math.h>
@@ -338,6 +339,7 @@ void srv_api_probe(srv_api *a) {
              "[{\"role\":\"user\",\"content\":\"hi\"},%s,{\"role\":\"tool\",\"tool_call_id\":\"call_e0\",\"content\":\"e0_probe_result\"}]",
              call);
     a->caps.tool_responses = renders(a, msgs, t, "e0_probe_result");
+    a->caps.tool_call_tags = a->caps.tools && a->tlen >= 11 && memmem(a->tmpl, a->tlen, "<tool_call>", 11) != NULL;
 }
 
 /* `tools` and `tool_choice` of a chat request: *tools is what the template gets (NULL: none, or
@@ -383,7 +385,7 @@ static int parse_tools(const srv_api *a, json_t *o, json_t **tools, srv_fail *f)
 }
 
 /* A chat request's prompt text: messages (and tools) through the template. */
-static int chat_text(const srv_api *a, json_t *o, char **text, size_t *tl, srv_fail *f) {
+static int chat_text(const srv_api *a, json_t *o, char **text, size_t *tl, bool *with_tools, srv_fail *f) {
     *text = NULL;
     *tl = 0;
     json_t *tools = NULL, *msgs = clean_messages(json_object_get(o, "messages"), f);
@@ -402,6 +404,7 @@ static int chat_text(const srv_api *a, json_t *o, char **text, size_t *tl, srv_f
     if (rc == 0 && !a->tmpl) rc = fail(f, 400, "the model has no chat template (start serve with --chat-template-file)");
     if (rc == 0) rc = parse_tools(a, o, &tools, f);
     if (rc == 0 && render(a, msgs, tools, text, tl, &e) < 0) rc = fail(f, 400, "chat template: %s", e.msg);
+    if (with_tools) *with_tools = tools != NULL;
     json_decref(tools);
     json_decref(msgs);
     return rc;
@@ -413,7 +416,7 @@ json_t *srv_apply_template(const srv_api *a, const char *body, size_t len, srv_f
     char *text = NULL;
     size_t tl = 0;
     json_t *res = NULL;
-    if (chat_text(a, o, &text, &tl, f) == 0) {
+    if (chat_text(a, o, &text, &tl, NULL, f) == 0) {
         json_t *p = srv_json_text(text, tl);
         res = p ? json_pack("{s:o}", "prompt", p) : NULL;
         if (!res) fail(f, 500, "out of memory");
@@ -461,7 +464,7 @@ int srv_parse_job(const srv_api *a, bool chat, const char *body, size_t len, srv
         char *text = NULL;
         size_t tl = 0;
         e0_err e;
-        if (chat_text(a, o, &text, &tl, f) < 0) rc = -1;
+        if (chat_text(a, o, &text, &tl, &j->tools, f) < 0) rc = -1;
         else if (e0_tokenize_prompt(a->tok, text, tl, true, &t, &e) < 0) rc = fail(f, 400, "cannot tokenize the prompt: %s", e.msg);
         free(text);
     } else if (rc == 0) {
@@ -547,12 +550,18 @@ static json_t *ids_json(const int *ids, int n) {
 json_t *srv_response_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
                           const int *ids, int n_ids, const srv_lp *lp, int n_lp) {
     (void)n_lp;
-    json_t *text = srv_json_text(u->text ? u->text : "", u->text_len);
     const char *fin = srv_finish_name(u->finish);
+    size_t content_len = 0;
+    json_t *calls = j->chat && j->tools && a->caps.tool_call_tags && u->finish == SRV_FINISH_STOP
+                        ? srv_parse_tool_calls(u->text ? u->text : "", u->text_len, id, &content_len)
+                        : NULL;
+    json_t *text = calls && content_len == 0 ? json_null() : srv_json_text(u->text ? u->text : "", calls ? content_len : u->text_len);
+    if (calls) fin = "tool_calls";
     json_t *choice = j->chat ? json_pack("{s:i,s:{s:s,s:o},s:s?}", "index", 0, "message", "role", "assistant", "content", text,
                                          "finish_reason", fin)
                              : json_pack("{s:i,s:o,s:s?}", "index", 0, "text", text, "finish_reason", fin);
-    if (!choice) return NULL;
+    if (!choice) return json_decref(calls), NULL;
+    if (calls) json_object_set_new(json_object_get(choice, "message"), "tool_calls", calls);
     json_object_set_new(choice, "logprobs", j->logprobs ? logprobs_json(a, j, lp, n_lp) : json_null());
     if (j->return_tokens) json_object_set_new(choice, "tokens", ids_json(ids, n_ids));
     return json_pack("{s:s,s:s,s:i,s:s,s:[o],s:o}", "id", id, "object", j->chat ? "chat.completion" : "text_completion",

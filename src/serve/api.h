@@ -18,6 +18,7 @@ typedef struct srv_tmpl_caps {
     bool tools;          /* the `tools` variable (function definitions) appears in the prompt */
     bool tool_calls;     /* an assistant message's tool_calls appear */
     bool tool_responses; /* a role "tool" message's content appears */
+    bool tool_call_tags; /* the template asks for <tool_call>{...}</tool_call> replies (parsed back) */
 } srv_tmpl_caps;
 
 /* What requests share: the model, its tokenizer and chat template, the defaults. */
@@ -50,6 +51,7 @@ typedef struct srv_job {
     bool stream, include_usage;
     bool return_tokens;        /* extension: the generated ids in each choice ("tokens") */
     bool logprobs;             /* chat: logprobs=true; completions: logprobs=N given */
+    bool tools;                /* chat: tools went to the template (a whole reply's tool calls are parsed) */
     int *ids;                  /* prompt [n] (malloc'd) */
     int n;
     srv_params p;              /* stop strings owned until handed to srv_req_new */
@@ -69,7 +71,9 @@ int srv_parse_job(const srv_api *a, bool chat, const char *body, size_t len, srv
 /* The OpenAI error object {"error": {"message", "type", "code"}} (a new reference). */
 json_t *srv_error_json(int status, const char *type, const char *msg);
 
-/* Whole response (non-streamed) from the final update: chat.completion or text_completion. */
+/* Whole response (non-streamed) from the final update: chat.completion or text_completion. A chat
+ * reply to a request with tools, from a template with <tool_call> tags, that is content followed
+ * by valid tool-call blocks comes back as message.tool_calls with finish_reason "tool_calls". */
 json_t *srv_response_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
                           const int *ids, int n_ids, const srv_lp *lp, int n_lp);
 /* One stream chunk with the new text (and logprobs) of u; finish: NULL or "stop"/"length". first:

@@ -1,7 +1,9 @@
-/* output.c — stop strings, log-probabilities, UTF-8-safe JSON strings (see output.h). */
+/* output.c — stop strings, log-probabilities, UTF-8-safe JSON strings, tool calls in generated
+ * text (see output.h). */
 #include "serve/output.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,4 +82,46 @@ json_t *srv_json_text(const char *s, size_t n) {
     json_t *j = json_stringn(clean, o);
     free(clean);
     return j;
+}
+
+static size_t skip_space(const char *t, size_t i, size_t n) {
+    while (i < n && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) i++;
+    return i;
+}
+
+json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len) {
+    static const char open_tag[] = "<tool_call>", close_tag[] = "</tool_call>";
+    const size_t ol = sizeof open_tag - 1, cl = sizeof close_tag - 1;
+    const char *first = len >= ol ? memmem(text, len, open_tag, ol) : NULL;
+    if (!first) return NULL;
+    size_t start = (size_t)(first - text), c = start;
+    while (c > 0 && (text[c - 1] == ' ' || text[c - 1] == '\n' || text[c - 1] == '\r' || text[c - 1] == '\t')) c--;
+    json_t *calls = json_array();
+    if (!calls) return NULL;
+    size_t i = start;
+    while (i < len) {
+        if (len - i < ol || memcmp(text + i, open_tag, ol)) goto bad; /* only blocks after the first */
+        i += ol;
+        const char *end = memmem(text + i, len - i, close_tag, cl);
+        if (!end) goto bad;
+        json_t *o = json_loadb(text + i, (size_t)(end - (text + i)), JSON_REJECT_DUPLICATES, NULL);
+        json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
+        if (!json_is_object(o) || !json_is_string(name) || json_string_length(name) == 0 || (args && !json_is_object(args))) {
+            json_decref(o);
+            goto bad;
+        }
+        char *a = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+        char id[96];
+        snprintf(id, sizeof id, "%.64s-%zu", id_prefix, json_array_size(calls));
+        json_t *call = a ? json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function", "function", "name", name, "arguments", a) : NULL;
+        free(a);
+        json_decref(o);
+        if (!call || json_array_append_new(calls, call) < 0) goto bad;
+        i = skip_space(text, (size_t)(end - text) + cl, len);
+    }
+    *content_len = c;
+    return calls;
+bad:
+    json_decref(calls);
+    return NULL;
 }

@@ -23,4 +23,12 @@ void srv_logprobs(const float *logits, int64_t V, int id, int n_top, srv_lp *out
  * NULL only when out of memory. */
 json_t *srv_json_text(const char *s, size_t n);
 
+/* Tool calls in generated text written as Hermes-style templates (Qwen2.5/3, QwQ, Hermes) ask:
+ * blocks `<tool_call>{"name": N, "arguments": {...}}</tool_call>` after optional content. Returns
+ * OpenAI's tool_calls list ([{"id": "<id_prefix>-<i>", "type": "function", "function": {"name",
+ * "arguments": JSON text}}]) and *content_len = the bytes before the first block (trailing
+ * whitespace dropped); NULL when the text is not content + complete, valid blocks (then it is all
+ * content). Only whitespace may separate and follow the blocks. */
+json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len);
+
 #endif
