@@ -375,10 +375,29 @@ static void fs_stops(const uint8_t *d, size_t n) {
     for (int i = 0; i < n_stop; i++) free(stop[i]);
 }
 
+/* The same bytes as a generated reply: tool calls parsed out are well formed, their content a
+ * prefix of the text. */
+static void fs_tool_calls(const char *t, size_t n) {
+    size_t cl = 0;
+    json_t *calls = srv_parse_tool_calls(t, n, "fz", &cl);
+    if (!calls) return;
+    FUZZ_CHECK(json_array_size(calls) > 0 && cl <= n, "tool calls: %zu, content %zu of %zu bytes", json_array_size(calls), cl, n);
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        json_t *fn = json_object_get(c, "function");
+        const char *args = json_string_value(json_object_get(fn, "arguments"));
+        json_t *a = args ? json_loads(args, 0, NULL) : NULL;
+        FUZZ_CHECK(json_string_length(json_object_get(fn, "name")) > 0 && json_is_object(a), "tool call %zu malformed", i);
+        json_decref(a);
+    }
+    json_decref(calls);
+}
+
 int fuzz_serve_one(const uint8_t *data, size_t size) {
     if (size < 1 || size > FUZZ_SERVE_MAX || !fs_tok) return 0;
     int mode = data[0] % 5;
-    if (mode == 4) fs_stops(data + 1, size - 1);
+    if (mode == 4) fs_stops(data + 1, size - 1), fs_tool_calls((const char *)data + 1, size - 1);
     else fs_request(mode, (const char *)data + 1, size - 1);
     return 0;
 }
