@@ -466,7 +466,13 @@ static void test_load_acceptance(void) {
            rss1 - rss0, threads0, threads1);
     CHECKF(threads1 > 0 && threads1 <= threads0, "threads %ld -> %ld", threads0, threads1);
     /* a leak of even 1 KiB per request would be 512 KiB; allow allocator slack of 4 MiB + 5% */
+#ifndef __SANITIZE_ADDRESS__
     CHECKF(rss0 > 0 && rss1 > 0 && rss1 <= rss0 + 4096 + rss0 / 20, "RSS %ld -> %ld KiB", rss0, rss1);
+#else
+    /* ASan's quarantine holds freed memory: RSS says nothing here; its LeakSanitizer checks the
+     * server at exit instead (a leak makes the exit status non-zero: test_sigterm_after_load_exits_0) */
+    CHECK(rss0 > 0 && rss1 > 0);
+#endif
     CHECKF(request("GET", "/health", NULL, false, false, &r) == 0 && r.status == 200, "health after the load");
     free(r.body);
     for (int k = 0; k < N_PROMPTS; k++) json_decref(prompts[k].ref_ids), free(prompts[k].ref_text);
