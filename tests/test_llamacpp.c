@@ -424,11 +424,11 @@ static void check_model(const char *label, const char *path, int with_text, int 
         sfmt(cname, sizeof cname, "%s ids24", label);
         check_logits(&m, cname, tok, 24, "f32", "f32");
         if (!skip_f16_kv) check_logits(&m, cname, tok, 24, "f16", "f16"); /* the default KV type, against llama.cpp's own f16 cache */
-        /* q8_0 keys (llama.cpp quantizes V only with flash attention, which the references keep off):
-         * E0_TEST_KV_Q8=1 only for now — on 2 of 66 quantized MoE synth models (llama-moe q5_1,
-         * qwen3moe q4_0) rows differ by rel_rms 0.05-0.2 with q8_0 keys, outside the tolerance and
-         * not yet explained (issue 10); every f16 comparison passes. */
-        if (kv_q8 && getenv("E0_TEST_KV_Q8")) check_logits(&m, cname, tok, 24, "q8_0", "f16");
+        /* q8_0 keys (llama.cpp quantizes V only with flash attention, which the references keep off).
+         * llama.cpp rotates q and k by a Hadamard matrix around a quantized K cache (kv_rot.c);
+         * before the engine did too, rows differed by rel_rms up to 0.2 (0.14 on the F32
+         * llama-moe model, 1.6e-5 after). */
+        if (kv_q8) check_logits(&m, cname, tok, 24, "q8_0", "f16");
         sfmt(cname, sizeof cname, "%s greedy-ids", label);
         check_greedy(&m, cname, tok, 8);
     }
@@ -1057,7 +1057,9 @@ static void test_synth_mla(void) {
             t_end();
             continue;
         }
-        check_model(label, f32, 0, 1);
+        /* no q8_0 keys: llama.cpp's MLA cache has one type for K and V, and a quantized V needs flash
+         * attention, which the references keep off */
+        check_model(label, f32, 0, 0);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
             sfmt(label, sizeof label, "synth/%s/%s", mla_models[a].name, quant_types[q]);
@@ -1072,9 +1074,15 @@ static void test_synth_mla(void) {
              * scores are 0.0021 apart (a tie) where llama.cpp's are ~0.014 apart, 0.024 in the
              * near-tie unit (just above 0.02) — f16 rounding on top of quantized activations moves
              * the sum of two sigmoid scores further than the rule assumes. Open: a symmetric rule
-             * (our own route gaps too). F32 weights with f16 KV and quantized with f32 KV pass. */
+             * (our own route gaps too). F32 weights with f16 KV and quantized with f32 KV pass.
+             * The same amplification shows on deepseek2-yarn/q5_k (not skipped): llama.cpp's own
+             * f16-KV logits differ from its f32-KV ones by rel_rms 0.02-0.08 from row 0 on; with
+             * E0_SIMD=avx2 our f16 row 10 is 0.075 off where llama.cpp's route gap is 0.022 (just
+             * above the 0.02 near-tie unit); AVX2 with f32 KV matches llama.cpp to 4e-7 except at
+             * two rows, and prompts that differ in one token move whether a row is 1e-7 or 1e-2
+             * off, at both SIMD levels: 8-bit activation rounding boundaries, not a kernel. */
             skip_f16_kv = strstr(mla_models[a].args, "--n-expert-groups") && !getenv("E0_TEST_MLA_GROUPS_F16");
-            check_model(label, qpath, 0, 1);
+            check_model(label, qpath, 0, 0);
             skip_f16_kv = 0;
             drop_model(qpath);
         }
@@ -1114,6 +1122,10 @@ static const struct {
     {"minimax-m2-gqa3-softmax", "--arch minimax-m2 --n-layer 3 --n-embd 192 --n-head 6 --n-head-kv 2 --head-dim 32 "
                                 "--n-rot 16 --gating softmax --n-expert 16 --n-expert-used 4 --n-ff-exp 96"},
     {"minimax-m2-mha5", "--arch minimax-m2 --n-embd 160 --n-head 5 --n-head-kv 5 --head-dim 32 --n-rot 8"},
+    /* feed_forward_length, head counts, expert_used_count and expert_feed_forward_length as
+     * per-layer arrays (llama.cpp's get_key_or_arr), with an MTP block counted in their length */
+    {"glm4moe-layer-arrays-mtp", "--arch glm4moe --layer-arrays --mtp --n-dense-lead 1"},
+    {"minimax-m2-layer-arrays", "--arch minimax-m2 --layer-arrays --n-head 6 --n-head-kv 2 --head-dim 32 --n-embd 192"},
 };
 static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
 

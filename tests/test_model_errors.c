@@ -18,11 +18,14 @@ static char dir[512];
  * left out. */
 typedef struct {
     const char *key;
-    int kind; /* 0: none, 1: u32 value, 2: string value, 3: drop key */
+    int kind; /* 0: none, 1: u32 value, 2: string value, 3: drop key, 4: u32 array of arr_n entries
+               * u32, u32 + 1, u32, ... (arr_same: all u32) */
     uint32_t u32;
     const char *str;
     const char *drop_tensor;
     const char *short_arr; /* a string/number array key to shorten by one element */
+    uint32_t arr_n;
+    int arr_same;
 } mutation;
 
 static int rewrite(const char *src, const char *dst, const mutation *mu) {
@@ -36,6 +39,11 @@ static int rewrite(const char *src, const char *dst, const mutation *mu) {
         if (mu->key && !strcmp(kv->key, mu->key)) {
             if (mu->kind == 1) gguf_writer_kv_u32(w, kv->key, mu->u32);
             else if (mu->kind == 2) gguf_writer_kv_str(w, kv->key, mu->str);
+            else if (mu->kind == 4) {
+                uint32_t a[64];
+                for (uint32_t j = 0; j < mu->arr_n && j < 64; j++) a[j] = mu->u32 + (mu->arr_same ? 0 : (j & 1));
+                gguf_writer_kv_arr(w, kv->key, GGUF_U32, a, mu->arr_n < 64 ? mu->arr_n : 64);
+            }
             continue;
         }
         if (mu->short_arr && !strcmp(kv->key, mu->short_arr) && kv->type == GGUF_ARR) {
@@ -185,6 +193,24 @@ int main(void) {
         unlink(hyb);
     } else {
         t_begin("hybrid models");
+        CHECKF(0, "%s failed", cmd);
+        t_end();
+    }
+
+    /* per-layer arrays (llama.cpp's get_key_or_arr keys) on a glm4moe with an MTP block: 3 blocks */
+    snprintf(hyb, sizeof hyb, "%s/glm4moe.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch glm4moe --n-layer 2 --mtp --type f32 --out %s >/dev/null 2>&1", t_build(), hyb);
+    if (t_sh(cmd, NULL, 0) == 0) {
+        broken_model_at("per-layer head_count_kv that differs between layers", hyb,
+                        (mutation){.key = "glm4moe.attention.head_count_kv", .kind = 4, .u32 = 2, .arr_n = 3}, "differs between layers");
+        broken_model_at("per-layer expert_feed_forward_length of the wrong length", hyb,
+                        (mutation){.key = "glm4moe.expert_feed_forward_length", .kind = 4, .u32 = 64, .arr_n = 2, .arr_same = 1},
+                        "expected 3");
+        broken_model_at("per-layer head_count with a zero entry", hyb,
+                        (mutation){.key = "glm4moe.attention.head_count", .kind = 4, .u32 = 0, .arr_n = 3}, "out of range");
+        unlink(hyb);
+    } else {
+        t_begin("glm4moe per-layer arrays");
         CHECKF(0, "%s failed", cmd);
         t_end();
     }

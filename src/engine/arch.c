@@ -228,6 +228,36 @@ static int get_int(kv_reader *r, enum e0_kv k, int64_t lo, int64_t hi, bool requ
     return 1;
 }
 
+/* A key llama.cpp reads with get_key_or_arr (llama-model.cpp: feed_forward_length, head_count,
+ * head_count_kv, expert_used_count; models/ARCH.cpp: expert_feed_forward_length): a scalar, or an
+ * array of one value per layer (n = block_count entries, the NextN blocks included). This engine keeps one
+ * value per model, so an array is accepted when its entries are equal (what converters write for
+ * uniform models); different values per layer are refused with the key named. */
+static int get_int_array(kv_reader *r, enum e0_kv k, int64_t n, int64_t *out);
+static int get_int_or_layers(kv_reader *r, enum e0_kv k, int64_t n, int64_t lo, int64_t hi, bool required, int64_t *out) {
+    char full[160];
+    e0_arch_key(r->a, k, full, sizeof full);
+    const gguf_kv *kv = NULL;
+    for (uint64_t i = 0; i < r->f->n_kv && !kv; i++)
+        if (!strcmp(r->f->kv[i].key, full)) kv = &r->f->kv[i];
+    if (!kv || kv->type != GGUF_ARR) return get_int(r, k, lo, hi, required, out);
+    if (n < 1 || n > MAX_LAYERS) return e0_fail(r->e, "%s: %s is an array but block_count is unknown", r->f->path, full);
+    int64_t *v = malloc((size_t)n * sizeof *v);
+    if (!v) return e0_fail(r->e, "%s: out of memory reading %s", r->f->path, full);
+    int rc = get_int_array(r, k, n, v);
+    for (int64_t il = 0; rc == 1 && il < n; il++) {
+        if (v[il] < lo || v[il] > hi)
+            rc = e0_fail(r->e, "%s: %s[%lld] = %lld out of range [%lld, %lld]", r->f->path, full, (long long)il,
+                         (long long)v[il], (long long)lo, (long long)hi);
+        else if (v[il] != v[0])
+            rc = e0_fail(r->e, "%s: %s differs between layers (%lld in layer 0, %lld in layer %lld): per-layer "
+                               "values are not supported", r->f->path, full, (long long)v[0], (long long)v[il], (long long)il);
+    }
+    if (rc == 1) *out = v[0];
+    free(v);
+    return rc;
+}
+
 static int get_float(kv_reader *r, enum e0_kv k, bool required, float *out) {
     char full[160];
     e0_arch_key(r->a, k, full, sizeof full);
@@ -556,9 +586,9 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     if (get_int(&r, E0_KV_BLOCK_COUNT, 1, MAX_LAYERS, true, &hp->n_layer) < 0) return -1;
     if (get_int(&r, E0_KV_EMBEDDING_LENGTH, 1, MAX_DIM, true, &hp->n_embd) < 0) return -1;
     if (get_int(&r, E0_KV_CONTEXT_LENGTH, 1, INT32_MAX, true, &hp->n_ctx_train) < 0) return -1;
-    if (get_int(&r, E0_KV_HEAD_COUNT, 1, 4096, true, &hp->n_head) < 0) return -1;
+    if (get_int_or_layers(&r, E0_KV_HEAD_COUNT, hp->n_layer, 1, 4096, true, &hp->n_head) < 0) return -1;
     hp->n_head_kv = hp->n_head;
-    if (get_int(&r, E0_KV_HEAD_COUNT_KV, 1, 4096, false, &hp->n_head_kv) < 0) return -1;
+    if (get_int_or_layers(&r, E0_KV_HEAD_COUNT_KV, hp->n_layer, 1, 4096, false, &hp->n_head_kv) < 0) return -1;
     if (hp->n_head % hp->n_head_kv)
         return e0_fail(e, "%s: head_count %lld is not a multiple of head_count_kv %lld", f->path,
                        (long long)hp->n_head, (long long)hp->n_head_kv);
@@ -585,7 +615,7 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     int64_t max_expert = a->ffn == E0_FFN_DENSE ? 0 : MAX_EXPERTS;
     if (get_int(&r, E0_KV_EXPERT_COUNT, 0, max_expert, a->ffn == E0_FFN_MOE, &hp->n_expert) < 0) return -1;
     if (hp->n_expert > 0) {
-        if (get_int(&r, E0_KV_EXPERT_USED_COUNT, 1, MAX_EXPERTS, true, &hp->n_expert_used) < 0) return -1;
+        if (get_int_or_layers(&r, E0_KV_EXPERT_USED_COUNT, hp->n_layer, 1, MAX_EXPERTS, true, &hp->n_expert_used) < 0) return -1;
         if (hp->n_expert_used > hp->n_expert)
             return e0_fail(e, "%s: expert_used_count %lld > expert_count %lld", f->path,
                            (long long)hp->n_expert_used, (long long)hp->n_expert);
@@ -594,11 +624,11 @@ int e0_arch_read_hparams(const gguf_file *f, e0_hparams *hp, e0_err *e) {
     }
     /* feed_forward_length: the dense FFN, or the experts' width where they have no own key */
     hp->n_ff = 0;
-    if (get_int(&r, E0_KV_FEED_FORWARD_LENGTH, 1, MAX_DIM, hp->n_expert == 0 || !a->expert_ff_key, &hp->n_ff) < 0)
+    if (get_int_or_layers(&r, E0_KV_FEED_FORWARD_LENGTH, hp->n_layer, 1, MAX_DIM, hp->n_expert == 0 || !a->expert_ff_key, &hp->n_ff) < 0)
         return -1;
     hp->n_ff_exp = hp->n_ff;
     if (hp->n_expert > 0 && a->expert_ff_key &&
-        get_int(&r, E0_KV_EXPERT_FEED_FORWARD_LENGTH, 1, MAX_DIM, true, &hp->n_ff_exp) < 0)
+        get_int_or_layers(&r, E0_KV_EXPERT_FEED_FORWARD_LENGTH, hp->n_layer, 1, MAX_DIM, true, &hp->n_ff_exp) < 0)
         return -1;
     if (hp->n_expert > 0 && a->shared_expert &&
         get_int(&r, E0_KV_EXPERT_SHARED_FEED_FORWARD_LENGTH, a->shared_expert_opt ? 0 : 1, MAX_DIM,

@@ -153,6 +153,8 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
         c->kv.dot_k = e0_kernels_of(c->kv.type_k)->vec_dot;
         c->kv.f16_k = c->kv.type_k == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
         c->kv.f16_v = c->kv.type_v == E0_TYPE_F16 && e0_simd_level() >= E0_SIMD_AVX2;
+        c->kv.rot_k = hp->mla ? 0 : e0_kv_rot_k(hp, c->kv.type_k);
+        c->kv.rot_v = hp->mla ? 0 : e0_kv_rot_v(hp, c->kv.type_v);
         /* n_layer * n_ctx rows; fewer with sliding-window layers (their rings: attn_ext.c) and in
          * hybrids (their attention layers only); MLA (deepseek2) keeps only the compressed rows
          * in k, no separate values */

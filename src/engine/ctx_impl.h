@@ -65,6 +65,7 @@ struct e0_ctx {
         size_t q_head;             /* bytes of one head of q in q_type */
         e0_vec_dot_fn dot_k;       /* key row (one head) . q (one head, in q_type) */
         bool f16_k, f16_v;         /* F16 keys / values with AVX2 + F16C: the fused loops of kv_avx2.c */
+        int rot_k, rot_v;          /* Hadamard rotation sizes around quantized keys / values (kv_rot.c; 0: none) */
         size_t bytes_k, bytes_v;   /* of each buffer */
         /* sliding-window layers (attn_ext.c; all 0 / NULL without them): each keeps a ring of
          * swa_rows rows; layer il's rows start at row layer_row0[il], it has layer_rows[il] */
@@ -215,6 +216,14 @@ void e0_kv_load(uint32_t type, const uint8_t *row, float *out, int64_t n);
 /* w [n] rounded to `type` when it is F16 / BF16 (the values stay floats); unchanged otherwise. */
 void e0_kv_round(uint32_t type, float *w, int64_t n);
 void e0_kv_round_f16_avx2(float *w, int64_t n);
+/* ---- kv_rot.c ---- */
+
+/* The Hadamard size llama.cpp rotates q and k (v) by around a quantized K (V) cache; 0: none. */
+int e0_kv_rot_k(const e0_hparams *hp, uint32_t type_k);
+int e0_kv_rot_v(const e0_hparams *hp, uint32_t type_v);
+/* x [n] -> H x, chunk by chunk of nrot (a power of two dividing n), as ggml's fwht computes it. */
+void e0_kv_hadamard(float *x, int64_t n, int nrot);
+
 /* s[h * s_stride] = scale * (F16 key row k . q + h * n) for h < n_h (q rounded to F16 already). */
 void e0_kv_scores_f16_avx2(int64_t n, const uint8_t *k, const float *q, int n_h, float scale, float *s, size_t s_stride);
 /* att + h * n += w[h * w_stride] * (F16 value row v) for h < n_h. */

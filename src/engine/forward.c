@@ -69,6 +69,12 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
             else e0_rope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
+        /* quantized K / V: q, k (v) rotated by llama.cpp's Hadamard matrix first (kv_rot.c) */
+        if (c->kv.rot_k) {
+            e0_kv_hadamard(q, c->q_dim, c->kv.rot_k);
+            e0_kv_hadamard(k, c->kv_dim, c->kv.rot_k);
+        }
+        if (c->kv.rot_v) e0_kv_hadamard(v, c->kv_dim, c->kv.rot_v);
         /* the row of position pos, converted once to the cache types */
         size_t row = e0_kv_layer_row0(sc, il) + e0_kv_slot(sc, il, pos);
         e0_kv_store(c->kv.type_k, k, c->kv_dim, sc->kv.k + row * c->kv.row_k);
@@ -459,6 +465,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
+        if (c->kv.rot_v) e0_kv_hadamard(c->act.att, (int64_t)n_tok * c->q_dim, c->kv.rot_v); /* back from rotated values */
         /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c; hybrid: att *=
          * sigmoid(gate) first); x += attn_out */
         if (hp->mla) {

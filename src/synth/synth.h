@@ -67,6 +67,9 @@ typedef struct synth_params {
     int64_t full_attn_interval; /* every this-many-th layer is full attention */
     int mtp;                   /* 1: one MTP (NextN draft) block after the layers, as the converter
                                   writes it (nextn_predict_layers 1); the engine ignores it */
+    int layer_arrays;          /* 1: feed_forward_length, head_count(_kv), expert_used_count and
+                                  expert_feed_forward_length as arrays of one (equal) entry per
+                                  block, the form llama.cpp's get_key_or_arr also reads */
 } synth_params;
 
 /* What synth_write did. */

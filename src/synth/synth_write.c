@@ -202,6 +202,19 @@ int synth_list_types(const synth_params *p, void (*cb)(void *arg, const char *na
 }
 
 /* ---- metadata ---- */
+/* A hyperparameter llama.cpp reads with get_key_or_arr: a scalar, or with p->layer_arrays an array
+ * of n_blocks equal entries. Nonzero on error (as the gguf_writer_kv_* calls). */
+static int kv_u32_layers(gguf_writer *w, const synth_params *p, const char *key, uint32_t v) {
+    if (!p->layer_arrays) return gguf_writer_kv_u32(w, key, v);
+    const int64_t n = p->n_layer + (p->mtp ? 1 : 0);
+    uint32_t *a = malloc((size_t)n * sizeof *a);
+    if (!a) return -1;
+    for (int64_t i = 0; i < n; i++) a[i] = v;
+    int rc = gguf_writer_kv_arr(w, key, GGUF_U32, a, (uint64_t)n);
+    free(a);
+    return rc;
+}
+
 static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
     const e0_arch_info *ai = e0_arch_get(p->arch);
     const char *a = ai->name;
@@ -217,9 +230,9 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(CONTEXT_LENGTH), (uint32_t)p->n_ctx) ||
              gguf_writer_kv_u32(w, K(EMBEDDING_LENGTH), (uint32_t)p->n_embd) ||
              /* minimax-m2: llama.cpp sizes its experts by feed_forward_length */
-             gguf_writer_kv_u32(w, K(FEED_FORWARD_LENGTH), (uint32_t)(ai->gating_key ? p->n_ff_exp : p->n_ff)) ||
-             gguf_writer_kv_u32(w, K(HEAD_COUNT), (uint32_t)p->n_head) ||
-             gguf_writer_kv_u32(w, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
+             kv_u32_layers(w, p, K(FEED_FORWARD_LENGTH), (uint32_t)(ai->gating_key ? p->n_ff_exp : p->n_ff)) ||
+             kv_u32_layers(w, p, K(HEAD_COUNT), (uint32_t)p->n_head) ||
+             kv_u32_layers(w, p, K(HEAD_COUNT_KV), (uint32_t)(ai->mla ? 1 : p->n_head_kv)) ||
              gguf_writer_kv_u32(w, K(KEY_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank + p->n_rot : p->head_dim)) ||
              gguf_writer_kv_u32(w, K(VALUE_LENGTH), (uint32_t)(ai->mla ? p->kv_lora_rank : p->head_dim)) ||
              gguf_writer_kv_f32(w, K(RMS_EPS), (float)p->rms_eps) ||
@@ -227,9 +240,9 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_u32(w, K(ROPE_DIMENSION_COUNT), (uint32_t)(p->n_rot ? p->n_rot : p->head_dim)); /* MLA, hybrids */
     if (!rc && p->n_expert)
         rc = gguf_writer_kv_u32(w, K(EXPERT_COUNT), (uint32_t)p->n_expert) ||
-             gguf_writer_kv_u32(w, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
+             kv_u32_layers(w, p, K(EXPERT_USED_COUNT), (uint32_t)p->n_expert_used);
     if (!rc && p->n_expert && ai->expert_ff_key)
-        rc = gguf_writer_kv_u32(w, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
+        rc = kv_u32_layers(w, p, K(EXPERT_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_exp);
     if (!rc && p->n_expert && ai->shared_expert && (p->n_ff_shexp || !ai->shared_expert_opt))
         rc = gguf_writer_kv_u32(w, K(EXPERT_SHARED_FEED_FORWARD_LENGTH), (uint32_t)p->n_ff_shexp);
     if (!rc && ai->granite_scales) /* granite-3.0's multipliers (attention: 1/64, not 1/sqrt(head_dim)) */
