@@ -170,6 +170,9 @@ json_t *compare_server_summary(json_t *processes);
  * per-interval tok/s over time (least squares, tok/s per minute), their medians, and the first
  * ok process's per-interval series {t_s, tokens_per_second}. */
 json_t *compare_sustained_summary(const json_t *processes);
+/* SVG of a --mode server report: output tok/s and TTFT p99 against the request rate, a line per
+ * engine (compare writes it as DIR/server.svg). */
+char *compare_server_svg(const json_t *report);
 /* Markdown of a compare report's server, sustained and depth results ("" when none). */
 void report_md_modes(e0_strbuf *b, const json_t *report);
 

@@ -637,7 +637,13 @@ static int write_reports(const compare_opts *o, json_t *report) {
     if (!rc && write_text_file(path, svg, &e)) rc = bench_error("%s", e.msg);
     free(md);
     free(svg);
-    if (!rc) bench_progress("wrote %s/report.json, report.md, report.svg", o->out);
+    if (!rc && !strcmp(o->mode, "server")) { /* the throughput/latency curve over the rates */
+        char *curve = compare_server_svg(report);
+        snprintf(path, sizeof path, "%s/server.svg", o->out);
+        if (!curve || write_text_file(path, curve, &e)) rc = bench_error("%s", curve ? e.msg : "out of memory");
+        free(curve);
+    }
+    if (!rc) bench_progress("wrote %s/report.json, report.md, report.svg%s", o->out, !strcmp(o->mode, "server") ? ", server.svg" : "");
     return rc;
 }
 

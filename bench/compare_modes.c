@@ -268,3 +268,84 @@ void report_md_modes(e0_strbuf *b, const json_t *r) {
     else if (!strcmp(mode, "sustained")) put_sustained(b, r);
     else if (!strcmp(mode, "depth")) put_depth(b, r);
 }
+
+/* ---- SVG: the throughput/latency curve of --mode server over its rates ---- */
+
+#define CW 900
+#define CL 80
+#define CR 700
+#define CH 220
+static const char *const CURVE_COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+
+static double nice_top(double max) {
+    if (!(max > 0)) return 1;
+    double p = pow(10, floor(log10(max)));
+    static const double steps[] = {1, 2, 5, 10};
+    for (int i = 0; i < 4; i++)
+        if (steps[i] * p >= max * 1.05) return steps[i] * p;
+    return 10 * p;
+}
+
+/* The value a curve plots for configuration c: output tok/s, or TTFT p99 in ms. */
+static double curve_value(const json_t *c, int latency) {
+    const json_t *s = get(c, "server");
+    return latency ? 1000 * num(get(get(s, "ttft_s"), "p99")) : num(get(s, "output_token_throughput"));
+}
+
+static void curve_panel(e0_strbuf *b, const json_t *configs, const char *const *eng, int n_eng, double x_top, int latency, double y0) {
+    double max = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(configs, i, c) if (get(get(c, "load_point"), "rate") && curve_value(c, latency) > max) max = curve_value(c, latency);
+    double top = nice_top(max), base = y0 + CH;
+    e0_sb_printf(b, "<text x=\"%d\" y=\"%.0f\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", CL, y0 - 12,
+                 latency ? "TTFT p99 (ms) against request rate" : "Output tokens/s against request rate");
+    for (int t = 0; t <= 4; t++) {
+        double y = base - CH * t / 4.0, x = CL + (CR - CL) * t / 4.0;
+        e0_sb_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", CL, y, CR, y);
+        e0_sb_printf(b, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n", CL - 6, y + 4, top * t / 4.0);
+        e0_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n", x, base + 16, x_top * t / 4.0);
+    }
+    e0_sb_printf(b, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">req/s</text>\n", CR, base + 30);
+    for (int k = 0; k < n_eng; k++) {
+        const char *color = CURVE_COLORS[k % 6];
+        e0_sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        json_array_foreach(configs, i, c) {
+            double v = curve_value(c, latency);
+            if (!get(get(c, "load_point"), "rate") || strcmp(json_string_value(get(c, "engine_name")), eng[k]) || isnan(v)) continue;
+            e0_sb_printf(b, "%.1f,%.1f ", CL + (CR - CL) * num(get(get(c, "load_point"), "rate")) / x_top, base - CH * v / top);
+        }
+        e0_sb_printf(b, "\"/>\n");
+        e0_sb_printf(b, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" fill=\"%s\">", CR + 12, y0 + 16 * (k + 1), color);
+        for (const char *p = eng[k]; *p; p++) e0_sb_printf(b, *p == '<' ? "&lt;" : *p == '&' ? "&amp;" : "%c", *p);
+        e0_sb_printf(b, "</text>\n");
+    }
+}
+
+char *compare_server_svg(const json_t *r) {
+    const json_t *configs = get(r, "configurations");
+    const char *eng[16];
+    int n_eng = 0;
+    double x_top = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(configs, i, c) {
+        const char *e = json_string_value(get(c, "engine_name"));
+        int seen = 0;
+        for (int k = 0; k < n_eng; k++) seen |= e && !strcmp(eng[k], e);
+        if (e && !seen && n_eng < 16) eng[n_eng++] = e;
+        if (get(get(c, "load_point"), "rate")) x_top = fmax(x_top, num(get(get(c, "load_point"), "rate")));
+    }
+    x_top = nice_top(x_top);
+    e0_strbuf b = {0};
+    int h = 2 * CH + 200;
+    e0_sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
+                 CW, h, CW, h, CW, h);
+    e0_sb_printf(&b, "<text x=\"%d\" y=\"22\" font-size=\"13\" fill=\"#555\">edge0-bench compare --mode server: one line per engine "
+                 "over its Poisson rates</text>\n", CL);
+    curve_panel(&b, configs, eng, n_eng, x_top, 0, 60);
+    curve_panel(&b, configs, eng, n_eng, x_top, 1, 60 + CH + 90);
+    e0_sb_printf(&b, "</svg>\n");
+    return e0_sb_take(&b);
+}

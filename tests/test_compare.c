@@ -265,6 +265,9 @@ static void test_server_mode(void) {
     }
     CHECK(sh("grep -c '## Server load' '%s/server/report.md'", dir) == 0 && atoi(out) == 1);
     CHECK(sh("grep -c '2 clients' '%s/server/report.md'", dir) == 0 && atoi(out) == 2);
+    /* the curve: a polyline per engine and panel, one point per rate */
+    CHECK(sh("grep -c '<polyline' '%s/server/server.svg'", dir) == 0 && atoi(out) == 4);
+    CHECK(sh("grep -o 'points=\"[^\"]*\"' '%s/server/server.svg' | head -1 | tr ' ' '\\n' | grep -c ,", dir) == 0 && atoi(out) == 2);
     /* --server-url: edge0 measured at a server already running (not started by compare) */
     rc = sh("'%s' compare --model '%s' --out '%s/server-url' --engines edge0,openai=%s --server-url edge0=%s --mode server "
             "--rates 8 --requests 4 --rounds 1 --cooldown 0 --prompt short --threads 2 --prompt-len 8 --output-len 4",
