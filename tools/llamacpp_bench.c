@@ -579,7 +579,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         free(s);
         fprintf(stderr, "run %ld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %ld decode steps %.2f tok/s\n",
-                run, n_prompt, r.prefill_s, n_prompt / r.prefill_s, a.ntok, (double)a.ntok / r.decode_s);
+                run, n_prompt, r.prefill_s, n_prompt / r.prefill_s, r.n_decode, (double)r.n_decode / r.decode_s);
     }
     free(r.itl);
     free(r.series_t);
