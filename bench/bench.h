@@ -129,6 +129,53 @@ void openai_close(openai_engine *o);
  * (greedy, ignore_eos, cache_prompt false). NULL + error on any failed request. */
 json_t *openai_row(const openai_engine *o, const char *ids_json, int warmup, int ntok, int batch, double timeout, e0_err *e);
 
+/* ---- the load workload as a library (load.c), for `compare --mode server` ---- */
+typedef struct load_point_spec {
+    const char *url, *model, *api_key; /* the endpoint, the request's "model" */
+    const char *const *prompt_json;    /* [n_prompts] JSON values sent as "prompt" (token id arrays) */
+    const int *max_tokens;             /* [n_prompts] output tokens of each (ignore_eos: exactly these) */
+    int n_prompts, n_requests;         /* request i takes prompt i % n_prompts */
+    int max_inflight;                  /* client connections at once */
+    double rate;                       /* Poisson arrivals per second; 0 = closed loop: max_inflight
+                                        * clients sending back to back */
+    int64_t seed;
+    double duration, timeout, slo_ttft, slo_tpot; /* 0 = no limit, 600 s, 2 s, 0.2 s */
+} load_point_spec;
+/* One load point, as one rate of `edge0-bench load` (load.json's "rates" entry) plus "samples":
+ * every TTFT, TPOT, ITL and end-to-end latency (seconds); requests carry ignore_eos and
+ * cache_prompt false. NULL + error when it could not run at all. */
+json_t *load_point_run(const load_point_spec *s, e0_err *e);
+
+/* ---- a server process the harness starts and stops (server_proc.c) ---- */
+typedef struct server_proc {
+    int pid;
+    char url[64];   /* http://127.0.0.1:PORT, from the "listening on" line of its stderr */
+    char log[4200]; /* its stderr */
+} server_proc;
+/* Start argv (stderr to log_path) and wait up to timeout_s for "listening on http://HOST:PORT"
+ * on its stderr; -1 + error (the log's last line) when it exits or does not listen in time. */
+int server_start(char *const *argv, const char *log_path, double timeout_s, server_proc *sp, e0_err *e);
+/* VmHWM of the server now (bytes), -1 when unknown. */
+long long server_peak_rss(const server_proc *sp);
+/* SIGTERM, up to grace_s seconds, then SIGKILL; reaped. */
+void server_stop(server_proc *sp, double grace_s);
+
+/* ---- the compare modes beyond single/batch (compare_modes.c) ---- */
+/* A --mode server configuration's summary over its ok processes (rounds): request counts summed
+ * (scheduled, ok, failed, cancelled, not_sent, failure_reasons), TTFT, TPOT, ITL and end-to-end
+ * latency pooled over every request ({n, mean, min, p50, p90, p95, p99, max}, seconds), the
+ * median request, output-token and goodput throughput; drops each row's raw "samples". */
+json_t *compare_server_summary(json_t *processes);
+/* A --mode sustained configuration's summary: per process its mean tok/s and the slope of the
+ * per-interval tok/s over time (least squares, tok/s per minute), their medians, and the first
+ * ok process's per-interval series {t_s, tokens_per_second}. */
+json_t *compare_sustained_summary(const json_t *processes);
+/* SVG of a --mode server report: output tok/s and TTFT p99 against the request rate, a line per
+ * engine (compare writes it as DIR/server.svg). */
+char *compare_server_svg(const json_t *report);
+/* Markdown of a compare report's server, sustained and depth results ("" when none). */
+void report_md_modes(e0_strbuf *b, const json_t *report);
+
 /* ---- metrics and reports (report_common.c) ---- */
 typedef struct metric_def {
     const char *key;   /* dotted path in a row, also the metric's name in report.json */

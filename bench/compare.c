@@ -28,6 +28,7 @@
 
 #define MAX_ENGINES 8
 #define MAX_IDS (1 << 20)
+#define MAX_CFG (MAX_ENGINES * 32) /* engines x (batch sizes, load points or depth rows) */
 
 static const char COMPARE_USAGE[] =
     "usage: edge0-bench compare --model F --out DIR [--engines edge0,llama.cpp] [options]\n"
@@ -51,19 +52,36 @@ static const char COMPARE_USAGE[] =
     "  --context N         every engine's KV cache [prompt + warmup + ntok, rounded up to 256]\n"
     "  --cooldown S        idle seconds between processes [10]\n"
     "  --timeout S         a process running longer is stopped and recorded as failed [3600]\n"
-    "  --mode single|batch single: one sequence; batch: --batch-size B concurrent identical streams\n"
-    "                      per measurement, openai engines only [single]\n"
+    "  --mode MODE         single: one sequence [default]; batch: --batch-size B concurrent identical\n"
+    "                      streams per measurement, openai engines only; server, sustained, depth: below\n"
     "  --batch-size LIST   batch sizes for --mode batch, at most 64 [1,4,16]\n"
     "  --simd avx2         both engines at the AVX2 level on a machine with AVX-512: edge0 with\n"
     "                      E0_SIMD=avx2, llama.cpp with only its haswell (AVX2) CPU backend\n"
-    "  --memory-cap P      every process under a cgroup memory limit of P%% of the model file\n"
+    "  --memory-cap P      every process under a cgroup memory limit of P% of the model file\n"
     "                      (page cache included; tools/memcap.sh: needs root and cgroup v1)\n"
     "  --raw               keep each process's stdout and stderr in DIR/raw/\n"
     "\n"
+    "--mode server: each engine's server per round (edge0: edge0-infer serve started here on a free\n"
+    "port; openai=URL, or --server-url E=URL for edge0 or llama.cpp: one already running; the\n"
+    "npm llama.cpp has no llama-server), every load point against it: TTFT, ITL, TPOT, end-to-end\n"
+    "p50/p90/p99, throughput, errors per engine and point\n"
+    "  --rates LIST        Poisson arrivals, requests/s (a seeded schedule) [1]\n"
+    "  --concurrency LIST  closed loop: N clients back to back (at most 64)\n"
+    "  --requests N        per load point and round [16]     --seed S   lengths and arrivals [42]\n"
+    "  --prompt-len N      median prompt tokens (the first N ids of --prompt) [64]\n"
+    "  --output-len N      median output tokens (exact: ignore_eos) [32]\n"
+    "  --length-dist D     lognormal (sigma 0.8, ShareGPT-like) or fixed [lognormal]\n"
+    "  --parallel N        slots of the edge0 serve started here [4, or the largest --concurrency]\n"
+    "  --server-url E=URL  engine E (edge0, llama.cpp) measured at that server\n"
+    "--mode sustained: decode for --duration S seconds per process [60]: mean tok/s, its slope\n"
+    "  over time (tok/s per minute) and the per-second series\n"
+    "--depth D[,D...] (--mode depth): llama-bench's -d: ppP (--depth-prompt P [512]) and tgN\n"
+    "  (--ntok N) with D tokens already in the KV cache, each engine a process per row\n"
+    "\n"
     "An openai engine is measured from the client (TTFT = prefill; requests carry cache_prompt\n"
     "false and ignore_eos); its model file and KV types are checked where /v1/models says them\n"
-    "(edge0-infer serve does), else reported as not verified. The server workload (Poisson\n"
-    "arrivals, goodput) is `edge0-bench load`.\n"
+    "(edge0-infer serve does), else reported as not verified. `edge0-bench load` is the server\n"
+    "workload against one endpoint (--mode server runs it side by side).\n"
     "\n"
     "Exit status: 0 when the comparison is valid and every engine has a successful process; 1\n"
     "when it was refused (the reason is printed and in the report) or an engine never succeeded.\n";
@@ -95,6 +113,18 @@ typedef struct compare_opts {
     int n_eng;
     int64_t batch[8];                  /* --batch-size list (--mode batch) */
     int n_batch;
+    /* --mode server: the load points (a rate in requests/s, or a closed-loop concurrency) */
+    double rates[16];
+    int64_t conc[16];
+    int n_rates, n_conc, n_points;
+    int64_t requests, prompt_len, output_len, seed, parallel;
+    const char *length_dist;
+    const char *server_url[MAX_ENGINES]; /* --server-url E=URL: engine E is measured at that server */
+    /* --mode sustained */
+    double duration;
+    /* --depth: the long-context rows (prompt processing and generation at each KV depth) */
+    int64_t depth[16], depth_prompt;
+    int n_depth;
     int64_t rounds, warmup, ntok, threads, context, cap_percent;
     double cooldown, timeout;
     int raw;
@@ -146,10 +176,38 @@ static int parse_engines(const char *s, compare_opts *o) {
     return 0;
 }
 
+/* The flags of each --mode against the engines: one clear error, or 0. */
+static int check_mode_flags(compare_opts *o, int n_server_urls) {
+    const char *m = o->mode;
+    int server = !strcmp(m, "server"), sustained = !strcmp(m, "sustained"), depth = !strcmp(m, "depth");
+    if (!server && (o->n_rates || o->n_conc || n_server_urls))
+        return bench_error("--rates, --concurrency and --server-url need --mode server");
+    if (!sustained && o->duration > 0) return bench_error("--duration needs --mode sustained");
+    if (!depth && o->n_depth) return bench_error("--depth is its own workload: not with --mode %s", m);
+    if (depth && !o->n_depth) return bench_error("--mode depth needs --depth D[,D...]");
+    if (server) {
+        if (!o->n_rates && !o->n_conc) o->n_rates = 1, o->rates[0] = 1;
+        o->n_points = o->n_rates + o->n_conc;
+        if (strcmp(o->length_dist, "lognormal") && strcmp(o->length_dist, "fixed"))
+            return bench_error("--length-dist: lognormal or fixed (got '%s')", o->length_dist);
+        if (!o->parallel) {
+            o->parallel = 4;
+            for (int k = 0; k < o->n_conc; k++) o->parallel = o->conc[k] > o->parallel ? o->conc[k] : o->parallel;
+        }
+    }
+    if (sustained && o->duration <= 0) o->duration = 60;
+    for (int i = 0; (sustained || depth) && i < o->n_eng; i++)
+        if (o->eng[i]->kind == ENG_OPENAI)
+            return bench_error("--mode %s: %s is a server; this mode runs the engines' processes (edge0, llama.cpp)", m, o->name[i]);
+    if (depth) o->n_points = 2 * o->n_depth; /* a prompt-processing and a generation row per depth */
+    if (depth && !o->depth_prompt && !o->ntok) return bench_error("--depth: --depth-prompt and --ntok are both 0");
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, compare_opts *o) {
     e0_err e;
-    const char *engines = "edge0,llama.cpp", *overrides[MAX_ENGINES];
-    int n_over = 0;
+    const char *engines = "edge0,llama.cpp", *overrides[MAX_ENGINES], *server_urls[MAX_ENGINES];
+    int n_over = 0, n_surl = 0;
     o->prompt = "medium";
     o->mode = "single";
     o->rounds = 3;
@@ -157,6 +215,12 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
     o->ntok = 50;
     o->cooldown = 10;
     o->timeout = 3600;
+    o->requests = 16;
+    o->prompt_len = 64;
+    o->output_len = 32;
+    o->seed = 42;
+    o->length_dist = "lognormal";
+    o->depth_prompt = 512;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -172,13 +236,20 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         const char **dst = !strcmp(a, "--model") ? &o->model : !strcmp(a, "--out") ? &o->out : !strcmp(a, "--cli") ? &o->cli
                          : !strcmp(a, "--llamacpp") ? &o->llamacpp : !strcmp(a, "--prompt") ? &o->prompt
                          : !strcmp(a, "--mode") ? &o->mode : !strcmp(a, "--engines") ? &engines
-                         : !strcmp(a, "--api-key") ? &o->api_key : !strcmp(a, "--simd") ? &o->simd : NULL;
+                         : !strcmp(a, "--api-key") ? &o->api_key : !strcmp(a, "--simd") ? &o->simd
+                         : !strcmp(a, "--length-dist") ? &o->length_dist : NULL;
         int64_t *num = !strcmp(a, "--rounds") ? &o->rounds : !strcmp(a, "--warmup") ? &o->warmup : !strcmp(a, "--ntok") ? &o->ntok
                      : !strcmp(a, "--threads") ? &o->threads : !strcmp(a, "--context") ? &o->context
-                     : !strcmp(a, "--memory-cap") ? &o->cap_percent : NULL;
-        double *real = !strcmp(a, "--cooldown") ? &o->cooldown : !strcmp(a, "--timeout") ? &o->timeout : NULL;
+                     : !strcmp(a, "--memory-cap") ? &o->cap_percent : !strcmp(a, "--requests") ? &o->requests
+                     : !strcmp(a, "--prompt-len") ? &o->prompt_len : !strcmp(a, "--output-len") ? &o->output_len
+                     : !strcmp(a, "--seed") ? &o->seed : !strcmp(a, "--parallel") ? &o->parallel
+                     : !strcmp(a, "--depth-prompt") ? &o->depth_prompt : NULL;
+        double *real = !strcmp(a, "--cooldown") ? &o->cooldown : !strcmp(a, "--timeout") ? &o->timeout
+                     : !strcmp(a, "--duration") ? &o->duration : NULL;
+        int64_t lo = !strcmp(a, "--warmup") || !strcmp(a, "--seed") || !strcmp(a, "--depth-prompt") ? 0 : 1;
+        int64_t hi = !strcmp(a, "--requests") ? 4096 : !strcmp(a, "--parallel") ? 64 : 1 << 24;
         if (dst) *dst = v;
-        else if (num && e0_parse_i64(v, !strcmp(a, "--warmup") ? 0 : 1, 1 << 24, num, a, &e)) return bench_error("%s", e.msg);
+        else if (num && e0_parse_i64(v, lo, hi, num, a, &e)) return bench_error("%s", e.msg);
         else if (real && e0_parse_f64(v, !strcmp(a, "--timeout") ? 1 : 0, 7 * 86400, real, a, &e)) return bench_error("%s", e.msg);
         else if (!strcmp(a, "--batch-size")) {
             char b[256];
@@ -188,6 +259,31 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
                 if (o->n_batch == 8) return bench_error("--batch-size: at most 8 sizes");
                 if (e0_parse_i64(t, 1, OPENAI_MAX_BATCH, &o->batch[o->n_batch++], a, &e)) return bench_error("%s", e.msg);
             }
+        } else if (!strcmp(a, "--rates") || !strcmp(a, "--rate")) {
+            char b[512];
+            if (strlen(v) >= sizeof b) return bench_error("%s: list too long", a);
+            snprintf(b, sizeof b, "%s", v);
+            o->n_rates = 0;
+            for (char *sv, *t = strtok_r(b, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+                if (o->n_rates == 16) return bench_error("%s: at most 16 rates", a);
+                if (e0_parse_f64(t, 1e-3, 1e5, &o->rates[o->n_rates++], a, &e)) return bench_error("%s", e.msg);
+            }
+        } else if (!strcmp(a, "--concurrency") || !strcmp(a, "--depth")) {
+            int is_depth = !strcmp(a, "--depth");
+            int64_t *list = is_depth ? o->depth : o->conc;
+            int *n = is_depth ? &o->n_depth : &o->n_conc;
+            char b[512];
+            if (strlen(v) >= sizeof b) return bench_error("%s: list too long", a);
+            snprintf(b, sizeof b, "%s", v);
+            *n = 0;
+            for (char *sv, *t = strtok_r(b, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+                if (*n == 16) return bench_error("%s: at most 16 values", a);
+                if (e0_parse_i64(t, is_depth ? 0 : 1, is_depth ? 1 << 24 : 64, &list[(*n)++], a, &e)) return bench_error("%s", e.msg);
+            }
+        } else if (!strcmp(a, "--server-url")) {
+            if (!strchr(v, '=')) return bench_error("--server-url: expected ENGINE=http://HOST:PORT, got '%s'", v);
+            if (n_surl == MAX_ENGINES) return bench_error("--server-url: at most %d", MAX_ENGINES);
+            server_urls[n_surl++] = v;
         } else if (!strcmp(a, "--engine-model")) {
             if (!strchr(v, '=')) return bench_error("--engine-model: expected ENGINE=FILE, got '%s'", v);
             if (n_over == MAX_ENGINES) return bench_error("--engine-model: at most %d", MAX_ENGINES);
@@ -198,9 +294,28 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
     if (!o->model || !o->out) return bench_error("compare needs --model and --out (see --help)");
     if (o->cap_percent > 1000) return bench_error("--memory-cap: a percentage of the model file, at most 1000 (got %lld)", (long long)o->cap_percent);
     if (o->cap_percent && access("tools/memcap.sh", R_OK) != 0) return bench_error("--memory-cap needs tools/memcap.sh: run from the source tree");
-    if (strcmp(o->mode, "single") && strcmp(o->mode, "batch"))
-        return bench_error("--mode %s: single or batch (for the server workload see `edge0-bench load`)", o->mode);
+    if (o->n_depth && !strcmp(o->mode, "single")) o->mode = "depth";
+    if (strcmp(o->mode, "single") && strcmp(o->mode, "batch") && strcmp(o->mode, "server") && strcmp(o->mode, "sustained") &&
+        strcmp(o->mode, "depth"))
+        return bench_error("--mode %s: single, batch, server, sustained or depth", o->mode);
     if (parse_engines(engines, o)) return 1;
+    if (check_mode_flags(o, n_surl)) return 1;
+    for (int k = 0; k < n_surl; k++) {
+        const char *eq = strchr(server_urls[k], '=');
+        int found = -1;
+        for (int i = 0; i < o->n_eng; i++)
+            if (strlen(o->name[i]) == (size_t)(eq - server_urls[k]) && !strncmp(o->name[i], server_urls[k], (size_t)(eq - server_urls[k])))
+                found = i;
+        if (found < 0 || o->eng[found]->kind == ENG_OPENAI)
+            return bench_error("--server-url %s: that engine is not an edge0 or llama.cpp engine of --engines", server_urls[k]);
+        http_url u;
+        if (http_parse_url(eq + 1, &u, &e)) return bench_error("--server-url %s", e.msg);
+        o->server_url[found] = eq + 1;
+    }
+    for (int i = 0; !strcmp(o->mode, "server") && i < o->n_eng; i++)
+        if (o->eng[i]->kind == ENG_LLAMACPP && !o->server_url[i])
+            return bench_error("--mode server: %s has no server here (node-llama-cpp@3.21.1 ships libllama, not llama-server): "
+                               "start llama-server yourself and give --server-url %s=http://HOST:PORT", o->name[i], o->name[i]);
     if (!strcmp(o->mode, "batch")) {
         if (!o->n_batch) o->n_batch = 3, o->batch[0] = 1, o->batch[1] = 4, o->batch[2] = 16;
         for (int i = 0; i < o->n_eng; i++)
@@ -211,7 +326,7 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         return bench_error("--batch-size needs --mode batch");
     }
     if (o->simd && strcmp(o->simd, "avx2")) return bench_error("--simd: only avx2 (got '%s')", o->simd);
-    if (o->n_eng * (o->n_batch ? o->n_batch : 1) < 2)
+    if (o->n_eng * (o->n_batch ? o->n_batch : o->n_points ? o->n_points : 1) < 2)
         return bench_error("--engines: give at least two engines to compare (or, in --mode batch, two batch sizes)");
     for (int i = 0; i < o->n_eng; i++) o->model_of[i] = o->model;
     for (int k = 0; k < n_over; k++) {
@@ -288,9 +403,19 @@ static int make_ids(compare_opts *o, const char *prompt_path, char *ids_path, si
     return 0;
 }
 
-/* argv of one process of engine i (under tools/memcap.sh with --memory-cap); numbers in nums. */
-static char **engine_argv(const compare_opts *o, int i, const char *ids_path, char nums[5][32]) {
-    char **v = calloc(28, sizeof *v);
+/* The depth row `sub` of --mode depth: depth index sub / 2; even = prompt processing, odd = generation. */
+static int64_t depth_of(const compare_opts *o, int sub) { return o->depth[sub / 2]; }
+static int depth_is_pp(int sub) { return sub % 2 == 0; }
+/* The KV cache of a depth row: depth + its test, rounded up to 256. */
+static int64_t depth_context(const compare_opts *o, int sub) {
+    int64_t n = depth_of(o, sub) + (depth_is_pp(sub) ? o->depth_prompt : o->ntok);
+    return (n + 255) / 256 * 256;
+}
+
+/* argv of one process of engine i (under tools/memcap.sh with --memory-cap); numbers in nums;
+ * sub: the depth row in --mode depth. */
+static char **engine_argv(const compare_opts *o, int i, const char *ids_path, char nums[9][32], int sub) {
+    char **v = calloc(40, sizeof *v);
     if (!v) return NULL;
     snprintf(nums[0], 32, "%lld", (long long)o->warmup);
     snprintf(nums[1], 32, "%lld", (long long)o->ntok);
@@ -305,6 +430,27 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
         for (size_t k = 0; k < sizeof cap / sizeof *cap; k++) v[n++] = (char *)cap[k];
     }
     const engine_def *d = o->eng[i];
+    if (!strcmp(o->mode, "depth")) { /* llama-bench's -d: one test (ppP or tgN) at depth D, one timed repetition */
+        int pp = depth_is_pp(sub);
+        snprintf(nums[0], 32, "%lld", pp ? (long long)o->depth_prompt : 0LL);
+        snprintf(nums[1], 32, "%lld", pp ? 0LL : (long long)o->ntok);
+        snprintf(nums[3], 32, "%lld", (long long)depth_context(o, sub));
+        snprintf(nums[5], 32, "%lld", (long long)depth_of(o, sub));
+        if (d->kind == ENG_EDGE0) {
+            const char *a[] = {o->cli, "bench", "-m", o->model_of[i], "-o", "jsonl", "-r", "1", "-b", "256"};
+            for (size_t k = 0; k < sizeof a / sizeof *a; k++) v[n++] = (char *)a[k];
+        } else {
+            const char *a[] = {o->llamacpp, "--model", o->model_of[i], "-r", "1"};
+            for (size_t k = 0; k < sizeof a / sizeof *a; k++) v[n++] = (char *)a[k];
+        }
+        const char *t[] = {"-p", nums[0], "-n", nums[1], "-d", nums[5], "-t", nums[2], "-c", nums[3]};
+        for (size_t k = 0; k < sizeof t / sizeof *t; k++) v[n++] = (char *)t[k];
+        if (!o->warmup) v[n++] = "--no-warmup";
+        if (d->flag) v[n++] = (char *)d->flag;
+        if (d->kind == ENG_LLAMACPP && o->backend_dir[0]) v[n++] = "--backend-dir", v[n++] = (char *)o->backend_dir;
+        v[n] = NULL;
+        return v;
+    }
     if (d->kind == ENG_EDGE0) {
         const char *a[] = {o->cli, "bench", "--model", o->model_of[i], "--tokens-file", ids_path, "--runs", "1"};
         for (size_t k = 0; k < sizeof a / sizeof *a; k++) v[n++] = (char *)a[k];
@@ -316,6 +462,11 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     for (size_t k = 0; k < sizeof common / sizeof *common; k++) v[n++] = (char *)common[k];
     if (d->flag) v[n++] = (char *)d->flag;
     if (d->kind == ENG_LLAMACPP && o->backend_dir[0]) v[n++] = "--backend-dir", v[n++] = (char *)o->backend_dir;
+    if (!strcmp(o->mode, "sustained")) { /* decode for --duration seconds; the context restarts at the prompt */
+        snprintf(nums[6], 32, "%g", o->duration);
+        if (d->kind == ENG_EDGE0) v[n++] = "--mode", v[n++] = "sustained";
+        v[n++] = "--duration", v[n++] = nums[6];
+    }
     v[n] = NULL;
     return v;
 }
@@ -391,7 +542,7 @@ static void check_terms(json_t *engines, int64_t n_ids, json_t *reasons, json_t 
             if (strcmp(json_string_value(json_object_get(p, "status")), "ok")) continue;
             json_t *t = terms_of(json_object_get(p, "row"));
             const char *name = json_string_value(json_object_get(e, "name"));
-            if (json_integer_value(json_object_get(t, "n_prompt")) != n_ids) {
+            if (n_ids >= 0 && json_integer_value(json_object_get(t, "n_prompt")) != n_ids) {
                 char buf[256];
                 snprintf(buf, sizeof buf, "%s saw %lld prompt tokens, not the %lld ids given", name,
                          (long long)json_integer_value(json_object_get(t, "n_prompt")), (long long)n_ids);
@@ -424,6 +575,16 @@ static void check_terms(json_t *engines, int64_t n_ids, json_t *reasons, json_t 
     json_decref(ref);
 }
 
+/* Two configurations at the same workload point (batch size, load point, depth row). */
+static int same_slot(const json_t *a, const json_t *b) {
+    static const char *const keys[] = {"batch_size", "load_point", "depth"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const json_t *x = json_object_get(a, keys[k]), *y = json_object_get(b, keys[k]);
+        if ((x || y) && !json_equal(x, y)) return 0;
+    }
+    return 1;
+}
+
 /* Per engine after the first: the first engine's median over this engine's, per metric (for
  * tok/s above 1 means the first is faster; for seconds and bytes, that the first is slower). */
 static json_t *ratios_json(json_t *engines) {
@@ -437,7 +598,7 @@ static json_t *ratios_json(json_t *engines) {
         const json_t *ref = NULL;
         json_array_foreach(engines, j, f) {
             if (j >= i) break;
-            if (json_equal(json_object_get(f, "batch_size"), json_object_get(e, "batch_size"))) {
+            if (same_slot(f, e)) {
                 ref = json_object_get(f, "metrics");
                 break;
             }
@@ -476,7 +637,13 @@ static int write_reports(const compare_opts *o, json_t *report) {
     if (!rc && write_text_file(path, svg, &e)) rc = bench_error("%s", e.msg);
     free(md);
     free(svg);
-    if (!rc) bench_progress("wrote %s/report.json, report.md, report.svg", o->out);
+    if (!rc && !strcmp(o->mode, "server")) { /* the throughput/latency curve over the rates */
+        char *curve = compare_server_svg(report);
+        snprintf(path, sizeof path, "%s/server.svg", o->out);
+        if (!curve || write_text_file(path, curve, &e)) rc = bench_error("%s", curve ? e.msg : "out of memory");
+        free(curve);
+    }
+    if (!rc) bench_progress("wrote %s/report.json, report.md, report.svg%s", o->out, !strcmp(o->mode, "server") ? ", server.svg" : "");
     return rc;
 }
 
@@ -561,6 +728,202 @@ static json_t *openai_model_check(const compare_opts *o, int i, const openai_eng
     return json_string("unverified: the server reports a file of --model's size");
 }
 
+/* ---- --mode server ---- */
+
+/* The requests of one load point, the same for every engine and round: request k's prompt is
+ * the first plen[k] ids of the prompt, its output exactly olen[k] tokens (ignore_eos). */
+typedef struct server_prompts {
+    char **json; /* [n] "[id,id,...]" */
+    int *plen, *olen, n;
+    int64_t slot_context; /* the largest prompt + output, rounded up to 256 */
+} server_prompts;
+
+static void server_prompts_free(server_prompts *sp) {
+    for (int k = 0; sp->json && k < sp->n; k++) free(sp->json[k]);
+    free(sp->json);
+    free(sp->plen);
+    free(sp->olen);
+    memset(sp, 0, sizeof *sp);
+}
+
+/* splitmix64, and a standard normal from two of its uniforms (Box-Muller) */
+static uint64_t sm_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double sm_normal(uint64_t *s) {
+    double u1 = ((double)(sm_next(s) >> 11) + 0.5) / 9007199254740992.0, u2 = ((double)(sm_next(s) >> 11) + 0.5) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Log-normal lengths (the shape of ShareGPT-v3's prompt and reply token counts, whose pace the
+ * design's server mode takes) with the given median and sigma 0.8, or the median itself
+ * (--length-dist fixed); clamped to [1, cap]. */
+#define LENGTH_SIGMA 0.8
+static int draw_length(const compare_opts *o, uint64_t *s, int64_t median, int64_t cap) {
+    double x = !strcmp(o->length_dist, "fixed") ? (double)median : (double)median * exp(LENGTH_SIGMA * sm_normal(s));
+    int64_t n = (int64_t)llround(x);
+    return (int)(n < 1 ? 1 : n > cap ? cap : n);
+}
+
+static int make_server_prompts(const compare_opts *o, const char *ids_json, server_prompts *sp) {
+    json_t *ids = json_loads(ids_json, 0, NULL);
+    int64_t n_ids = (int64_t)json_array_size(ids);
+    sp->n = (int)o->requests;
+    sp->json = calloc((size_t)sp->n, sizeof *sp->json);
+    sp->plen = calloc((size_t)sp->n, sizeof *sp->plen);
+    sp->olen = calloc((size_t)sp->n, sizeof *sp->olen);
+    if (!ids || !n_ids || !sp->json || !sp->plen || !sp->olen) {
+        json_decref(ids);
+        return bench_error("out of memory (or no prompt ids) making the server requests");
+    }
+    uint64_t s = (uint64_t)o->seed * 0x9E3779B97F4A7C15ull + 1;
+    int64_t most = 0;
+    for (int k = 0; k < sp->n; k++) {
+        sp->plen[k] = draw_length(o, &s, o->prompt_len < n_ids ? o->prompt_len : n_ids, n_ids);
+        sp->olen[k] = draw_length(o, &s, o->output_len, 4 * o->output_len);
+        json_t *a = json_array();
+        for (int j = 0; j < sp->plen[k]; j++) json_array_append(a, json_array_get(ids, (size_t)j));
+        sp->json[k] = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        if (!sp->json[k]) {
+            json_decref(ids);
+            return bench_error("out of memory making the server requests");
+        }
+        if (sp->plen[k] + sp->olen[k] > most) most = sp->plen[k] + sp->olen[k];
+    }
+    json_decref(ids);
+    sp->slot_context = (most + 255) / 256 * 256;
+    return 0;
+}
+
+static json_t *server_protocol_json(const compare_opts *o, const server_prompts *sp) {
+    json_t *rates = json_array(), *conc = json_array(), *pl = json_array(), *ol = json_array();
+    for (int k = 0; k < o->n_rates; k++) json_array_append_new(rates, json_real(o->rates[k]));
+    for (int k = 0; k < o->n_conc; k++) json_array_append_new(conc, json_integer(o->conc[k]));
+    for (int k = 0; k < sp->n; k++) json_array_append_new(pl, json_integer(sp->plen[k])), json_array_append_new(ol, json_integer(sp->olen[k]));
+    return json_pack("{s:o, s:o, s:I, s:I, s:s, s:f, s:I, s:I, s:o, s:o, s:I, s:I, s:s}", "rates", rates, "concurrency", conc,
+                     "requests_per_point", (json_int_t)o->requests, "seed", (json_int_t)o->seed, "length_distribution",
+                     o->length_dist, "length_sigma", !strcmp(o->length_dist, "fixed") ? 0.0 : LENGTH_SIGMA, "prompt_len_median",
+                     (json_int_t)o->prompt_len, "output_len_median", (json_int_t)o->output_len, "prompt_lengths", pl,
+                     "output_lengths", ol, "parallel", (json_int_t)o->parallel, "slot_context", (json_int_t)sp->slot_context,
+                     "requests", "streamed /v1/completions of token ids, greedy, ignore_eos, cache_prompt false; "
+                                 "arrivals Poisson at the rate (a seeded schedule) or closed loop at the concurrency");
+}
+
+/* A load point's result as a compare row: the load fields, plus the row keys every report reads
+ * (decode = output tokens/s under load, prefill_seconds = TTFT p50, itl p50/p99) and the terms
+ * the server reports (its slot context, KV types, threads). */
+static void server_row_fields(json_t *row, const openai_engine *oe, long long peak_rss) {
+    const json_t *meta = oe->meta, *tt = json_object_get(row, "ttft_s"), *it = json_object_get(row, "itl_s");
+    json_object_set_new(row, "decode_tokens_per_second", json_real(json_real_value(json_object_get(row, "output_token_throughput"))));
+    if (json_is_object(tt)) json_object_set(row, "prefill_seconds", json_object_get(tt, "p50"));
+    if (json_is_object(it))
+        json_object_set_new(row, "itl", json_pack("{s:O, s:O, s:O}", "p50", json_object_get(it, "p50"), "p90",
+                                                  json_object_get(it, "p90"), "p99", json_object_get(it, "p99")));
+    json_object_set_new(row, "config", json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:s}", "context", json_object_get(meta, "n_ctx_slot"),
+                                                 "kv_type_k", json_object_get(meta, "kv_type_k"), "kv_type_v",
+                                                 json_object_get(meta, "kv_type_v"), "threads", json_object_get(meta, "threads"),
+                                                 "parallel", json_object_get(meta, "n_slots"), "sampling", "greedy"));
+    json_object_set_new(row, "engine", json_pack("{s:s, s:s, s:s, s:O?}", "name", "openai", "url", oe->url_text, "model_id", oe->model,
+                                                 "owned_by", json_object_get(json_array_get(json_object_get(oe->models, "data"), 0), "owned_by")));
+    json_object_set_new(row, "model", json_pack("{s:O?, s:O?}", "path", json_object_get(meta, "model_path"), "size",
+                                                json_object_get(meta, "model_size")));
+    if (peak_rss > 0) json_object_set_new(row, "memory", json_pack("{s:I}", "peak_rss_bytes", (json_int_t)peak_rss));
+}
+
+/* Round r of engine i in --mode server: its server (ours started here, or the given URL), then
+ * every load point against it, each recorded like a process in procs[point]. */
+static void run_server_engine(const compare_opts *o, int i, int r, const openai_engine *given, const server_prompts *sp,
+                              double model_size, const char *raw, json_t **procs, char (*names)[160]) {
+    server_proc srv = {.pid = -1};
+    openai_engine own;
+    memset(&own, 0, sizeof own);
+    const openai_engine *oe = given;
+    char why[1200] = "";
+    if (!given->models) { /* ours: edge0-infer serve on a free loopback port */
+        char np[32], ctx[32], th[32], log[4400];
+        snprintf(np, sizeof np, "%lld", (long long)o->parallel);
+        snprintf(ctx, sizeof ctx, "%lld", (long long)(o->parallel * sp->slot_context));
+        snprintf(th, sizeof th, "%lld", (long long)o->threads);
+        snprintf(log, sizeof log, "%s/serve-%s-%d.log", o->raw ? raw : o->out, o->name[i], r);
+        char *av[] = {(char *)o->cli, "serve", "-m", (char *)o->model_of[i], "--port", "0", "-np", np, "-c", ctx, "-t", th, NULL};
+        e0_err e = {{0}};
+        bench_progress("%s %d/%lld: starting edge0-infer serve -np %s -c %s -t %s", o->name[i], r, (long long)o->rounds, np, ctx, th);
+        if (server_start(av, log, o->timeout < 600 ? o->timeout : 600, &srv, &e) ||
+            openai_open(srv.url, o->api_key, &own, &e)) {
+            snprintf(why, sizeof why, "the server did not start: %s", e.msg);
+            server_stop(&srv, 2);
+        }
+        oe = &own;
+    }
+    for (int p = 0; p < o->n_points; p++) {
+        json_t *rec = json_pack("{s:s, s:i, s:s, s:o}", "configuration", names[p], "index", r, "url", oe->url_text, "started_utc",
+                                bench_utc_now());
+        json_t *before = e0_system_json(), *cond = conditions_check(before, model_size);
+        json_object_set_new(rec, "before", before);
+        json_object_set_new(rec, "conditions", cond);
+        const char *refused = json_string_value(json_object_get(cond, "refused"));
+        if (why[0] || refused || proc_interrupted()) {
+            const char *reason = why[0] ? why : refused ? refused : "interrupted";
+            bench_progress("%s %d/%lld: %s", names[p], r, (long long)o->rounds, reason);
+            json_object_set_new(rec, "status", json_string(why[0] ? "failed" : refused ? "refused" : "interrupted"));
+            json_object_set_new(rec, "reason", json_string(reason));
+            json_array_append_new(procs[p], rec);
+            continue;
+        }
+        int is_rate = p < o->n_rates;
+        load_point_spec ls = {.url = oe->url_text, .model = oe->model, .api_key = o->api_key,
+                              .prompt_json = (const char *const *)sp->json, .max_tokens = sp->olen, .n_prompts = sp->n,
+                              .n_requests = sp->n, .max_inflight = is_rate ? 256 : (int)o->conc[p - o->n_rates],
+                              .rate = is_rate ? o->rates[p] : 0, .seed = o->seed, .timeout = o->timeout};
+        bench_progress("%s %d/%lld: running %d requests", names[p], r, (long long)o->rounds, sp->n);
+        e0_err e = {{0}};
+        double t0 = e0_now();
+        json_t *row = load_point_run(&ls, &e);
+        json_object_set_new(rec, "after", e0_system_json());
+        json_object_set_new(rec, "wall_seconds", json_real(e0_now() - t0));
+        int n_ok = (int)json_integer_value(json_object_get(json_object_get(row, "requests"), "ok"));
+        if (row) server_row_fields(row, oe, server_peak_rss(&srv));
+        json_object_set_new(rec, "status", json_string(row && n_ok > 0 ? "ok" : "failed"));
+        json_object_set_new(rec, "reason", row && n_ok > 0 ? json_null() : json_string(row ? "no request completed" : e.msg));
+        json_object_set_new(rec, "row", row ? row : json_null());
+        json_array_append_new(procs[p], rec);
+    }
+    server_stop(&srv, 15);
+    if (own.models) openai_close(&own);
+}
+
+/* ---- --mode depth ---- */
+
+/* Depths past the model's context are lowered to fit it (a warning says so). */
+static void cap_depths(compare_opts *o, json_t *warnings) {
+    int64_t have = bench_model_context(o->cli, o->model);
+    int64_t test = o->depth_prompt > o->ntok ? o->depth_prompt : o->ntok;
+    for (int k = 0; have > 0 && k < o->n_depth; k++)
+        if (o->depth[k] + test > have) {
+            char w[256];
+            int64_t d = have - test > 0 ? have - test : 0;
+            snprintf(w, sizeof w, "depth %lld lowered to %lld: the model's context is %lld tokens", (long long)o->depth[k], (long long)d,
+                     (long long)have);
+            add_once(warnings, w);
+            o->depth[k] = d;
+        }
+}
+
+/* A llama-bench style row (`bench -d`, `llamacpp-bench -d`) with the keys the reports read:
+ * prefill or decode tok/s = the test's median t/s, and its terms as "config". */
+static void depth_row_fields(json_t *rec, int sub) {
+    json_t *row = json_object_get(rec, "row");
+    if (!json_is_object(row)) return;
+    json_object_set(row, depth_is_pp(sub) ? "prefill_tokens_per_second" : "decode_tokens_per_second", json_object_get(row, "median_ts"));
+    json_object_set_new(row, "config", json_pack("{s:O?, s:O?, s:O?, s:O?, s:s}", "context", json_object_get(row, "n_ctx"),
+                                                 "kv_type_k", json_object_get(row, "type_k"), "kv_type_v", json_object_get(row, "type_v"),
+                                                 "threads", json_object_get(row, "n_threads"), "sampling", "none: pseudo-random ids"));
+}
+
 int bench_compare(int argc, char **argv) {
     compare_opts o;
     memset(&o, 0, sizeof o);
@@ -570,11 +933,13 @@ int bench_compare(int argc, char **argv) {
     int rc = 1, n_open = 0;
     json_t *warnings = json_array(), *reasons = json_array(), *shas = json_array(), *engines = json_array();
     /* the configurations: every engine, times every batch size in --mode batch */
-    int n_cfg = 0, cfg_eng[MAX_ENGINES * 8];
-    int64_t cfg_batch[MAX_ENGINES * 8];
-    char cfg_name[MAX_ENGINES * 8][160];
-    json_t *processes[MAX_ENGINES * 8] = {0};
+    int n_cfg = 0, cfg_eng[MAX_CFG], cfg_sub[MAX_CFG];
+    int64_t cfg_batch[MAX_CFG];
+    char cfg_name[MAX_CFG][160];
+    json_t *processes[MAX_CFG] = {0};
     char *ids_json = NULL;
+    server_prompts sp = {0};
+    const int server = !strcmp(o.mode, "server"), depth = !strcmp(o.mode, "depth"), sustained = !strcmp(o.mode, "sustained");
     if (prc) {
         rc = prc == 2 ? 0 : 1;
         goto out;
@@ -596,9 +961,9 @@ int bench_compare(int argc, char **argv) {
     }
     const double model_size = (double)st.st_size;
     for (int i = 0; i < o.n_eng; i++) {
-        if (o.eng[i]->kind == ENG_OPENAI) {
+        if (o.eng[i]->kind == ENG_OPENAI || (server && o.server_url[i])) {
             e0_err e;
-            if (openai_open(o.url[i], o.api_key, &oe[i], &e)) {
+            if (openai_open(o.url[i] ? o.url[i] : o.server_url[i], o.api_key, &oe[i], &e)) {
                 bench_error("%s: %s", o.name[i], e.msg);
                 goto out;
             }
@@ -647,10 +1012,10 @@ int bench_compare(int argc, char **argv) {
     bench_progress("hashing the model file%s (cached by path, size and mtime)", o.n_eng > 1 ? "s" : "");
     json_t *local_sha = bench_sha_json(o.model, 1);
     for (int i = 0; i < o.n_eng; i++)
-        json_array_append_new(shas, o.eng[i]->kind == ENG_OPENAI ? openai_model_check(&o, i, &oe[i], model_size, reasons, warnings)
+        json_array_append_new(shas, oe[i].models ? openai_model_check(&o, i, &oe[i], model_size, reasons, warnings)
                                     : o.model_of[i] == o.model ? json_incref(local_sha) : bench_sha_json(o.model_of[i], 1));
     for (int i = 0; i < o.n_eng; i++) {
-        if (o.eng[i]->kind == ENG_OPENAI || json_equal(local_sha, json_array_get(shas, (size_t)i))) continue;
+        if (oe[i].models || json_equal(local_sha, json_array_get(shas, (size_t)i))) continue;
         char buf[1024];
         snprintf(buf, sizeof buf, "model sha256 differs: --model %s (%.16s...), %s runs %s (%.16s...)", o.model,
                  json_string_value(local_sha), o.name[i], o.model_of[i], json_string_value(json_array_get(shas, (size_t)i)));
@@ -658,10 +1023,16 @@ int bench_compare(int argc, char **argv) {
     }
     json_decref(local_sha);
     for (int i = 0; i < o.n_eng; i++)
-        for (int b = 0; b < (o.n_batch ? o.n_batch : 1); b++) {
+        for (int b = 0; b < (o.n_batch ? o.n_batch : o.n_points ? o.n_points : 1); b++) {
             cfg_eng[n_cfg] = i;
+            cfg_sub[n_cfg] = b;
             cfg_batch[n_cfg] = o.n_batch ? o.batch[b] : 1;
             if (o.n_batch) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s b=%lld", o.name[i], (long long)cfg_batch[n_cfg]);
+            else if (server && b < o.n_rates) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s rate=%g", o.name[i], o.rates[b]);
+            else if (server) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s c=%lld", o.name[i], (long long)o.conc[b - o.n_rates]);
+            else if (depth)
+                snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s %s%lld @ d%lld", o.name[i], depth_is_pp(b) ? "pp" : "tg",
+                         (long long)(depth_is_pp(b) ? o.depth_prompt : o.ntok), (long long)depth_of(&o, b));
             else snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s", o.name[i]);
             processes[n_cfg++] = json_array();
         }
@@ -672,6 +1043,8 @@ int bench_compare(int argc, char **argv) {
             bench_error("cannot read back %s", ids_path);
             goto out;
         }
+        if (server && make_server_prompts(&o, ids_json, &sp)) goto out;
+        if (depth) cap_depths(&o, warnings);
     }
 
     /* 2. rounds: every configuration once per round, in order */
@@ -681,16 +1054,27 @@ int bench_compare(int argc, char **argv) {
         for (int c = 0; c < n_cfg && !proc_interrupted(); c++) {
             int i = cfg_eng[c];
             json_t *rec = NULL;
+            if (server) { /* one server per engine and round, every load point against it */
+                if (cfg_sub[c] != 0) continue;
+                run_server_engine(&o, i, (int)r, &oe[i], &sp, model_size, raw, &processes[c], &cfg_name[c]);
+                done += o.n_points;
+                if (done < total && o.cooldown > 0 && !proc_interrupted()) {
+                    bench_progress("cooling down %g s", o.cooldown);
+                    proc_sleep(o.cooldown);
+                }
+                continue;
+            }
             if (o.eng[i]->kind == ENG_OPENAI) {
                 rec = measure_openai(&o, &oe[i], cfg_name[c], (int)r, ids_json, cfg_batch[c], model_size);
             } else {
-                char nums[5][32];
-                char **av = engine_argv(&o, i, ids_path, nums);
+                char nums[9][32];
+                char **av = engine_argv(&o, i, ids_path, nums, cfg_sub[c]);
                 if (!av) break;
                 bench_job j = {.label = cfg_name[c], .index = (int)r, .total = (int)o.rounds, .argv = av, .timeout = o.timeout,
                                .model_size = model_size, .raw_dir = o.raw ? raw : NULL};
                 rec = bench_measure(&j);
                 free(av);
+                if (depth) depth_row_fields(rec, cfg_sub[c]);
             }
             if (rec) json_array_append_new(processes[c], rec);
             if (++done < total && o.cooldown > 0 && !proc_interrupted()) {
@@ -700,12 +1084,24 @@ int bench_compare(int argc, char **argv) {
         }
     if (proc_interrupted()) json_array_append_new(warnings, json_string("the comparison was interrupted; the report is partial"));
     for (int c = 0; c < n_cfg; c++) {
-        json_array_append_new(engines, config_json(&o, cfg_eng[c], cfg_name[c], cfg_batch[c], processes[c],
-                                                   json_incref(json_array_get(shas, (size_t)cfg_eng[c]))));
+        json_t *cj = config_json(&o, cfg_eng[c], cfg_name[c], cfg_batch[c], processes[c],
+                                 json_incref(json_array_get(shas, (size_t)cfg_eng[c])));
+        if (server) {
+            json_object_set_new(cj, "server", compare_server_summary(processes[c]));
+            json_object_set_new(cj, "load_point", cfg_sub[c] < o.n_rates ? json_pack("{s:f}", "rate", o.rates[cfg_sub[c]])
+                                                                         : json_pack("{s:I}", "concurrency", (json_int_t)o.conc[cfg_sub[c] - o.n_rates]));
+        }
+        if (sustained) json_object_set_new(cj, "sustained", compare_sustained_summary(processes[c]));
+        if (depth)
+            json_object_set_new(cj, "depth", json_pack("{s:I, s:s, s:I}", "depth", (json_int_t)depth_of(&o, cfg_sub[c]), "test",
+                                                       depth_is_pp(cfg_sub[c]) ? "pp" : "tg", "tokens",
+                                                       (json_int_t)(depth_is_pp(cfg_sub[c]) ? o.depth_prompt : o.ntok)));
+        json_object_set_new(cj, "engine_name", json_string(o.name[cfg_eng[c]]));
+        json_array_append_new(engines, cj);
         processes[c] = NULL;
     }
     /* 3. the terms every engine actually ran with */
-    check_terms(engines, n_ids, reasons, warnings);
+    check_terms(engines, server || depth ? -1 : n_ids, reasons, warnings);
     char small[256];
     if (e0_small_n_warning((size_t)o.rounds, small, sizeof small)[0]) json_array_append_new(warnings, json_string(small));
     int all_ok = 1;
@@ -723,6 +1119,15 @@ int bench_compare(int argc, char **argv) {
                                  "alternated: every configuration once per round", "memory_cap_percent",
                                  o.cap_percent ? json_integer(o.cap_percent) : json_null());
     json_object_set_new(protocol, "simd", o.simd ? json_string(o.simd) : json_string("each engine's best"));
+    if (server) json_object_set_new(protocol, "server", server_protocol_json(&o, &sp));
+    if (sustained) json_object_set_new(protocol, "duration_seconds", json_real(o.duration));
+    if (depth) {
+        json_t *d = json_array();
+        for (int k = 0; k < o.n_depth; k++) json_array_append_new(d, json_integer(o.depth[k]));
+        json_object_set_new(protocol, "depths", d);
+        json_object_set_new(protocol, "depth_prompt_tokens", json_integer(o.depth_prompt));
+        json_object_set_new(protocol, "depth_gen_tokens", json_integer(o.ntok));
+    }
     json_t *first_id = json_object_get(json_array_get(engines, 0), "identity");
     json_t *identity = json_pack("{s:s, s:o, s:s, s:O, s:O?, s:O?}", "cli", o.cli, "cli_sha256", bench_sha_json(o.cli, 0),
                                  "model_path", o.model, "model_sha256", json_array_get(shas, 0), "engine",
@@ -756,6 +1161,7 @@ out:
     for (int k = 0; k < n_open; k++) openai_close(&oe[k]);
     for (int k = 0; k < o.n_eng; k++) free((char *)o.url[k]);
     free(ids_json);
+    server_prompts_free(&sp);
     json_decref(engines);
     json_decref(warnings);
     json_decref(reasons);

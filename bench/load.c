@@ -83,6 +83,11 @@ typedef struct run_ctx {
     req *reqs;
     int n;
     double t0; /* CLOCK_MONOTONIC start */
+    /* load_point_run (compare --mode server): prompts are JSON values (token id arrays) sent as
+     * they are, request i takes prompt i, requests carry ignore_eos and cache_prompt false, the
+     * result keeps every sample; rate 0 = closed loop (every request due at once, max_inflight
+     * clients back to back) */
+    int raw_prompts, in_order, exact_lengths, keep_samples;
     pthread_mutex_t mu;
     int next; /* the next request a worker takes */
 } run_ctx;
@@ -226,6 +231,7 @@ static int load_prompts(run_ctx *c) {
 static void make_schedule(run_ctx *c, double rate) {
     uint64_t s = (uint64_t)c->o->seed ^ (uint64_t)(rate * 1e6) * 0x2545F4914F6CDD1Dull;
     double t = 0;
+    if (rate <= 0) rate = INFINITY; /* closed loop: every request is due at the start */
     for (int i = 0; i < c->n; i++) {
         req *r = &c->reqs[i];
         memset(r, 0, sizeof *r);
@@ -233,6 +239,7 @@ static void make_schedule(run_ctx *c, double rate) {
         r->id = i;
         r->t_sched = t;
         r->prompt = (int)(rng_next(&s) % (uint64_t)c->n_prompts);
+        if (c->in_order) r->prompt = i % c->n_prompts;
         r->max_tokens = c->pmax[r->prompt];
         r->disconnect = rng_unit(&s) < c->o->disconnect;
         r->t_first = -1;
@@ -277,9 +284,14 @@ static int on_event(void *user, const char *data, double t) {
 }
 
 static void do_request(run_ctx *c, req *r) {
-    json_t *body = json_pack("{s:s, s:s, s:i, s:b, s:{s:b}, s:f, s:i}", "model", c->model, "prompt", c->ptext[r->prompt],
+    json_t *pv = c->raw_prompts ? json_loads(c->ptext[r->prompt], JSON_DECODE_ANY, NULL) : json_string(c->ptext[r->prompt]);
+    json_t *body = json_pack("{s:s, s:o, s:i, s:b, s:{s:b}, s:f, s:i}", "model", c->model, "prompt", pv ? pv : json_null(),
                              "max_tokens", r->max_tokens, "stream", 1, "stream_options", "include_usage", 1, "temperature", 0.0,
                              "seed", (int)(c->o->seed & 0x7fffffff));
+    if (body && c->exact_lengths) {
+        json_object_set_new(body, "ignore_eos", json_true());
+        json_object_set_new(body, "cache_prompt", json_false());
+    }
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!text) {
@@ -443,6 +455,18 @@ static json_t *run_rate(run_ctx *c, double rate) {
                             "server_metrics_before", metrics_before ? json_string(metrics_before) : e0_unavailable("GET /metrics failed"),
                             "server_metrics_after", metrics_after ? json_string(metrics_after) : e0_unavailable("GET /metrics failed"),
                             "requests_detail", reqs);
+    if (c->keep_samples) {
+        json_t *smp = json_object();
+        const double *xs[] = {ttft, tpot, itl, e2e};
+        const size_t ns[] = {nt, np, n_itl, ne};
+        static const char *const names[] = {"ttft_s", "tpot_s", "itl_s", "e2e_s"};
+        for (int k = 0; k < 4; k++) {
+            json_t *a = json_array();
+            for (size_t j = 0; xs[k] && j < ns[k]; j++) json_array_append_new(a, json_real(xs[k][j]));
+            json_object_set_new(smp, names[k], a);
+        }
+        json_object_set_new(res, "samples", smp);
+    }
     bench_progress("rate %g req/s: %d ok, %d failed, %d cancelled, %d not sent in %.1f s; %.2f req/s, %.1f tok/s out, goodput %.2f req/s",
                    rate, n_ok, n_failed, n_cancel, n_not, wall, n_ok / wall, (double)out_tok / wall, n_good / wall);
     free(metrics_before);
@@ -452,6 +476,27 @@ static json_t *run_rate(run_ctx *c, double rate) {
     free(e2e);
     free(itl);
     return res;
+}
+
+json_t *load_point_run(const load_point_spec *s, e0_err *e) {
+    if (s->n_prompts < 1 || s->n_requests < 1 || s->max_inflight < 1) return e0_fail(e, "load: no prompts or requests"), NULL;
+    load_opts o = {.url = s->url, .model = s->model, .api_key = s->api_key, .requests = s->n_requests,
+                   .max_inflight = s->max_inflight, .seed = s->seed, .duration = s->duration,
+                   .timeout = s->timeout > 0 ? s->timeout : 600, .slo_ttft = s->slo_ttft > 0 ? s->slo_ttft : 2.0,
+                   .slo_tpot = s->slo_tpot > 0 ? s->slo_tpot : 0.2};
+    run_ctx c = {.o = &o, .model = s->model, .ptext = (char **)s->prompt_json, .pmax = (int *)s->max_tokens,
+                 .n_prompts = s->n_prompts, .n = s->n_requests, .raw_prompts = 1, .in_order = 1, .exact_lengths = 1,
+                 .keep_samples = 1};
+    if (http_parse_url(s->url, &c.url, e)) return NULL;
+    c.reqs = calloc((size_t)c.n, sizeof *c.reqs);
+    if (!c.reqs) return e0_fail(e, "out of memory"), NULL;
+    pthread_mutex_init(&c.mu, NULL);
+    json_t *r = run_rate(&c, s->rate);
+    pthread_mutex_destroy(&c.mu);
+    free(c.reqs);
+    if (!r) e0_fail(e, "out of memory");
+    else if (s->rate <= 0) json_object_set_new(r, "concurrency", json_integer(s->max_inflight));
+    return r;
 }
 
 static char *markdown(const json_t *rep) {

@@ -301,6 +301,7 @@ char *report_markdown(const json_t *r) {
     e0_strbuf b = {0};
     put_provenance(&b, r);
     if (get(r, "comparison")) put_comparison(&b, r);
+    if (get(r, "comparison")) report_md_modes(&b, r); /* compare --mode server, sustained, depth */
     put_results(&b, r);
     put_processes(&b, r);
     const json_t *w = get(r, "warnings");

@@ -203,11 +203,166 @@ static void test_openai_adapter(void) {
     stop_serve(pid);
 }
 
+/* p50 <= p90 <= p99 within [min, max] of a pooled distribution; n as expected (< 0: any > 0). */
+static int dist_ok(const json_t *d, long long n) {
+    double mn = json_number_value(get(d, "min")), p50 = json_number_value(get(d, "p50")), p90 = json_number_value(get(d, "p90")),
+           p99 = json_number_value(get(d, "p99")), mx = json_number_value(get(d, "max"));
+    long long dn = (long long)json_integer_value(get(d, "n"));
+    return json_is_object(d) && (n < 0 ? dn > 0 : dn == n) && mn >= 0 && mn <= p50 && p50 <= p90 && p90 <= p99 && p99 <= mx;
+}
+
+/* --mode server: our serve started by compare (edge0) against another serve on loopback given as
+ * openai=URL; two Poisson rates and a closed-loop concurrency, two rounds alternated. */
+static void test_server_mode(void) {
+    char url[128], args[2048];
+    /* the serve compare starts: -np 4, 4 slots of the largest prompt + output rounded to 256 */
+    snprintf(args, sizeof args, "-m '%s' -np 4 -c 1024 -t 2", model);
+    pid_t pid = start_serve(args, url, sizeof url);
+    CHECKF(pid > 0, "serve did not start (see %s/serve.log)", dir);
+    if (pid <= 0) return;
+    int rc = sh("'%s' compare --model '%s' --out '%s/server' --engines edge0,openai=%s --mode server --rates 4,8 --concurrency 2 "
+                "--requests 6 --rounds 2 --cooldown 0 --prompt short --threads 2 --parallel 4 --prompt-len 16 --output-len 6",
+                bench_bin, model, dir, url);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    /* alternated: edge0's server for its three points, then the other, then round 2 */
+    const char *a = strstr(out, "edge0 rate=4 1/2: running"), *b = a ? strstr(a, "rate=4 1/2: running") : NULL;
+    const char *c = b ? strstr(b + 1, "edge0 rate=4 2/2: running") : NULL;
+    CHECKF(a && b && c, "server rounds not alternated: %s", out);
+    json_t *r = load_report("server");
+    if (r) {
+        CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+        CHECK(!strcmp(json_string_value(get(get(r, "protocol"), "mode")), "server"));
+        const json_t *sp = get(get(r, "protocol"), "server");
+        CHECK(json_array_size(get(sp, "prompt_lengths")) == 6 && json_integer_value(get(sp, "slot_context")) == 256);
+        long long out_tokens = 0; /* every request's output length (ignore_eos: exact) */
+        for (size_t k = 0; k < json_array_size(get(sp, "output_lengths")); k++)
+            out_tokens += json_integer_value(json_array_get(get(sp, "output_lengths"), k));
+        const json_t *cfgs = get(r, "configurations");
+        CHECK(json_array_size(cfgs) == 6);
+        for (size_t i = 0; i < json_array_size(cfgs); i++) {
+            const json_t *e = json_array_get(cfgs, i), *s = get(e, "server"), *q = get(s, "requests");
+            const char *name = json_string_value(get(e, "name"));
+            CHECKF(json_integer_value(get(e, "ok")) == 2, "%s: %lld ok rounds", name, (long long)json_integer_value(get(e, "ok")));
+            long long sched = (long long)json_integer_value(get(q, "scheduled")), ok = (long long)json_integer_value(get(q, "ok"));
+            CHECKF(sched == 12 && ok + json_integer_value(get(q, "failed")) + json_integer_value(get(q, "cancelled")) +
+                                          json_integer_value(get(q, "not_sent")) == sched,
+                   "%s: counts", name);
+            CHECKF(ok == 12 && json_integer_value(get(q, "errors")) == 0, "%s: %lld ok", name, ok);
+            CHECKF(dist_ok(get(s, "ttft_s"), ok) && dist_ok(get(s, "e2e_s"), ok) && dist_ok(get(s, "itl_s"), -1) &&
+                   dist_ok(get(s, "tpot_s"), -1), "%s: distributions", name);
+            /* ITL gaps between text chunks: at most output - 1 per request over both rounds (a chunk may
+             * carry several tokens when the server holds bytes back) */
+            CHECKF(json_integer_value(get(get(s, "itl_s"), "n")) <= 2 * (out_tokens - 6), "%s: %lld ITL samples, at most %lld", name,
+                   (long long)json_integer_value(get(get(s, "itl_s"), "n")), 2 * (out_tokens - 6));
+            CHECK(json_number_value(get(s, "output_token_throughput")) > 0 && json_number_value(get(s, "request_throughput")) > 0);
+            const json_t *row = get(json_array_get(get(e, "processes"), 0), "row");
+            CHECK(json_integer_value(get(row, "completion_tokens")) == out_tokens);
+            CHECK(get(row, "samples") == NULL); /* pooled into "server", not kept twice */
+            CHECK(json_is_object(get(e, "load_point")));
+        }
+        CHECK(json_integer_value(get(get(json_array_get(cfgs, 2), "load_point"), "concurrency")) == 2);
+        json_decref(r);
+    }
+    CHECK(sh("grep -c '## Server load' '%s/server/report.md'", dir) == 0 && atoi(out) == 1);
+    CHECK(sh("grep -c '2 clients' '%s/server/report.md'", dir) == 0 && atoi(out) == 2);
+    /* the curve: a polyline per engine and panel, one point per rate */
+    CHECK(sh("grep -c '<polyline' '%s/server/server.svg'", dir) == 0 && atoi(out) == 4);
+    CHECK(sh("grep -o 'points=\"[^\"]*\"' '%s/server/server.svg' | head -1 | tr ' ' '\\n' | grep -c ,", dir) == 0 && atoi(out) == 2);
+    /* --server-url: edge0 measured at a server already running (not started by compare) */
+    rc = sh("'%s' compare --model '%s' --out '%s/server-url' --engines edge0,openai=%s --server-url edge0=%s --mode server "
+            "--rates 8 --requests 4 --rounds 1 --cooldown 0 --prompt short --threads 2 --prompt-len 8 --output-len 4",
+            bench_bin, model, dir, url, url);
+    CHECKF(rc == 0 && !strstr(out, "starting edge0-infer serve"), "exit %d: %s", rc, out);
+    r = load_report("server-url");
+    if (r) {
+        const json_t *p0 = json_array_get(get(json_array_get(get(r, "configurations"), 0), "processes"), 0);
+        CHECK(json_string_value(get(p0, "url")) && !strcmp(json_string_value(get(p0, "url")), url));
+        CHECK(json_integer_value(get(get(get(json_array_get(get(r, "configurations"), 0), "server"), "requests"), "ok")) == 4);
+        json_decref(r);
+    }
+    stop_serve(pid);
+}
+
+/* llama.cpp in --mode server: the pinned npm package has libllama but no llama-server to start;
+ * compare says so (exit 1) and the server half of the comparison is skipped, with the reason. */
+static void test_server_mode_llamacpp(void) {
+    int rc = sh("'%s' compare --model '%s' --out '%s/server-ll' --engines edge0,llama.cpp --mode server", bench_bin, model, dir);
+    CHECKF(rc == 1 && strstr(out, "llama-server"), "exit %d: %s", rc, out);
+    t_skip("llama.cpp in --mode server: node-llama-cpp@3.21.1 ships no llama-server (give --server-url llama.cpp=URL of one)");
+}
+
+static void test_sustained_mode(void) {
+    if (ll_skip[0]) {
+        t_skip("%s", ll_skip);
+        return;
+    }
+    int rc = sh("'%s' compare --model '%s' --out '%s/sustained' --engines edge0,llama.cpp --mode sustained --duration 3 --warmup 1 "
+                "--ntok 8 --rounds 1 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
+                bench_bin, model, dir, ll_bin);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    json_t *r = load_report("sustained");
+    if (!r) return;
+    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+    CHECK(json_number_value(get(get(r, "protocol"), "duration_seconds")) == 3);
+    const json_t *cfgs = get(r, "configurations");
+    CHECK(json_array_size(cfgs) == 2);
+    for (size_t i = 0; i < json_array_size(cfgs); i++) {
+        const json_t *su = get(json_array_get(cfgs, i), "sustained");
+        const json_t *row = get(json_array_get(get(json_array_get(cfgs, i), "processes"), 0), "row");
+        CHECK(json_number_value(get(su, "mean_tokens_per_second")) > 0);
+        /* decoded for the duration (not --ntok steps) */
+        CHECKF(json_number_value(get(get(row, "sustained"), "seconds")) >= 3, "config %zu: %g s", i,
+               json_number_value(get(get(row, "sustained"), "seconds")));
+        size_t n = json_array_size(get(get(su, "series"), "tokens_per_second"));
+        CHECK(n >= 1 && n == json_array_size(get(get(su, "series"), "t_s")));
+        const json_t *p0 = json_array_get(get(su, "processes"), 0);
+        CHECK((size_t)json_integer_value(get(p0, "intervals")) == n);
+        CHECK(json_is_number(get(su, "slope_tokens_per_second_per_minute")) == (n >= 2));
+    }
+    json_decref(r);
+    CHECK(sh("grep -c '## Sustained decode' '%s/sustained/report.md'", dir) == 0 && atoi(out) == 1);
+}
+
+static void test_depth_mode(void) {
+    if (ll_skip[0]) {
+        t_skip("%s", ll_skip);
+        return;
+    }
+    int rc = sh("'%s' compare --model '%s' --out '%s/depth' --engines edge0,llama.cpp --depth 0,96 --depth-prompt 32 --ntok 8 "
+                "--rounds 2 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
+                bench_bin, model, dir, ll_bin);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    json_t *r = load_report("depth");
+    if (!r) return;
+    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+    CHECK(!strcmp(json_string_value(get(get(r, "protocol"), "mode")), "depth"));
+    const json_t *cfgs = get(r, "configurations");
+    CHECK(json_array_size(cfgs) == 8); /* 2 engines x 2 depths x (pp, tg) */
+    for (size_t i = 0; i < json_array_size(cfgs); i++) {
+        const json_t *e = json_array_get(cfgs, i), *d = get(e, "depth");
+        int pp = !strcmp(json_string_value(get(d, "test")), "pp");
+        CHECK(json_integer_value(get(d, "depth")) == ((i % 4) < 2 ? 0 : 96));
+        CHECK(json_integer_value(get(e, "ok")) == 2);
+        const json_t *m = get(get(e, "metrics"), pp ? "prefill_tokens_per_second" : "decode_tokens_per_second");
+        CHECKF(json_number_value(get(m, "median")) > 0, "%s", json_string_value(get(e, "name")));
+        const json_t *row = get(json_array_get(get(e, "processes"), 0), "row");
+        CHECK(json_integer_value(get(row, "n_depth")) == json_integer_value(get(d, "depth")));
+        CHECK(json_integer_value(get(row, pp ? "n_prompt" : "n_gen")) == (pp ? 32 : 8));
+    }
+    json_decref(r);
+    CHECK(sh("grep -c '| tg8 | 96 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
+}
+
 static void test_bad_arguments(void) {
     static const char *const bad[] = {"--engines edge0", "--engines edge0,edge0", "--engines edge0,vllm",
                                       "--engines edge0,openai=https://127.0.0.1:8080", "--mode server", "--rounds 0",
                                       "--engines edge0,openai", "--batch-size 4",
-                                      "--engine-model nosuch=x.gguf", "--bogus 1", "--rounds"};
+                                      "--engine-model nosuch=x.gguf", "--bogus 1", "--rounds",
+                                      "--mode server --engines edge0,llama.cpp", "--rates 1", "--duration 5", "--mode depth",
+                                      "--depth 64 --mode batch", "--mode sustained --engines edge0,openai=http://127.0.0.1:1",
+                                      "--mode server --length-dist zipf", "--mode server --concurrency 0",
+                                      "--mode server --server-url x", "--mode server --server-url nosuch=http://127.0.0.1:1",
+                                      "--mode server --rates 1,-2", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh("'%s' compare --model '%s' --out '%s/bad' %s", bench_bin, model, dir, bad[i]);
         int lines = 0;
@@ -245,6 +400,10 @@ int main(void) {
     RUN(test_edge0_vs_llamacpp);
     RUN(test_refuses_other_model);
     RUN(test_openai_adapter);
+    RUN(test_server_mode);
+    RUN(test_server_mode_llamacpp);
+    RUN(test_sustained_mode);
+    RUN(test_depth_mode);
     RUN(test_bad_arguments);
     return T_DONE();
 }

@@ -48,12 +48,23 @@ static const char usage_text[] =
     "                    makes them by default, in anonymous memory next to the mapped file)\n"
     "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
     "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
-    "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n";
+    "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n"
+    "  --duration S      sustained: decode for S seconds after the warm-up (the context restarts at\n"
+    "                    the prompt when full, as `edge0-infer bench --mode sustained` does); the row's\n"
+    "                    \"sustained\" holds the mean tok/s and the per-second series\n"
+    "llama-bench's long-context test, as `edge0-infer bench -d` runs it (edge0-bench compare --depth):\n"
+    "  -d D -p P -n N [-r R] [-c C] [--no-warmup] [-t T]   D pseudo-random tokens in the KV cache\n"
+    "                    (untimed), then P prompt tokens (ppP) or N generated tokens (tgN) timed; the ids\n"
+    "                    come from edge0's generator (xorshift64*, the same seed), chunks of 256;\n"
+    "                    one JSON row shaped like `bench -o jsonl` (test, avg_ts, median_ts, samples_ts)\n";
 
 typedef struct {
     const char *model, *tokens_file, *backend_dir;
     long n_prompt, ntok, warmup, threads, prefill_threads, context, runs;
     bool no_mmap, no_repack, verbose;
+    double duration;                /* --duration: sustained decode seconds (0 = off) */
+    long lb_depth, lb_p, lb_n, lb_r; /* -d/-p/-n/-r: llama-bench mode when lb_depth >= 0 */
+    bool lb_no_warmup;
 } bench_args;
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -94,6 +105,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; continue; }
         if (!strcmp(f, "--no-repack")) { a->no_repack = true; continue; }
         if (!strcmp(f, "--verbose")) { a->verbose = true; continue; }
+        if (!strcmp(f, "--no-warmup")) { a->lb_no_warmup = true; continue; }
         if (i + 1 >= argc) return fail("%s: missing value (see --help)", f);
         const char *v = argv[++i];
         int rc = 0;
@@ -107,10 +119,27 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--prefill-threads")) rc = parse_long(f, v, 1, 1024, &a->prefill_threads);
         else if (!strcmp(f, "--context")) rc = parse_long(f, v, 16, 1 << 24, &a->context);
         else if (!strcmp(f, "--runs")) rc = parse_long(f, v, 1, 1000, &a->runs);
+        else if (!strcmp(f, "-d")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_depth);
+        else if (!strcmp(f, "-p")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_p);
+        else if (!strcmp(f, "-n")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_n);
+        else if (!strcmp(f, "-r")) rc = parse_long(f, v, 1, 1000, &a->lb_r);
+        else if (!strcmp(f, "-t")) rc = parse_long(f, v, 1, 1024, &a->threads);
+        else if (!strcmp(f, "-c")) rc = parse_long(f, v, 16, 1 << 24, &a->context);
+        else if (!strcmp(f, "--duration")) {
+            char *end;
+            a->duration = strtod(v, &end);
+            if (*end || !(a->duration > 0) || a->duration > 7 * 86400) rc = fail("--duration: expected seconds > 0, got '%s'", v);
+        }
         else return fail("unknown option '%s' (see --help)", f);
         if (rc) return rc;
     }
     if (!a->model) return fail("--model is required (see --help)");
+    if (a->lb_depth >= 0) {
+        if (a->tokens_file || a->n_prompt || a->duration > 0) return fail("-d (llama-bench mode) takes -p/-n, not --tokens-file, --n-prompt or --duration");
+        if (!a->lb_p == !a->lb_n) return fail("-d: give one test, -p P or -n N (the other 0)");
+        if (a->prefill_threads == 0) a->prefill_threads = a->threads;
+        return 0;
+    }
     if (!a->tokens_file == !a->n_prompt) return fail("give exactly one of --tokens-file and --n-prompt");
     if (a->prefill_threads == 0) a->prefill_threads = a->threads; /* both 0: the CPU count, later */
     return 0;
@@ -236,6 +265,9 @@ typedef struct {
     double prefill_s, decode_s;
     double *itl;
     llama_token first_tokens[8];
+    long n_decode;                 /* timed steps (--duration: all of them) */
+    double *series_t, *series_y;   /* --duration: tok/s per second of decode, at t seconds */
+    int n_series, cap_series;
 } run_result;
 
 static int eval_tokens(struct llama_context *ctx, llama_token *ids, int n) {
@@ -261,6 +293,44 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
         if (k + 1 < 8) r->first_tokens[k + 1] = tok;
     }
     double start = now_seconds(), prev = start;
+    if (a->duration > 0) { /* sustained: decode until --duration, the context restarted at the prompt when full */
+        long pos = n_prompt + a->warmup, window_count = 0;
+        double window_start = start;
+        r->n_decode = 0;
+        r->n_series = 0;
+        for (;;) {
+            if (pos + 1 > (long)llama_n_ctx(ctx)) {
+                llama_memory_seq_rm(llama_get_memory(ctx), 0, n_prompt, -1);
+                pos = n_prompt;
+            }
+            if (eval_tokens(ctx, &tok, 1)) return 1;
+            pos++;
+            tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+            double t = now_seconds();
+            if (r->n_decode < a->ntok) r->itl[r->n_decode] = t - prev;
+            r->n_decode++;
+            prev = t;
+            if (t - start >= a->duration) break;
+            if (t - window_start >= 1.0) {
+                if (r->n_series == r->cap_series) {
+                    int cap = r->cap_series ? r->cap_series * 2 : 256;
+                    double *nt = realloc(r->series_t, (size_t)cap * sizeof *nt);
+                    if (nt) r->series_t = nt;
+                    double *ny = nt ? realloc(r->series_y, (size_t)cap * sizeof *ny) : NULL;
+                    if (ny) r->series_y = ny;
+                    if (!nt || !ny) return fail("out of memory");
+                    r->cap_series = cap;
+                }
+                r->series_t[r->n_series] = t - start;
+                r->series_y[r->n_series++] = (double)(r->n_decode - window_count) / (t - window_start);
+                window_start = t;
+                window_count = r->n_decode;
+            }
+        }
+        r->decode_s = prev - start;
+        return 0;
+    }
+    r->n_decode = a->ntok;
     for (long k = 0; k < a->ntok; k++) {
         if (eval_tokens(ctx, &tok, 1)) return 1;
         tok = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
@@ -271,6 +341,102 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
         if (step < 8) r->first_tokens[step] = tok;
     }
     r->decode_s = prev - start;
+    return 0;
+}
+
+/* ---- llama-bench mode (-d): one test at a KV depth, as `edge0-infer bench -d` runs it ---- */
+
+/* xorshift64* with edge0's seed and draw order (src/cli/cmd_bench_llama.c), so both engines get
+ * the same pseudo-random ids when their vocabularies have the same size. */
+static uint64_t lb_rng = 0x9E3779B97F4A7C15ull;
+static llama_token lb_token(int32_t n_vocab) {
+    lb_rng ^= lb_rng >> 12;
+    lb_rng ^= lb_rng << 25;
+    lb_rng ^= lb_rng >> 27;
+    return (llama_token)((lb_rng * 0x2545F4914F6CDD1Dull >> 33) % (uint64_t)n_vocab);
+}
+
+#define LB_CHUNK 256 /* prefill chunk: edge0's bench -b default */
+
+static int lb_eval_random(struct llama_context *ctx, long n, int32_t n_vocab) {
+    llama_token buf[LB_CHUNK];
+    for (long done = 0; done < n;) {
+        int k = n - done < LB_CHUNK ? (int)(n - done) : LB_CHUNK;
+        for (int i = 0; i < k; i++) buf[i] = lb_token(n_vocab);
+        if (eval_tokens(ctx, buf, k)) return 1;
+        done += k;
+    }
+    return 0;
+}
+
+/* One repetition: depth untimed, then the test timed; seconds in *secs. */
+static int lb_run(struct llama_context *ctx, int32_t n_vocab, const bench_args *a, double *secs) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    if (lb_eval_random(ctx, a->lb_depth, n_vocab)) return 1;
+    double t0 = now_seconds();
+    if (lb_eval_random(ctx, a->lb_p, n_vocab)) return 1;
+    for (long k = 0; k < a->lb_n; k++) {
+        llama_token tok = lb_token(n_vocab);
+        if (eval_tokens(ctx, &tok, 1)) return 1;
+    }
+    *secs = now_seconds() - t0;
+    return 0;
+}
+
+static int lb_main(struct llama_model *model, const bench_args *a, const struct stat *st) {
+    int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    long need = a->lb_depth + a->lb_p + a->lb_n, n_ctx = a->context ? a->context : need;
+    if (need > n_ctx) return fail("-d %ld with %s%ld needs %ld positions, the context has %ld (raise -c)", a->lb_depth,
+                                  a->lb_p ? "pp" : "tg", a->lb_p ? a->lb_p : a->lb_n, need, n_ctx);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = cp.n_ubatch = LB_CHUNK;
+    cp.n_threads = (int32_t)a->threads;
+    cp.n_threads_batch = (int32_t)a->prefill_threads;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx) return fail("llama.cpp could not create a context of %ld tokens (rerun with --verbose)", n_ctx);
+    double secs, *samples = malloc((size_t)a->lb_r * sizeof *samples);
+    if (!samples) return fail("out of memory");
+    if (!a->lb_no_warmup && lb_run(ctx, n_vocab, a, &secs)) return 1;
+    for (long r = 0; r < a->lb_r; r++)
+        if (lb_run(ctx, n_vocab, a, &samples[r])) return 1;
+    long n_tok = a->lb_p + a->lb_n;
+    double *ts = malloc((size_t)a->lb_r * sizeof *ts), mean_ts = 0, mean_ns = 0;
+    if (!ts) return fail("out of memory");
+    json_t *sts = json_array(), *sns = json_array();
+    for (long r = 0; r < a->lb_r; r++) {
+        ts[r] = (double)n_tok / samples[r];
+        mean_ts += ts[r] / (double)a->lb_r;
+        mean_ns += samples[r] * 1e9 / (double)a->lb_r;
+        json_array_append_new(sts, json_real(ts[r]));
+        json_array_append_new(sns, json_integer((json_int_t)(samples[r] * 1e9)));
+    }
+    qsort(ts, (size_t)a->lb_r, sizeof *ts, cmp_double);
+    char test[96], desc[256];
+    snprintf(test, sizeof test, "%s%ld @ d%ld", a->lb_p ? "pp" : "tg", a->lb_p ? a->lb_p : a->lb_n, a->lb_depth);
+    llama_model_desc(model, desc, sizeof desc);
+    json_t *row = json_pack("{s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:I, s:s, s:s, s:I, s:I}", "test", test,
+                            "n_prompt", (json_int_t)a->lb_p, "n_gen", (json_int_t)a->lb_n, "n_depth", (json_int_t)a->lb_depth,
+                            "repetitions", (json_int_t)a->lb_r, "warmup", !a->lb_no_warmup, "avg_ns", (json_int_t)mean_ns,
+                            "avg_ts", mean_ts, "median_ts", percentile_sorted(ts, (size_t)a->lb_r, 0.5), "min_ts", ts[0],
+                            "max_ts", ts[a->lb_r - 1], "samples_ts", sts, "samples_ns", sns, "n_ctx", (json_int_t)llama_n_ctx(ctx),
+                            "type_k", "f16", "type_v", "f16", "n_threads", (json_int_t)a->threads, "n_batch", (json_int_t)LB_CHUNK);
+    json_object_set_new(row, "memory", json_pack("{s:I}", "peak_rss_bytes", (json_int_t)proc_status_bytes("VmHWM")));
+    json_object_set_new(row, "engine", json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "name", "llama.cpp", "version", ggml_version(),
+                                                 "commit", ggml_commit(), "package", LLAMACPP_PACKAGE, "source_commit",
+                                                 LLAMACPP_SOURCE_COMMIT, "system_info", llama_print_system_info()));
+    json_object_set_new(row, "model", json_pack("{s:s, s:I, s:s, s:I}", "path", a->model, "size", (json_int_t)st->st_size,
+                                                "description", desc, "n_vocab", (json_int_t)n_vocab));
+    char *text = json_dumps(row, JSON_COMPACT);
+    json_decref(row);
+    if (!text) return fail("out of memory");
+    puts(text);
+    fflush(stdout);
+    fprintf(stderr, "%s: %.2f t/s (median of %ld)\n", test, percentile_sorted(ts, (size_t)a->lb_r, 0.5), a->lb_r);
+    free(text);
+    free(ts);
+    free(samples);
+    llama_free(ctx);
     return 0;
 }
 
@@ -291,7 +457,7 @@ static void quiet_log(enum ggml_log_level level, const char *text, void *verbose
 }
 
 int main(int argc, char **argv) {
-    bench_args a = {.ntok = 100, .warmup = 10, .runs = 1};
+    bench_args a = {.ntok = 100, .warmup = 10, .runs = 1, .lb_depth = -1, .lb_r = 5};
     int rc = parse_args(&a, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if (a.threads == 0) {
@@ -321,6 +487,12 @@ int main(int argc, char **argv) {
     double t_load = now_seconds();
     struct llama_model *model = llama_model_load_from_file(a.model, mp);
     if (!model) return fail("%s: llama.cpp could not load the model (rerun with --verbose)", a.model);
+    if (a.lb_depth >= 0) {
+        rc = lb_main(model, &a, &st);
+        llama_model_free(model);
+        llama_backend_free();
+        return rc;
+    }
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     int32_t n_vocab = llama_vocab_n_tokens(vocab);
 
@@ -366,12 +538,21 @@ int main(int argc, char **argv) {
         json_object_set_new(row, "load_seconds", json_real(load_s));
         json_object_set_new(row, "prefill_seconds", json_real(r.prefill_s));
         json_object_set_new(row, "prefill_tokens_per_second", json_real(n_prompt / r.prefill_s));
-        json_object_set_new(row, "decode_tokens_per_second", json_real((double)a.ntok / r.decode_s));
+        json_object_set_new(row, "decode_tokens_per_second", json_real((double)r.n_decode / r.decode_s));
         json_object_set_new(row, "n_prompt", json_integer(n_prompt));
-        json_object_set_new(row, "n_decode", json_integer(a.ntok));
+        json_object_set_new(row, "n_decode", json_integer(r.n_decode));
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));
         json_object_set_new(row, "first_tokens", first);
-        json_object_set_new(row, "itl", itl_json(r.itl, (size_t)a.ntok));
+        json_object_set_new(row, "itl", itl_json(r.itl, (size_t)(r.n_decode < a.ntok ? r.n_decode : a.ntok)));
+        if (a.duration > 0) {
+            json_t *ts = json_array(), *ys = json_array();
+            for (int i = 0; i < r.n_series; i++)
+                json_array_append_new(ts, json_real(r.series_t[i])), json_array_append_new(ys, json_real(r.series_y[i]));
+            json_object_set_new(row, "mode", json_string("sustained"));
+            json_object_set_new(row, "sustained", json_pack("{s:f, s:f, s:{s:f, s:o, s:o}}", "seconds", r.decode_s,
+                                                            "mean_tokens_per_second", (double)r.n_decode / r.decode_s, "series",
+                                                            "interval_s", 1.0, "t_s", ts, "tokens_per_second", ys));
+        }
         json_object_set_new(row, "memory", json_pack("{s:I, s:I}", "peak_rss_bytes",
                                                      (json_int_t)proc_status_bytes("VmHWM"), "rss_bytes",
                                                      (json_int_t)proc_status_bytes("VmRSS")));
@@ -398,9 +579,11 @@ int main(int argc, char **argv) {
         fflush(stdout);
         free(s);
         fprintf(stderr, "run %ld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %ld decode steps %.2f tok/s\n",
-                run, n_prompt, r.prefill_s, n_prompt / r.prefill_s, a.ntok, (double)a.ntok / r.decode_s);
+                run, n_prompt, r.prefill_s, n_prompt / r.prefill_s, r.n_decode, (double)r.n_decode / r.decode_s);
     }
     free(r.itl);
+    free(r.series_t);
+    free(r.series_y);
     free(prompt);
     llama_free(ctx);
     llama_model_free(model);

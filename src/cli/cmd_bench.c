@@ -157,6 +157,7 @@ typedef struct {
     int n_decode;
     double *itl; /* n_decode inter-token latencies */
     double sustained_s, sustained_tps, sustained_slope;
+    json_t *sustained_series; /* --mode sustained: {"interval_s", "t_s": [...], "tokens_per_second": [...]} */
     e0_ctx_stats st; /* decode-phase stats (--batch-size: summed over the sequences) */
     bool agree;      /* --batch-size: every sequence generated the same ids (they share the prompt) */
     e0_experts_stats xs; /* expert cache, decode phase */
@@ -249,6 +250,10 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
         r->sustained_s = r->decode_s;
         r->sustained_tps = r->n_decode / r->decode_s;
         r->sustained_slope = n_rates >= 2 ? e0_slope(rate_t, rate_y, (size_t)n_rates) * 60.0 : 0;
+        json_t *ts = json_array(), *ys = json_array();
+        for (int i = 0; i < n_rates; i++) json_array_append_new(ts, json_real(rate_t[i])), json_array_append_new(ys, json_real(rate_y[i]));
+        json_decref(r->sustained_series);
+        r->sustained_series = json_pack("{s:f, s:o, s:o}", "interval_s", 1.0, "t_s", ts, "tokens_per_second", ys);
     }
     free(rate_t);
     free(rate_y);
@@ -468,6 +473,7 @@ int cmd_bench(int argc, char **argv) {
             json_object_set_new(s, "seconds", json_real(r.sustained_s));
             json_object_set_new(s, "mean_tokens_per_second", json_real(r.sustained_tps));
             json_object_set_new(s, "slope_tokens_per_second_per_minute", json_real(r.sustained_slope));
+            if (r.sustained_series) json_object_set(s, "series", r.sustained_series); /* per interval */
             json_object_set_new(row, "sustained", s);
         }
         json_object_set_new(row, "memory", e0_memory_json());
@@ -521,6 +527,7 @@ int cmd_bench(int argc, char **argv) {
     free(pp);
     free(tg);
     free(r.itl);
+    json_decref(r.sustained_series);
     for (int b = 1; cs && b < B; b++) e0_ctx_free(cs[b]);
     free(cs);
     json_decref(model_json);
