@@ -25,7 +25,7 @@
 #include "quant/x86/quant_k_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
-_Static_assert(MAXT == 8, "the per-token scales are multiplied as one vector of 8 floats");
+_Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of 8 floats");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
 
@@ -63,8 +63,11 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
             const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
             /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(is5 ? x5->d : x4->d))));
-            _mm256_storeu_ps(dmin, _mm256_mul_ps(_mm256_loadu_ps(nyd), _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin))));
+            const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
+            for (int v = 0; v < nt; v += 8) {
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
+                _mm256_storeu_ps(dmin + v, _mm256_mul_ps(_mm256_loadu_ps(nyd + v), xdmin));
+            }
             const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
             const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
             const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
@@ -127,7 +130,8 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
         for (int r = 0; r < nr; r++) {
             const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(x->d)))); /* y.d * x.d */
+            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
             __m256i u[8];
@@ -185,7 +189,8 @@ AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_s
             xq[b] = _mm256_loadu_si256((const __m256i *)(x + (size_t)b * Q8_0_SIZE + Q8_0_QS));
             xabs[b] = _mm256_sign_epi8(xq[b], xq[b]);
             /* the one-token kernel's x.d * y.d, all tokens at once */
-            _mm256_storeu_ps(scale[b], _mm256_mul_ps(_mm256_set1_ps(h2f(x + (size_t)b * Q8_0_SIZE)), _mm256_loadu_ps(yd[b])));
+            for (int v = 0; v < nt; v += 8)
+                _mm256_storeu_ps(scale[b] + v, _mm256_mul_ps(_mm256_set1_ps(h2f(x + (size_t)b * Q8_0_SIZE)), _mm256_loadu_ps(yd[b] + v)));
         }
         IN_MEMORY(scale);
         for (int t = 0; t < nt; t++) {
@@ -231,7 +236,8 @@ void e0_gemm_iq3_xxs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, in
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
         for (int r = 0; r < nr; r++) {
             const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * IQ3_XXS_SIZE;
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(h2f(x)))); /* y.d * x.d */
+            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(h2f(x))));
             __m256i u[8];
             #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) iq3_xxs_unpack(x, j, &u[j], &sg[j], &sc[j]);
