@@ -40,15 +40,18 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
     const size_t bsize = is5 ? sizeof(e0_block_q5_K) : sizeof(e0_block_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
     __m256 acc[MAXR][MAXT];
-    __m128 acc_m[MAXR][MAXT];
-    __m128i bsum_pairs[MAXT];
+    /* The min terms by token pairs: lanes 0..3 are token 2p's 4-lane accumulator of the one-token
+     * kernel, lanes 4..7 token 2p+1's; one 8-lane madd, convert and fma do the two tokens' 4-lane
+     * operations (lane by lane the same), half the multiply-port work of one xmm chain per token. */
+    __m256 acc_m2[MAXR][MAXT / 2];
+    __m128i bsum_pairs[MAXT + 1];
+    __m256i bsum_pairs2[MAXT / 2];
     __m256i sc[8];
     float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) {
-            acc[r][t] = _mm256_setzero_ps();
-            acc_m[r][t] = _mm_setzero_ps();
-        }
+    for (int r = 0; r < nr; r++) {
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        for (int p = 0; p < (nt + 1) / 2; p++) acc_m2[r][p] = _mm256_setzero_ps();
+    }
     for (int64_t i = 0; i < n / QK_K; i++) {
         for (int t = 0; t < nt; t++) {
             const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
@@ -57,6 +60,8 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             yd[t] = y->d;
             nyd[t] = -y->d;
         }
+        bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
+        for (int t = 0; t < nt; t += 2) bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
         for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
             const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
@@ -70,6 +75,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             }
             const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
             const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
+            const __m256i mins2 = _mm256_set_m128i(mins, mins);
             const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
             const __m256i scales = _mm256_set_m128i(sc128, sc128);
             __m256i u[8];
@@ -88,9 +94,12 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
                 sc[2 * j + 1] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1));
             }
             IN_MEMORY(sc);
+            for (int t = 0; t < nt; t += 2) { /* dmin[t + 1] exists: d, dmin are computed in 8s */
+                const __m256 dm = _mm256_set_m128(_mm_broadcast_ss(&dmin[t + 1]), _mm_broadcast_ss(&dmin[t]));
+                acc_m2[r][t / 2] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[t / 2])), acc_m2[r][t / 2]);
+            }
             for (int t = 0; t < nt; t++) {
                 const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(dmin[t]), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum_pairs[t])), acc_m[r][t]);
                 __m256i sum = _mm256_setzero_si256();
                 #pragma GCC unroll 8
                 for (int j = 0; j < 8; j++) {
@@ -102,7 +111,11 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m[r][t]);
+        for (int t = 0; t < nt; t++) {
+            const __m256 m2 = acc_m2[r][t / 2];
+            const __m128 acc_m = t % 2 ? _mm256_extractf128_ps(m2, 1) : _mm256_castps256_ps128(m2);
+            s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m);
+        }
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
