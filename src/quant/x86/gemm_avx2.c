@@ -33,6 +33,47 @@ _Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of
  * (used as memory operands) instead of taking 8 more registers and being spilled anyway. */
 #define IN_MEMORY(p) __asm__ volatile("" : : "r"(p) : "memory")
 
+/* ---- sub-block pairing (q4_K, q5_K, q6_K) ----
+ * The one-token kernels compute, per 32 values j of a super-block, madd(maddubs(u_j, q_j), sc_j):
+ * int32 lane k gets sc_j * (the 4 products of bytes 4k..4k+3), and lanes are summed over j. Here
+ * sub-blocks j, j' = 2m, 2m+1 are interleaved by 16-bit words (in every 32-bit lane: A = low words
+ * of j and j', B = high words of j and j'), the same for weights and activations, so that
+ * maddubs(A_u, A_q) + maddubs(B_u, B_q) holds in each 32-bit lane the two 4-product sums of j
+ * and j' (int16: at most 4 * 63 * 128 = 32256, no overflow for 4-, 5- and 6-bit codes), and one
+ * madd with [sc_j, sc_j'] gives lane k's sc_j * S_jk + sc_j' * S_j'k. The int32 lane sums are the
+ * same integers as the one-token kernel's, from 3 instead of 4 multiply-port operations per 64
+ * values (the activations are interleaved once per super-block for all rows). */
+
+/* v[0], v[1] (sub-blocks j, j') -> A, B in place. */
+AI void pair_words(__m256i v[2]) {
+    const __m256i j = v[0], jj = v[1];
+    v[0] = _mm256_blend_epi16(j, _mm256_slli_epi32(jj, 16), 0xAA);
+    v[1] = _mm256_blend_epi16(_mm256_srli_epi32(j, 16), jj, 0xAA);
+}
+
+/* The 8 activation vectors of one super-block (256 int8), paired. */
+AI void pair_subblocks(const uint8_t *q8, __m256i out[8]) {
+    for (int m = 0; m < 4; m++) {
+        out[2 * m] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m));
+        out[2 * m + 1] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m + 32));
+        pair_words(&out[2 * m]);
+    }
+}
+
+/* Shuffle control: word 2m of the scale vector into the even words, word 2m+1 into the odd. */
+static inline __m256i scale_pair_ctrl(int m) { return _mm256_set1_epi32((4 * m) | (4 * m + 1) << 8 | (4 * m + 2) << 16 | (4 * m + 3) << 24); }
+
+/* Sum over the 4 pairs of one super-block: int32 lanes as the one-token kernel's. */
+AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[4]) {
+    __m256i sum = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u[2 * m], q[2 * m]), _mm256_maddubs_epi16(u[2 * m + 1], q[2 * m + 1]));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc2[m]));
+    }
+    return sum;
+}
+
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
 
 AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
@@ -46,7 +87,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
     __m256 acc_m2[MAXR][MAXT / 2];
     __m128i bsum_pairs[MAXT + 1];
     __m256i bsum_pairs2[MAXT / 2];
-    __m256i sc[8];
+    __m256i sc2[4], qa[MAXT][8];
     float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
     for (int r = 0; r < nr; r++) {
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
@@ -60,6 +101,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             yd[t] = y->d;
             nyd[t] = -y->d;
         }
+        for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
         bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
         for (int t = 0; t < nt; t += 2) bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
         for (int r = 0; r < nr; r++) {
@@ -90,24 +132,15 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
                     u[2 * j + 1] =
                         _mm256_or_si256(u[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
                 }
-                sc[2 * j] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j));
-                sc[2 * j + 1] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1));
+                pair_words(&u[2 * j]);
+                sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
             }
-            IN_MEMORY(sc);
+            IN_MEMORY(sc2);
             for (int t = 0; t < nt; t += 2) { /* dmin[t + 1] exists: d, dmin are computed in 8s */
                 const __m256 dm = _mm256_set_m128(_mm_broadcast_ss(&dmin[t + 1]), _mm_broadcast_ss(&dmin[t]));
                 acc_m2[r][t / 2] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[t / 2])), acc_m2[r][t / 2]);
             }
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                __m256i sum = _mm256_setzero_si256();
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) {
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
-                }
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
-            }
+            for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
     for (int r = 0; r < nr; r++)
