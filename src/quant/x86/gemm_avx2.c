@@ -168,19 +168,23 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
     const uint8_t *w = vw, *a = va;
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     __m256 acc[MAXR][MAXT];
-    __m256i sc[8];
+    __m256i sc2[4], qa[MAXT][8];
     float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+        for (int t = 0; t < nt; t++) {
+            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+            yd[t] = y->d;
+            pair_subblocks((const uint8_t *)y->qs, qa[t]);
+        }
         for (int r = 0; r < nr; r++) {
             const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
             for (int v = 0; v < nt; v += 8) /* y.d * x.d */
                 _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
-            __m256i u[8];
+            __m256i u[8], sc[8];
             #pragma GCC unroll 2
             for (int c = 0; c < 2; c++) {
                 const __m256i scs = scs2[c];
@@ -197,17 +201,17 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
                 #pragma GCC unroll 4
                 for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
             }
-            IN_MEMORY(sc);
+            #pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) { /* sub-blocks paired (see pair_words) */
+                pair_words(&u[2 * m]);
+                sc2[m] = _mm256_blend_epi16(sc[2 * m], sc[2 * m + 1], 0xAA);
+            }
+            IN_MEMORY(sc2);
             for (int t = 0; t < nt; t++) {
                 const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
                 /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
                 const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
-                __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) {
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
-                }
+                const __m256i sum = _mm256_sub_epi32(paired_dot(u, qa[t], sc2), _mm256_slli_epi32(offs, 5));
                 acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
             }
         }
