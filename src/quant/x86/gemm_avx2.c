@@ -4,13 +4,15 @@
  *
  * Loop order, per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
- *      (Q8_K: scale d and the pair sums of bsums; Q8_0: the fp16 scales as floats);
- *   2. per row: the weight block unpacked once into 8 ymm registers of codes, its sub-block scale
- *      vectors written to a small stack buffer, the row's scale times every token's scale in one
- *      vector multiply;
- *   3. a runtime loop over the tokens streams each token's block past those registers: per 32
- *      values one activation load, one maddubs and one madd (the scale a memory operand). The
- *      float accumulators of all (row, token) pairs live in a stack array.
+ *      (Q8_K: scale d, the pair sums of bsums and, for q4_K/q5_K/q6_K, the 8 activation vectors
+ *      with their sub-blocks paired, see pair_words; Q8_0: the fp16 scales as floats);
+ *   2. per row: the weight block unpacked once into 8 ymm registers of codes (paired likewise),
+ *      its sub-block scale vectors written to a small stack buffer, the row's scale times every
+ *      token's scale in vector multiplies;
+ *   3. a runtime loop over the tokens streams each token's block past those registers: per 64
+ *      values (K-quants) two activation loads, two maddubs, one add and one madd (the scale a
+ *      memory operand); q8_0 per 32 values one load, sign, maddubs and madd. The float
+ *      accumulators of all (row, token) pairs live in a stack array.
  * This keeps ~12 of the 16 ymm registers busy whatever the token count; a fixed 4-token
  * unrolled kernel (quant_k_x4_avx2.c) makes GCC spill, and reloading the activations' terms per
  * row cost ~15% more.
