@@ -175,8 +175,9 @@ static void test_gemm_matches_vec_dot(void) {
 }
 
 /* gemm on whole tiles: 1..E0_GEMM_ROWS rows (odd counts included) x 1..E0_GEMM_TOKENS tokens,
- * rows of mixed fills (quantized, random, extreme) at an odd (unaligned) weight stride and base,
- * tokens at an odd activation stride, outputs at a stride past the row count: every (row, token)
+ * rows of mixed fills (quantized, random, extreme) at a weight stride and base off every vector
+ * alignment (by 4 bytes: the block structs' own alignment, as in files), tokens likewise, outputs
+ * at a stride past the row count: every (row, token)
  * equals that level's vec_dot bit for bit, and nothing outside the outputs is written. */
 static void check_gemm_tiles(int type, int level) {
     const e0_type_traits *t = e0_type_traits_of((uint32_t)type), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
@@ -185,9 +186,9 @@ static void check_gemm_tiles(int type, int level) {
     static const int row_counts[] = {1, 2, 5, E0_GEMM_ROWS - 1, E0_GEMM_ROWS};
     for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
         const int64_t nb = block_counts[bc], n = nb * t->block_size;
-        const size_t w_stride = (size_t)nb * t->type_size + 3, a_stride = (size_t)nb * at->type_size + 5;
-        uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 1), *ab = xalloc(a_stride * E0_GEMM_TOKENS + 1);
-        uint8_t *w = wb + 1, *a = ab + 1; /* unaligned bases */
+        const size_t w_stride = (size_t)nb * t->type_size + 4, a_stride = (size_t)nb * at->type_size + 4;
+        uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 4), *ab = xalloc(a_stride * E0_GEMM_TOKENS + 4);
+        uint8_t *w = wb + 4, *a = ab + 4; /* bases off the 32-byte alignment */
         for (int r = 0; r < E0_GEMM_ROWS; r++) fill_blocks(type, w + (size_t)r * w_stride, nb, (int)((r + bc) % FILL_MODES));
         for (int k = 0; k < E0_GEMM_TOKENS; k++) fill_blocks(t->vec_dot_type, a + (size_t)k * a_stride, nb, (int)((k * 5 + bc) % FILL_MODES));
         for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++) {
