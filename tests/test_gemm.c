@@ -174,6 +174,56 @@ static void test_gemm_matches_vec_dot(void) {
     }
 }
 
+/* gemm on whole tiles: 1..E0_GEMM_ROWS rows (odd counts included) x 1..E0_GEMM_TOKENS tokens,
+ * rows of mixed fills (quantized, random, extreme) at a weight stride and base off every vector
+ * alignment (by 4 bytes: the block structs' own alignment, as in files), tokens likewise, outputs
+ * at a stride past the row count: every (row, token)
+ * equals that level's vec_dot bit for bit, and nothing outside the outputs is written. */
+static void check_gemm_tiles(int type, int level) {
+    const e0_type_traits *t = e0_type_traits_of((uint32_t)type), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
+    const e0_kernels kn = e0_kernels_at(t, level);
+    static const int64_t block_counts[] = {1, 3, 8};
+    static const int row_counts[] = {1, 2, 5, E0_GEMM_ROWS - 1, E0_GEMM_ROWS};
+    for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
+        const int64_t nb = block_counts[bc], n = nb * t->block_size;
+        const size_t w_stride = (size_t)nb * t->type_size + 4, a_stride = (size_t)nb * at->type_size + 4;
+        uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 4), *ab = xalloc(a_stride * E0_GEMM_TOKENS + 4);
+        uint8_t *w = wb + 4, *a = ab + 4; /* bases off the 32-byte alignment */
+        for (int r = 0; r < E0_GEMM_ROWS; r++) fill_blocks(type, w + (size_t)r * w_stride, nb, (int)((r + bc) % FILL_MODES));
+        for (int k = 0; k < E0_GEMM_TOKENS; k++) fill_blocks(t->vec_dot_type, a + (size_t)k * a_stride, nb, (int)((k * 5 + bc) % FILL_MODES));
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++) {
+            const int nr = row_counts[ri];
+            const size_t s_stride = (size_t)nr + 3;
+            for (int nt = 1; nt <= E0_GEMM_TOKENS; nt++) {
+                float got[(E0_GEMM_ROWS + 3) * E0_GEMM_TOKENS];
+                const float sentinel = -1234.5f;
+                for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) got[i] = sentinel;
+                kn.gemm(n, nr, w, w_stride, nt, a, a_stride, got, s_stride);
+                for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) {
+                    const size_t r = i % s_stride, k = i / s_stride;
+                    if (r < (size_t)nr && k < (size_t)nt) {
+                        float want;
+                        kn.vec_dot(n, &want, w + r * w_stride, a + k * a_stride);
+                        CHECKF(!memcmp(&got[i], &want, sizeof want), "%s %s gemm blocks %lld rows %d nt %d: row %zu token %zu: %.9g vs %.9g",
+                               e0_simd_name(level), t->name, (long long)nb, nr, nt, r, k, got[i], want);
+                    } else CHECKF(got[i] == sentinel, "%s %s gemm wrote outside its outputs (rows %d nt %d)", e0_simd_name(level), t->name, nr, nt);
+                }
+            }
+        }
+        free(wb);
+        free(ab);
+    }
+}
+
+static void test_gemm_tiles(void) {
+    const int top = e0_simd_level();
+    for (int level = E0_SIMD_SCALAR; level <= top; level++)
+        for (int type = 0; type < E0_TYPE_COUNT; type++) {
+            const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
+            if (t && e0_kernels_at(t, level).gemm && fields_of(type)) check_gemm_tiles(type, level);
+        }
+}
+
 /* e0_matmul_run for n_tok = 1..19 (several gemm groups, full groups of 4 plus remainders), two threads, a row count
  * that is not a multiple of the row block: every output equals the per-token vec_dot. The
  * product runs the kernels of this process's level (run the suite with E0_SIMD=scalar / avx2 for
@@ -259,6 +309,7 @@ static void test_matmul_mixed_jobs(void) {
 int main(void) {
     RUN(test_vec_dot_4_matches_vec_dot);
     RUN(test_gemm_matches_vec_dot);
+    RUN(test_gemm_tiles);
     RUN(test_matmul_independent_of_batching);
     RUN(test_matmul_mixed_jobs);
     return T_DONE();

@@ -1,5 +1,5 @@
 /* qspeed_gemm.c — micro benchmark of the prefill kernels: the 4-token dot (vec_dot_4) and the
- * GEMM kernel (gemm) at 4 and E0_GEMM_TOKENS tokens, against calls of vec_dot. Built by `make` into build/tools/qspeed_gemm. Run:
+ * GEMM kernel (gemm) at 8 and E0_GEMM_TOKENS (16) tokens, against calls of vec_dot. Built by `make` into build/tools/qspeed_gemm. Run:
  *
  *   build/tools/qspeed_gemm
  *
@@ -65,7 +65,7 @@ int main(void) {
     uint8_t *a = malloc(a_stride * E0_GEMM_TOKENS);
     if (!a) return 1;
     printf("%d rows x n %d, single thread, row-token dot products per us (gemm_N: N tokens)\n", ROWS, N);
-    printf("%-6s %-7s %9s %9s %9s %9s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "gemm_4", "gemm_8", "ratio");
+    printf("%-6s %-7s %9s %9s %9s %9s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "gemm_8", "gemm_16", "ratio");
     const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4};
     for (int level = E0_SIMD_AVX2; level <= top; level++) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -77,12 +77,12 @@ int main(void) {
             uint8_t *w = malloc(row_bytes * ROWS);
             if (!w) return 1;
             t->from_float_ref(x, w, (int64_t)N * ROWS);
-            static const int ways[WAYS] = {0, E0_DOT_TOKENS, -E0_DOT_TOKENS, -E0_GEMM_TOKENS};
+            static const int ways[WAYS] = {0, E0_DOT_TOKENS, -8, -E0_GEMM_TOKENS};
             double rate[WAYS];
             bench(&kn, w, row_bytes, a, a_stride, ways, rate);
-            const double one = rate[0], four = rate[1], g4 = rate[2], g8 = rate[3];
-            const double best = g8 > g4 ? g8 : g4;
-            printf("%-6s %-7s %9.1f %9.1f %9.1f %9.1f %7.2f\n", t->name, e0_simd_name(level), one, four, g4, g8,
+            const double one = rate[0], four = rate[1], g8 = rate[2], g16 = rate[3];
+            const double best = g16 > g8 ? g16 : g8;
+            printf("%-6s %-7s %9.1f %9.1f %9.1f %9.1f %7.2f\n", t->name, e0_simd_name(level), one, four, g8, g16,
                    best ? best / (four ? four : one) : four / one);
             free(w);
         }

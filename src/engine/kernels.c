@@ -82,7 +82,7 @@ typedef struct {
     _Atomic int64_t next_block;
 } matmul_task;
 
-#define ROW_BLOCK 16
+#define ROW_BLOCK 32 /* = E0_GEMM_ROWS: one gemm call per block (its per-call work on the tokens is shared by more rows) */
 
 static int64_t row_blocks(const e0_matmul *m) { return (m->n_out + ROW_BLOCK - 1) / ROW_BLOCK; }
 

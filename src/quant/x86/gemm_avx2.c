@@ -4,13 +4,15 @@
  *
  * Loop order, per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
- *      (Q8_K: scale d and the pair sums of bsums; Q8_0: the fp16 scales as floats);
- *   2. per row: the weight block unpacked once into 8 ymm registers of codes, its sub-block scale
- *      vectors written to a small stack buffer, the row's scale times every token's scale in one
- *      vector multiply;
- *   3. a runtime loop over the tokens streams each token's block past those registers: per 32
- *      values one activation load, one maddubs and one madd (the scale a memory operand). The
- *      float accumulators of all (row, token) pairs live in a stack array.
+ *      (Q8_K: scale d, the pair sums of bsums and, for q4_K/q5_K/q6_K, the 8 activation vectors
+ *      with their sub-blocks paired, see pair_words; Q8_0: the fp16 scales as floats);
+ *   2. per row: the weight block unpacked once into 8 ymm registers of codes (paired likewise),
+ *      its sub-block scale vectors written to a small stack buffer, the row's scale times every
+ *      token's scale in vector multiplies;
+ *   3. a runtime loop over the tokens streams each token's block past those registers: per 64
+ *      values (K-quants) two activation loads, two maddubs, one add and one madd (the scale a
+ *      memory operand); q8_0 per 32 values one load, sign, maddubs and madd. The float
+ *      accumulators of all (row, token) pairs live in a stack array.
  * This keeps ~12 of the 16 ymm registers busy whatever the token count; a fixed 4-token
  * unrolled kernel (quant_k_x4_avx2.c) makes GCC spill, and reloading the activations' terms per
  * row cost ~15% more.
@@ -25,13 +27,63 @@
 #include "quant/x86/quant_k_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
-_Static_assert(MAXT == 8, "the per-token scales are multiplied as one vector of 8 floats");
+_Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of 8 floats");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
 
 /* Makes the compiler treat buffer p as read and written here: the scale vectors stay in memory
  * (used as memory operands) instead of taking 8 more registers and being spilled anyway. */
 #define IN_MEMORY(p) __asm__ volatile("" : : "r"(p) : "memory")
+
+/* Zeroes n accumulators with plain vector stores: GCC turns the loop into a memset call per row
+ * otherwise (1.3% of prefill cycles for a few hundred bytes). */
+AI void zero_acc(__m256 *acc, int n) {
+    for (int k = 0; k < n; k++) {
+        acc[k] = _mm256_setzero_ps();
+        IN_MEMORY(acc);
+    }
+}
+
+/* ---- sub-block pairing (q4_K, q5_K, q6_K) ----
+ * The one-token kernels compute, per 32 values j of a super-block, madd(maddubs(u_j, q_j), sc_j):
+ * int32 lane k gets sc_j * (the 4 products of bytes 4k..4k+3), and lanes are summed over j. Here
+ * sub-blocks j, j' = 2m, 2m+1 are interleaved by 16-bit words (in every 32-bit lane: A = low words
+ * of j and j', B = high words of j and j'), the same for weights and activations, so that
+ * maddubs(A_u, A_q) + maddubs(B_u, B_q) holds in each 32-bit lane the two 4-product sums of j
+ * and j' (int16: at most 4 * 63 * 128 = 32256, no overflow for 4-, 5- and 6-bit codes), and one
+ * madd with [sc_j, sc_j'] gives lane k's sc_j * S_jk + sc_j' * S_j'k. The int32 lane sums are the
+ * same integers as the one-token kernel's, from 3 instead of 4 multiply-port operations per 64
+ * values (the activations are interleaved once per super-block for all rows). */
+
+/* v[0], v[1] (sub-blocks j, j') -> A, B in place. */
+AI void pair_words(__m256i v[2]) {
+    const __m256i j = v[0], jj = v[1];
+    v[0] = _mm256_blend_epi16(j, _mm256_slli_epi32(jj, 16), 0xAA);
+    v[1] = _mm256_blend_epi16(_mm256_srli_epi32(j, 16), jj, 0xAA);
+}
+
+/* The 8 activation vectors of one super-block (256 int8), paired. */
+AI void pair_subblocks(const uint8_t *q8, __m256i out[8]) {
+    for (int m = 0; m < 4; m++) {
+        out[2 * m] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m));
+        out[2 * m + 1] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m + 32));
+        pair_words(&out[2 * m]);
+    }
+}
+
+/* Shuffle control: word 2m of the scale vector into the even words, word 2m+1 into the odd. */
+static inline __m256i scale_pair_ctrl(int m) { return _mm256_set1_epi32((4 * m) | (4 * m + 1) << 8 | (4 * m + 2) << 16 | (4 * m + 3) << 24); }
+
+/* Sum over the 4 pairs of one super-block: int32 lanes as the one-token kernel's. */
+AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[4]) {
+    __m256i sum = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u[2 * m], q[2 * m]), _mm256_maddubs_epi16(u[2 * m + 1], q[2 * m + 1]));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc2[m]));
+    }
+    return sum;
+}
 
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
 
@@ -40,15 +92,18 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
     const size_t bsize = is5 ? sizeof(e0_block_q5_K) : sizeof(e0_block_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
     __m256 acc[MAXR][MAXT];
-    __m128 acc_m[MAXR][MAXT];
-    __m128i bsum_pairs[MAXT];
-    __m256i sc[8];
+    /* The min terms by token pairs: lanes 0..3 are token 2p's 4-lane accumulator of the one-token
+     * kernel, lanes 4..7 token 2p+1's; one 8-lane madd, convert and fma do the two tokens' 4-lane
+     * operations (lane by lane the same), half the multiply-port work of one xmm chain per token. */
+    __m256 acc_m2[MAXR][MAXT / 2];
+    __m128i bsum_pairs[MAXT + 1];
+    __m256i bsum_pairs2[MAXT / 2];
+    __m256i sc2[4], qa[MAXT][8];
     float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) {
-            acc[r][t] = _mm256_setzero_ps();
-            acc_m[r][t] = _mm_setzero_ps();
-        }
+    for (int r = 0; r < nr; r++) {
+        zero_acc(acc[r], nt);
+        zero_acc(acc_m2[r], (nt + 1) / 2);
+    }
     for (int64_t i = 0; i < n / QK_K; i++) {
         for (int t = 0; t < nt; t++) {
             const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
@@ -57,16 +112,23 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             yd[t] = y->d;
             nyd[t] = -y->d;
         }
+        for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
+        bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
+        for (int t = 0; t < nt; t += 2) bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
         for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
             const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
             const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
             const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
             /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(is5 ? x5->d : x4->d))));
-            _mm256_storeu_ps(dmin, _mm256_mul_ps(_mm256_loadu_ps(nyd), _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin))));
+            const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
+            for (int v = 0; v < nt; v += 8) {
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
+                _mm256_storeu_ps(dmin + v, _mm256_mul_ps(_mm256_loadu_ps(nyd + v), xdmin));
+            }
             const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
             const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
+            const __m256i mins2 = _mm256_set_m128i(mins, mins);
             const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
             const __m256i scales = _mm256_set_m128i(sc128, sc128);
             __m256i u[8];
@@ -81,25 +143,23 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
                     u[2 * j + 1] =
                         _mm256_or_si256(u[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
                 }
-                sc[2 * j] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j));
-                sc[2 * j + 1] = _mm256_shuffle_epi8(scales, word_ctrl(2 * j + 1));
+                pair_words(&u[2 * j]);
+                sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
             }
-            IN_MEMORY(sc);
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                acc_m[r][t] = _mm_fmadd_ps(_mm_set1_ps(dmin[t]), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum_pairs[t])), acc_m[r][t]);
-                __m256i sum = _mm256_setzero_si256();
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) {
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(q8 + 32 * j));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
-                }
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+            IN_MEMORY(sc2);
+            for (int t = 0; t < nt; t += 2) { /* dmin[t + 1] exists: d, dmin are computed in 8s */
+                const __m256 dm = _mm256_set_m128(_mm_broadcast_ss(&dmin[t + 1]), _mm_broadcast_ss(&dmin[t]));
+                acc_m2[r][t / 2] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[t / 2])), acc_m2[r][t / 2]);
             }
+            for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m[r][t]);
+        for (int t = 0; t < nt; t++) {
+            const __m256 m2 = acc_m2[r][t / 2];
+            const __m128 acc_m = t % 2 ? _mm256_extractf128_ps(m2, 1) : _mm256_castps256_ps128(m2);
+            s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m);
+        }
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -119,18 +179,23 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
     const uint8_t *w = vw, *a = va;
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     __m256 acc[MAXR][MAXT];
-    __m256i sc[8];
+    __m256i sc2[4], qa[MAXT][8];
     float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        zero_acc(acc[r], nt);
     for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+        for (int t = 0; t < nt; t++) {
+            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+            yd[t] = y->d;
+            pair_subblocks((const uint8_t *)y->qs, qa[t]);
+        }
         for (int r = 0; r < nr; r++) {
             const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(fp16(x->d)))); /* y.d * x.d */
+            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
-            __m256i u[8];
+            __m256i u[8], sc[8];
             #pragma GCC unroll 2
             for (int c = 0; c < 2; c++) {
                 const __m256i scs = scs2[c];
@@ -147,17 +212,17 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
                 #pragma GCC unroll 4
                 for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
             }
-            IN_MEMORY(sc);
+            #pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) { /* sub-blocks paired (see pair_words) */
+                pair_words(&u[2 * m]);
+                sc2[m] = _mm256_blend_epi16(sc[2 * m], sc[2 * m + 1], 0xAA);
+            }
+            IN_MEMORY(sc2);
             for (int t = 0; t < nt; t++) {
                 const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
                 /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
                 const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
-                __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) {
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], q), sc[j]));
-                }
+                const __m256i sum = _mm256_sub_epi32(paired_dot(u, qa[t], sc2), _mm256_slli_epi32(offs, 5));
                 acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
             }
         }
@@ -185,7 +250,8 @@ AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_s
             xq[b] = _mm256_loadu_si256((const __m256i *)(x + (size_t)b * Q8_0_SIZE + Q8_0_QS));
             xabs[b] = _mm256_sign_epi8(xq[b], xq[b]);
             /* the one-token kernel's x.d * y.d, all tokens at once */
-            _mm256_storeu_ps(scale[b], _mm256_mul_ps(_mm256_set1_ps(h2f(x + (size_t)b * Q8_0_SIZE)), _mm256_loadu_ps(yd[b])));
+            for (int v = 0; v < nt; v += 8)
+                _mm256_storeu_ps(scale[b] + v, _mm256_mul_ps(_mm256_set1_ps(h2f(x + (size_t)b * Q8_0_SIZE)), _mm256_loadu_ps(yd[b] + v)));
         }
         IN_MEMORY(scale);
         for (int t = 0; t < nt; t++) {
@@ -207,7 +273,7 @@ void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt
     const int64_t nb = n / E0_QK;
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        zero_acc(acc[r], nt);
     int64_t i = 0;
     for (; i + Q8G <= nb; i += Q8G) q8_0_group(i, Q8G, nr, w, w_stride, nt, a, a_stride, acc);
     for (; i < nb; i++) q8_0_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
@@ -226,12 +292,13 @@ void e0_gemm_iq3_xxs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, in
     __m256i sg[8], sc[8];
     float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        zero_acc(acc[r], nt);
     for (int64_t i = 0; i < n / QK_K; i++) {
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
         for (int r = 0; r < nr; r++) {
             const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * IQ3_XXS_SIZE;
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(h2f(x)))); /* y.d * x.d */
+            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(h2f(x))));
             __m256i u[8];
             #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) iq3_xxs_unpack(x, j, &u[j], &sg[j], &sc[j]);
