@@ -211,7 +211,8 @@ static void test_matmul_independent_of_batching(void) {
     e0_pool *pool = e0_pool_new(2);
     CHECK(pool != NULL);
     if (!pool) return;
-    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS};
+    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS,
+                                E0_TYPE_IQ2_XXS, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_IQ3_S};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
     e0_pool_free(pool);
 }
