@@ -77,11 +77,13 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int 
 
 /* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
 AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
-                    __m256 acc[MAXR][MAXT]) {
+                    __m256 acc[MAXR][MAXT], const int many) {
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_fp4));
-    float yd[MXG][MAXT];
+    /* yd: the tokens' scales (lanes past nt: 0); dd: their products with each row's x.d */
+    float yd[MXG][MAXT], dd[MXG][MAXT];
     for (int b = 0; b < gb; b++)
-        for (int t = 0; t < nt; t++) yd[b][t] = h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE);
+        for (int t = 0; t < (many ? MAXT : 1); t++)
+            yd[b][t] = t < nt ? h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE) : 0.0f;
     for (int r = 0; r < nr; r++) {
         const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * MXFP4_SIZE;
         e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)(gb * MXFP4_SIZE));
@@ -94,6 +96,13 @@ AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_
             vabs[b] = _mm256_sign_epi8(v[b], v[b]);
             dx[b] = e0_e8m0_to_fp32_half(blk[0]);
         }
+        /* the scale products y.d * x.d of all tokens at once, read back with broadcast loads
+         * (a load, not a shuffle, per product); the same float product as one by one */
+        if (many) {
+            #pragma GCC unroll 4
+            for (int b = 0; b < gb; b++)
+                _mm256_storeu_ps(dd[b], _mm256_mul_ps(_mm256_loadu_ps(yd[b]), _mm256_set1_ps(dx[b])));
+        }
         for (int t = 0; t < nt; t++) {
             const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
             __m256 ac = acc[r][t];
@@ -101,7 +110,7 @@ AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_
             for (int b = 0; b < gb; b++) {
                 const __m256i yq = _mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS));
                 const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot_pairs(v[b], vabs[b], yq), _mm256_set1_epi16(1)));
-                ac = _mm256_fmadd_ps(_mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
+                ac = _mm256_fmadd_ps(many ? _mm256_broadcast_ss(&dd[b][t]) : _mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
             }
             acc[r][t] = ac;
         }
@@ -115,8 +124,13 @@ AI void mxfp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int n
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + MXG <= nb; i += MXG) mxfp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc);
-    for (; i < nb; i++) mxfp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+    if (nt == 1) { /* vec_dot: one product per block, no token vectors */
+        for (; i + MXG <= nb; i += MXG) mxfp4_group(i, MXG, nr, w, w_stride, 1, a, a_stride, acc, 0);
+        for (; i < nb; i++) mxfp4_group(i, 1, nr, w, w_stride, 1, a, a_stride, acc, 0);
+    } else {
+        for (; i + MXG <= nb; i += MXG) mxfp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, 1);
+        for (; i < nb; i++) mxfp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc, 1);
+    }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
 }
