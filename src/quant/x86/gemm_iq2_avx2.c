@@ -87,8 +87,8 @@ void e0_vec_dot_iq2_xxs_avx2(int64_t n, float *s, const void *w, const void *a) 
             s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, xxs_scale(a2)));
         }
         const float d = e0_fp16_to_fp32(e0_rd16(b)) * y[i].d;
-        const int32_t bsum = hsum_i32(_mm256_add_epi32(s1, s2));
-        sumf += d * bsum;
+        const float term = d * (float)hsum_i32(_mm256_add_epi32(s1, s2));
+        sumf += term; /* own statement: no compiler may fuse it into an fma (the reference has none) */
     }
     *s = 0.125f * sumf;
 }
