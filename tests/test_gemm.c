@@ -49,6 +49,7 @@ static const float_fields k_fields[] = {
     /* iq4_xs: fp16 d at 0; mxfp4: only an E8M0 byte (every value finite), so no field to fix */
     {E0_TYPE_IQ4_XS, 1, {{0, 2}}}, {E0_TYPE_MXFP4, 0, {{0, 0}}},
     {E0_TYPE_IQ3_XXS, 1, {{0, 2}}},     {E0_TYPE_IQ3_S, 1, {{0, 2}}},
+    {E0_TYPE_IQ4_NL, 1, {{0, 2}}},
 };
 
 static const float_fields *fields_of(int type) {
@@ -261,7 +262,8 @@ static void test_matmul_independent_of_batching(void) {
     e0_pool *pool = e0_pool_new(2);
     CHECK(pool != NULL);
     if (!pool) return;
-    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS};
+    static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS,
+                                E0_TYPE_IQ2_XXS, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_IQ3_S, E0_TYPE_IQ4_NL};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
     e0_pool_free(pool);
 }

@@ -279,6 +279,41 @@ static void test_simd_vs_scalar(void) {
     }
 }
 
+/* The +-1 sign table of the SIMD dots, entry by entry, against the sign rule (iq2_signs8). */
+static void test_sign_table(void) {
+    for (unsigned s7 = 0; s7 < 128; s7++) {
+        const uint8_t bits = iq2_signs8(s7);
+        uint64_t want = 0;
+        for (int j = 0; j < 8; j++) want |= (uint64_t)((bits >> j & 1) ? 0xff : 0x01) << (8 * j);
+        CHECKF(e0_iq2_sign_pm1[s7] == want, "sign entry %u: %016llx vs %016llx", s7, (unsigned long long)e0_iq2_sign_pm1[s7],
+               (unsigned long long)want);
+    }
+}
+
+/* IQ2_XXS's AVX2 kernels are exact for any int8 activation, -128 included (the Q8_K quantizer
+ * never writes it, but the kernels must not depend on that): equal to the reference. */
+static void test_iq2_xxs_any_activation(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) {
+        t_skip("CPU lacks avx2 or E0_SIMD caps it");
+        return;
+    }
+    const e0_type_traits *t = e0_type_traits_of(E0_TYPE_IQ2_XXS);
+    const e0_kernels kn = e0_kernels_at(t, E0_SIMD_AVX2);
+    for (int rb = 0; rb < 2; rb++) {
+        const int64_t nb = 5, n = nb * 256;
+        dot_case c = make_case(E0_TYPE_IQ2_XXS, nb, rb);
+        for (int k = 0; k < MAXT * nb; k++)
+            for (int i = k % 3; i < 256; i += 3) c.a[k].qs[i] = (i + k) % 2 ? -128 : 127;
+        float want[MAXT], got[MAXT];
+        for (int tk = 0; tk < MAXT; tk++) t->vec_dot[E0_SIMD_SCALAR](n, &want[tk], c.w, c.a + tk * nb);
+        kn.vec_dot(n, &got[0], c.w, c.a);
+        CHECKF(!memcmp(&got[0], &want[0], 4), "vec_dot random=%d: %.9g vs %.9g", rb, got[0], want[0]);
+        kn.gemm(n, 1, c.w, 0, MAXT, c.a, nb * sizeof *c.a, got, 1);
+        for (int tk = 0; tk < MAXT; tk++) CHECKF(!memcmp(&got[tk], &want[tk], 4), "gemm random=%d token %d", rb, tk);
+        free_case(&c);
+    }
+}
+
 static void test_table_rows(void) {
     static const double bpw[N_IQ] = {2.0625, 2.3125, 2.5625, 1.5625, 1.75};
     for (int k = 0; k < N_IQ; k++) {
@@ -306,6 +341,13 @@ int main(void) {
     t_end();
     t_begin("test_simd_vs_scalar");
     test_simd_vs_scalar();
+    t_end();
+    /* last: the tests above see the random stream they always saw */
+    t_begin("test_sign_table");
+    test_sign_table();
+    t_end();
+    t_begin("test_iq2_xxs_any_activation");
+    test_iq2_xxs_any_activation();
     t_end();
     return T_DONE();
 }

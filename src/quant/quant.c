@@ -151,6 +151,7 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .name = "iq4_nl", .block_size = E0_QK_IQ4_NL, .type_size = IQ4_NL_SIZE, .is_quantized = 1, .weight_ok = 1,
         .vec_dot_type = E0_TYPE_Q8_0, .to_float = e0_iq4_nl_to_float, .from_float_ref = e0_iq4_nl_from_float_ref,
         .vec_dot = {e0_vec_dot_iq4_nl_ref, e0_vec_dot_iq4_nl_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq4_nl_avx2, NULL},
     },
     [E0_TYPE_IQ4_XS] = {
         .name = "iq4_xs", .block_size = QK_K, .type_size = sizeof(e0_block_iq4_xs), .is_quantized = 1, .weight_ok = 1,
@@ -204,6 +205,8 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .name = "iq3_s", .block_size = QK_K, .type_size = sizeof(e0_block_iq3_s), .is_quantized = 1, .weight_ok = 1,
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq3_s_to_float, .from_float_ref = e0_iq3_s_from_float_ref,
         .vec_dot = {e0_vec_dot_iq3_s_ref, e0_vec_dot_iq3_s_avx2, NULL},
+        .vec_dot_4 = {NULL, e0_vec_dot_4_iq3_s_avx2, NULL},
+        .gemm = {NULL, e0_gemm_iq3_s_avx2, NULL},
     },
 };
 

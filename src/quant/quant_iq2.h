@@ -24,6 +24,9 @@ extern const uint64_t e0_iq2xxs_grid[256];  /* magnitudes 8, 25, 43 */
 extern const uint64_t e0_iq2xs_grid[512];
 extern const uint64_t e0_iq2s_grid[1024];
 extern const uint64_t e0_iq1s_grid[2048];   /* int8 -1, 0, +1; shared by IQ1_S and IQ1_M */
+/* The signs of a group of 8 from its 7 stored bits s7, as bytes +1 / -1 (0x01 / 0xff; byte j =
+ * element j), the parity bit included: the SIMD dots multiply with them (vpsignb). */
+extern const uint64_t e0_iq2_sign_pm1[128];
 
 #define E0_IQ1_DELTA 0.125f /* the shift of IQ1_S / IQ1_M groups: value = d * (grid +- 1/8) */
 

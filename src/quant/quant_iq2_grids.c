@@ -981,3 +981,18 @@ const uint64_t e0_iq1s_grid[2048] = {
     0x0101010101ffff01, 0x0101010101ff01ff, 0x0101010101ff0101, 0x0101010101000000,
     0x010101010101ffff, 0x010101010101ff01, 0x01010101010101ff, 0x0101010101010101,
 };
+
+/* e0_iq2_sign_pm1[s7]: the 8 signs of a group of IQ2_XXS / IQ2_XS as +1 / -1 bytes (byte j:
+ * 0xff where element j is negative, else 0x01), from the 7 stored sign bits s7 and the parity
+ * bit that completes them (iq2_signs8). Built by the preprocessor from that rule;
+ * tests/test_quant_iq2.c checks every entry against iq2_signs8. */
+#define SGN_PAR(s) (((s) ^ (s) >> 1 ^ (s) >> 2 ^ (s) >> 3 ^ (s) >> 4 ^ (s) >> 5 ^ (s) >> 6) & 1)
+#define SGN_BITS(s) ((unsigned)(s) | (unsigned)SGN_PAR(s) << 7)
+#define SGN_BYTE(s, j) ((uint64_t)((SGN_BITS(s) >> (j) & 1) ? 0xffu : 0x01u) << (8 * (j)))
+#define SGN_ENTRY(s)                                                                                                   \
+    (SGN_BYTE(s, 0) | SGN_BYTE(s, 1) | SGN_BYTE(s, 2) | SGN_BYTE(s, 3) | SGN_BYTE(s, 4) | SGN_BYTE(s, 5) |             \
+     SGN_BYTE(s, 6) | SGN_BYTE(s, 7))
+#define SGN_4(s) SGN_ENTRY((s)), SGN_ENTRY((s) + 1), SGN_ENTRY((s) + 2), SGN_ENTRY((s) + 3)
+#define SGN_16(s) SGN_4((s)), SGN_4((s) + 4), SGN_4((s) + 8), SGN_4((s) + 12)
+const uint64_t e0_iq2_sign_pm1[128] = {SGN_16(0),  SGN_16(16), SGN_16(32), SGN_16(48),
+                                       SGN_16(64), SGN_16(80), SGN_16(96), SGN_16(112)};

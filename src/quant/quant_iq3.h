@@ -39,5 +39,7 @@ void e0_vec_dot_iq3_s_ref(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_iq3_xxs_avx2(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_iq3_s_avx2(int64_t n, float *s, const void *w, const void *a);
 void e0_vec_dot_4_iq3_xxs_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
+/* x86/gemm_iq3_avx2.c: the 4-token IQ3_S dot (its GEMM with one row) */
+void e0_vec_dot_4_iq3_s_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride);
 
 #endif

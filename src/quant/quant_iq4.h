@@ -70,5 +70,8 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, 
                          float *s, size_t s_stride);
 void e0_gemm_mxfp4_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                         float *s, size_t s_stride);
+/* IQ4_NL's GEMM: the per-block steps of e0_vec_dot_iq4_nl_avx2 (quant_iq4_avx2.c) */
+void e0_gemm_iq4_nl_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
+                         float *s, size_t s_stride);
 
 #endif

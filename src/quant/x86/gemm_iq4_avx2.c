@@ -1,5 +1,6 @@
 /* gemm_iq4_avx2.c — AVX2+FMA kernels of IQ4_XS (against Q8_K) and MXFP4 (against Q8_0): the
- * one-token vec_dot and the prefill GEMM (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
+ * one-token vec_dot and the prefill GEMM (and IQ4_NL's GEMM, whose vec_dot is in
+ * quant_iq4_avx2.c) (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
  * rows against up to E0_GEMM_TOKENS activation rows), on the plain block layout.
  *
  * Both are one always-inlined function of (rows, tokens); vec_dot is its 1 x 1 instance. So
@@ -25,11 +26,14 @@ AI __m256i dot_pairs(__m256i v, __m256i vabs, __m256i y) { return _mm256_maddubs
 
 #define XS_BYTES sizeof(e0_block_iq4_xs)
 
+/* many = 0: the one-token instance (vec_dot); 1: the GEMM, which forms the products x.d * y.d of
+ * all tokens in one vector multiply and reads them back with broadcast loads (the same float
+ * products; a load instead of a multiply and a shuffle per (row, token, block)). */
 AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
-                      size_t s_stride) {
+                      size_t s_stride, const int many) {
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl));
     __m256 acc[MAXR][MAXT];
-    float yd[MAXT] = {0};
+    float yd[MAXT] = {0}, dd[MAXT];
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
@@ -48,15 +52,17 @@ AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int 
                 const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
                 sc[ib] = _mm256_set1_epi16((short)(ls - 32));
             }
+            if (many) _mm256_storeu_ps(dd, _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(yd)));
             for (int t = 0; t < nt; t++) {
                 const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                __m256i sum = _mm256_setzero_si256();
+                __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains; exact */
                 #pragma GCC unroll 8
                 for (int ib = 0; ib < 8; ib++) {
                     const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(dot_pairs(v[ib], vabs[ib], y), sc[ib]));
+                    sum[ib & 1] = _mm256_add_epi32(sum[ib & 1], _mm256_madd_epi16(dot_pairs(v[ib], vabs[ib], y), sc[ib]));
                 }
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * yd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+                const __m256 dxy = many ? _mm256_broadcast_ss(&dd[t]) : _mm256_set1_ps(dx * yd[t]);
+                acc[r][t] = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(_mm256_add_epi32(sum[0], sum[1])), acc[r][t]);
             }
         }
     }
@@ -64,35 +70,47 @@ AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int 
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
 }
 
-void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a) { iq4_xs_kernel(n, 1, w, 0, 1, a, 0, s, 0); }
+void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a) { iq4_xs_kernel(n, 1, w, 0, 1, a, 0, s, 0, 0); }
 
 void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
                          size_t s_stride) {
-    iq4_xs_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride);
+    iq4_xs_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 1);
 }
 
-/* ---- MXFP4: 32-element blocks with an E8M0 scale, against Q8_0; groups of up to 4 blocks ---- */
+/* ---- MXFP4 (E8M0 scale) and IQ4_NL (fp16 scale): 32-element blocks of 4-bit codes against
+ * Q8_0, in groups of up to 4 blocks. nl = 1: IQ4_NL (block d, qs[16]; the gemm's per-block
+ * steps are those of e0_vec_dot_iq4_nl_avx2 in quant_iq4_avx2.c), 0: MXFP4 (e, qs[16]). ---- */
 
 #define MXG 4
 
 /* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
-AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
-                    __m256 acc[MAXR][MAXT]) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_fp4));
-    float yd[MXG][MAXT];
+AI void fp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                  __m256 acc[MAXR][MAXT], const int many, const int nl) {
+    const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE, qso = nl ? IQ4_NL_QS : MXFP4_QS;
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(nl ? e0_kvalues_iq4nl : e0_kvalues_fp4)));
+    /* yd: the tokens' scales (lanes past nt: 0); dd: their products with each row's x.d */
+    float yd[MXG][MAXT], dd[MXG][MAXT];
     for (int b = 0; b < gb; b++)
-        for (int t = 0; t < nt; t++) yd[b][t] = h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE);
+        for (int t = 0; t < (many ? MAXT : 1); t++)
+            yd[b][t] = t < nt ? h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE) : 0.0f;
     for (int r = 0; r < nr; r++) {
-        const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * MXFP4_SIZE;
-        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)(gb * MXFP4_SIZE));
+        const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * bsz;
+        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * bsz, (unsigned)(gb * bsz));
         __m256i v[MXG], vabs[MXG];
         float dx[MXG];
         #pragma GCC unroll 4
         for (int b = 0; b < gb; b++) {
-            const uint8_t *blk = x + (size_t)b * MXFP4_SIZE;
-            v[b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + MXFP4_QS));
+            const uint8_t *blk = x + (size_t)b * bsz;
+            v[b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + qso));
             vabs[b] = _mm256_sign_epi8(v[b], v[b]);
-            dx[b] = e0_e8m0_to_fp32_half(blk[0]);
+            dx[b] = nl ? h2f(blk) : e0_e8m0_to_fp32_half(blk[0]);
+        }
+        /* the scale products y.d * x.d of all tokens at once, read back with broadcast loads
+         * (a load, not a shuffle, per product); the same float product as one by one */
+        if (many) {
+            #pragma GCC unroll 4
+            for (int b = 0; b < gb; b++)
+                _mm256_storeu_ps(dd[b], _mm256_mul_ps(_mm256_loadu_ps(yd[b]), _mm256_set1_ps(dx[b])));
         }
         for (int t = 0; t < nt; t++) {
             const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
@@ -101,29 +119,41 @@ AI void mxfp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_
             for (int b = 0; b < gb; b++) {
                 const __m256i yq = _mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS));
                 const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot_pairs(v[b], vabs[b], yq), _mm256_set1_epi16(1)));
-                ac = _mm256_fmadd_ps(_mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
+                ac = _mm256_fmadd_ps(many ? _mm256_broadcast_ss(&dd[b][t]) : _mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
             }
             acc[r][t] = ac;
         }
     }
 }
 
-AI void mxfp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
-                     size_t s_stride) {
-    const int64_t nb = n / E0_QK_MXFP4;
+AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
+                   size_t s_stride, const int nl) {
+    const int64_t nb = n / 32;
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + MXG <= nb; i += MXG) mxfp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc);
-    for (; i < nb; i++) mxfp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+    if (nt == 1) { /* vec_dot: one product per block, no token vectors */
+        for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
+        for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
+    } else {
+        for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, 1, nl);
+        for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc, 1, nl);
+    }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
 }
 
-void e0_vec_dot_mxfp4_avx2(int64_t n, float *s, const void *w, const void *a) { mxfp4_kernel(n, 1, w, 0, 1, a, 0, s, 0); }
+_Static_assert(E0_QK_MXFP4 == 32 && E0_QK_IQ4_NL == 32, "fp4_kernel's 32-element blocks");
+
+void e0_vec_dot_mxfp4_avx2(int64_t n, float *s, const void *w, const void *a) { fp4_kernel(n, 1, w, 0, 1, a, 0, s, 0, 0); }
 
 void e0_gemm_mxfp4_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
                         size_t s_stride) {
-    mxfp4_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride);
+    fp4_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 0);
+}
+
+void e0_gemm_iq4_nl_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                         size_t s_stride) {
+    fp4_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 1);
 }

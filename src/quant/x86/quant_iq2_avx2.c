@@ -1,6 +1,6 @@
-/* quant_iq2_avx2.c — AVX2 dots of IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M with Q8_K activations:
- * the 1-token vec_dot, the 4-token vec_dot_4 and the prefill GEMM (rows x tokens) of IQ2_XXS,
- * IQ1_S and IQ1_M (declared in quant_iq2.h and gemm.h).
+/* quant_iq2_avx2.c — AVX2 dots of IQ2_XS, IQ2_S, IQ1_S and IQ1_M with Q8_K activations: the
+ * 1-token vec_dot, the 4-token vec_dot_4 and the prefill GEMM (rows x tokens) of IQ1_S and IQ1_M
+ * (declared in quant_iq2.h and gemm.h). IQ2_XXS has its own kernels: gemm_iq2_avx2.c.
  *
  * Per super-block each weight sub-block of 32 is unpacked once into a vector of 32 bytes (grid
  * lookups: four 64-bit grid entries), plus, for IQ2, a vector of +-1 from the sign bits and, for
@@ -21,7 +21,7 @@
 #define AI static inline __attribute__((always_inline))
 #define FP16(h) e0_fp16_to_fp32(h)
 
-enum { T_IQ2_XXS, T_IQ2_XS, T_IQ2_S, T_IQ1_S, T_IQ1_M };
+enum { T_IQ2_XXS, T_IQ2_XS, /* T_IQ2_XXS: gemm_iq2_avx2.c */ T_IQ2_S, T_IQ1_S, T_IQ1_M };
 
 /* One super-block, unpacked. */
 typedef struct {
@@ -51,27 +51,15 @@ AI __m256i scales16(int lo, int hi) {
 }
 
 AI void unpack(const int type, const uint8_t *b, unpacked *u) {
-    if (type == T_IQ2_XXS) {
-        u->d = FP16(e0_rd16(b));
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *q = b + IQ2XXS_QS + 8 * ib;
-            const uint32_t aux = e0_rd32(q + 4);
-            u->q[ib] = grid4(e0_iq2xxs_grid, q[0], q[1], q[2], q[3]);
-            uint32_t s4 = 0;
-            for (int l = 0; l < 4; l++) s4 |= (uint32_t)iq2_signs8(aux >> (7 * l)) << (8 * l);
-            u->sg[ib] = signs_pm1(s4);
-            const int ls = (int)(2 * (aux >> 28) + 1);
-            u->sc[ib] = scales16(ls, ls);
-        }
-    } else if (type == T_IQ2_XS) {
+    if (type == T_IQ2_XS) {
         u->d = FP16(e0_rd16(b));
         for (int ib = 0; ib < 8; ib++) {
             uint16_t q[4];
             memcpy(q, b + IQ2XS_QS + 8 * ib, 8);
             u->q[ib] = grid4(e0_iq2xs_grid, q[0] & 511u, q[1] & 511u, q[2] & 511u, q[3] & 511u);
-            uint32_t s4 = 0;
-            for (int l = 0; l < 4; l++) s4 |= (uint32_t)iq2_signs8(q[l] >> 9) << (8 * l);
-            u->sg[ib] = signs_pm1(s4);
+            const uint64_t *sgn = e0_iq2_sign_pm1;
+            u->sg[ib] = _mm256_set_epi64x((long long)sgn[q[3] >> 9], (long long)sgn[q[2] >> 9], (long long)sgn[q[1] >> 9],
+                                          (long long)sgn[q[0] >> 9]);
             const uint8_t sc = b[IQ2XS_SC + ib];
             u->sc[ib] = scales16(2 * (sc & 0xf) + 1, 2 * (sc >> 4) + 1);
         }
@@ -178,7 +166,6 @@ AI void dot_n(const int type, int64_t n, const int nt, float *s, size_t s_stride
 
 #define DOTS(name, T)                                                                                                  \
     void e0_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a) { dot_n(T, n, 1, s, 1, w, a, 0); }
-DOTS(iq2_xxs, T_IQ2_XXS)
 DOTS(iq2_xs, T_IQ2_XS)
 DOTS(iq2_s, T_IQ2_S)
 DOTS(iq1_s, T_IQ1_S)
@@ -188,7 +175,6 @@ DOTS(iq1_m, T_IQ1_M)
     void e0_vec_dot_4_##name##_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride) { \
         dot_n(T, n, E0_DOT_TOKENS, s, s_stride, w, a, a_stride);                                                        \
     }
-DOTS4(iq2_xxs, T_IQ2_XXS)
 DOTS4(iq1_s, T_IQ1_S)
 DOTS4(iq1_m, T_IQ1_M)
 
@@ -200,6 +186,5 @@ DOTS4(iq1_m, T_IQ1_M)
         for (int r = 0; r < n_rows; r++)                                                                               \
             dot_n(T, n, nt, s + r, s_stride, (const uint8_t *)w + r * w_stride, a, a_stride);                          \
     }
-GEMM(iq2_xxs, T_IQ2_XXS)
 GEMM(iq1_s, T_IQ1_S)
 GEMM(iq1_m, T_IQ1_M)
