@@ -29,10 +29,9 @@
 #include "quant/quant_iq2.h"
 
 #define AI static inline __attribute__((always_inline))
-#define MAXT E0_GEMM_TOKENS
+#define MAXT 8 /* this kernel's token lanes: one __m256i (a call with more tokens runs in groups of 8) */
 #define MAXR E0_GEMM_ROWS
 
-_Static_assert(MAXT == 8, "the token lanes of the GEMM are one __m256i");
 
 /* The 32 grid magnitudes of the sub-block whose indices are q[0..3]. */
 AI __m256i xxs_grid(const uint8_t *q) {

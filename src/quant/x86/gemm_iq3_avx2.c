@@ -12,6 +12,7 @@
 #include "quant/x86/quant_iq3_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
+_Static_assert(MAXT % 8 == 0, "the tokens' scale products are formed 8 to a vector");
 #define MAXR E0_GEMM_ROWS
 
 /* Makes the compiler treat buffer p as read and written here: the sign and scale vectors stay
@@ -37,7 +38,8 @@ void e0_gemm_iq3_s_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
         for (int r = 0; r < nr; r++) {
             const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * IQ3_S_SIZE;
             e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * IQ3_S_SIZE, IQ3_S_SIZE);
-            _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_loadu_ps(yd), _mm256_set1_ps(h2f(x)))); /* y.d * x.d */
+            for (int t8 = 0; t8 < nt; t8 += 8) /* y.d * x.d, 8 tokens a vector (lanes past nt: yd's zeros) */
+                _mm256_storeu_ps(d + t8, _mm256_mul_ps(_mm256_loadu_ps(yd + t8), _mm256_set1_ps(h2f(x))));
             __m256i u[8];
             #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) iq3_s_unpack(x, j, &u[j], &sg[j], &sc[j]);

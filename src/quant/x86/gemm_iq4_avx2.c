@@ -16,6 +16,7 @@
 #include "quant/x86/simd.h"
 
 #define MAXT E0_GEMM_TOKENS
+_Static_assert(MAXT % 8 == 0, "the tokens' scale products are formed 8 to a vector");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
 
@@ -52,7 +53,9 @@ AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int 
                 const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
                 sc[ib] = _mm256_set1_epi16((short)(ls - 32));
             }
-            if (many) _mm256_storeu_ps(dd, _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(yd)));
+            if (many) /* 8 tokens a vector; lanes past nt multiply yd's zeros */
+                for (int t8 = 0; t8 < nt; t8 += 8)
+                    _mm256_storeu_ps(dd + t8, _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(yd + t8)));
             for (int t = 0; t < nt; t++) {
                 const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
                 __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains; exact */
@@ -110,7 +113,8 @@ AI void fp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_st
         if (many) {
             #pragma GCC unroll 4
             for (int b = 0; b < gb; b++)
-                _mm256_storeu_ps(dd[b], _mm256_mul_ps(_mm256_loadu_ps(yd[b]), _mm256_set1_ps(dx[b])));
+                for (int t8 = 0; t8 < nt; t8 += 8) /* 8 tokens a vector */
+                    _mm256_storeu_ps(dd[b] + t8, _mm256_mul_ps(_mm256_loadu_ps(yd[b] + t8), _mm256_set1_ps(dx[b])));
         }
         for (int t = 0; t < nt; t++) {
             const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
