@@ -1,0 +1,231 @@
+/* attn_tiled.c — tiled, online-softmax attention for a chunk of query tokens (attn_tiled.h
+ * describes the algorithm): the work item driver, the scalar reference kernels (the same blocks
+ * and the same order as the AVX2 ones; products and sums in F32, exp from libm's expf) and the
+ * scratch layout. forward.c calls it for prefill chunks (e0_attn_tiled_layer in ctx_impl.h).
+ *
+ * Scratch of one thread (floats unless said; RM = query rows of an item, BK = E0_ATTN_BK):
+ *   Q [RM][hd]  the item's query rows (rounded through the key type's vec_dot_type)
+ *   O [RM][hd]  the unnormalized output accumulator
+ *   S [RM][BK]  scores of one key block, then their exp (the weights P)
+ *   Kt [hd][BK] the key block converted to floats, transposed (a column per key)
+ *   V [BK][hd]  the value block converted to floats
+ *   m, l [RM]   running max and sum per row
+ *   row [hd]    one converted key row;  qb: q_head bytes, one query head in the key's q type */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/attn_tiled.h"
+#include "engine/ctx_impl.h"
+#include "quant/quant.h"
+
+/* tokens of a query block: as many as fill E0_ATTN_ROWS rows, at least one */
+static int block_tokens(int64_t group) { return group >= E0_ATTN_ROWS ? 1 : (int)(E0_ATTN_ROWS / group); }
+
+static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+typedef struct {
+    float *Q, *O, *S, *Kt, *V, *m, *l, *row;
+    uint8_t *qb;
+} tile_bufs;
+
+static size_t carve(int64_t hd, int64_t group, uint32_t type_k, uint8_t *base, tile_bufs *b) {
+    const size_t RM = (size_t)block_tokens(group) * (size_t)group, H = (size_t)hd, BK = E0_ATTN_BK;
+    const uint32_t q_type = (uint32_t)e0_type_traits_of(type_k)->vec_dot_type;
+    const size_t sizes[9] = {RM * H * 4, RM * H * 4, RM * BK * 4, H * BK * 4, BK * H * 4, RM * 4, RM * 4, H * 4,
+                             e0_row_size(q_type, hd) + 64};
+    void **ptrs[9] = {(void **)&b->Q, (void **)&b->O, (void **)&b->S, (void **)&b->Kt, (void **)&b->V,
+                      (void **)&b->m, (void **)&b->l, (void **)&b->row, (void **)&b->qb};
+    size_t off = 0;
+    for (int i = 0; i < 9; i++) {
+        if (base) *ptrs[i] = base + off;
+        off += al64(sizes[i]);
+    }
+    return off;
+}
+
+size_t e0_attn_tiled_scratch(int64_t hd, int64_t group, uint32_t type_k) {
+    if (hd <= 0 || group <= 0 || hd > 4096 || group > 4096) return 0;
+    tile_bufs b;
+    return carve(hd, group, type_k, NULL, &b);
+}
+
+long e0_attn_tiled_items(const e0_attn_args *a) {
+    const int bt = block_tokens(a->n_head / a->n_head_kv);
+    return (long)a->n_head_kv * ((a->n_tok + bt - 1) / bt);
+}
+
+/* ---- scalar kernels (the reference of attn_tiled_avx2.c) ---- */
+
+static void scores_scalar(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S) {
+    for (int r = 0; r < nr; r++) {
+        float *s = S + (size_t)r * ldk;
+        for (int j = 0; j < nk8; j++) s[j] = 0;
+        for (int64_t d = 0; d < hd; d++) {
+            const float q = Q[(size_t)r * hd + d];
+            const float *k = Kt + (size_t)d * ldk;
+            for (int j = 0; j < nk8; j++) s[j] += q * k[j];
+        }
+        for (int j = 0; j < nk8; j++) s[j] *= scale;
+    }
+}
+
+static void pv_scalar(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O) {
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < nk8; j++) {
+            const float p = P[(size_t)r * ldk + j];
+            if (p == 0) continue;
+            const float *v = V + (size_t)j * hd;
+            float *o = O + (size_t)r * hd;
+            for (int64_t d = 0; d < hd; d++) o[d] += p * v[d];
+        }
+}
+
+static float exp_sum_scalar(float *x, int n, float m) {
+    float sum = 0;
+    for (int i = 0; i < n; i++) sum += x[i] = expf(x[i] - m);
+    return sum;
+}
+
+/* ---- the work item ---- */
+
+/* the first key position a query at p sees */
+static int first_key(const e0_attn_args *a, int p) {
+    return a->n_swa > 0 && p - a->n_swa + 1 > 0 ? (int)(p - a->n_swa + 1) : 0;
+}
+
+static size_t row_of(const e0_attn_args *a, int p) { return a->ring ? (size_t)(p % a->ring) : (size_t)p; }
+
+void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool simd) {
+    const int64_t hd = a->hd, G = a->n_head / a->n_head_kv, q_dim = a->n_head * hd;
+    const int bt = block_tokens(G);
+    const int64_t u = item % a->n_head_kv;
+    const int t0 = (int)(item / a->n_head_kv) * bt;
+    const int t1 = t0 + bt < a->n_tok ? t0 + bt : a->n_tok;
+    const int nr = (int)((t1 - t0) * G);
+    const int BK = E0_ATTN_BK;
+    tile_bufs b;
+    carve(hd, G, a->type_k, scratch, &b);
+    simd = simd && hd % 8 == 0;
+
+    /* Q rows, rounded through the key type's q type as the per-position path converts them */
+    const e0_type_traits *kt = e0_type_traits_of(a->type_k);
+    const uint32_t q_type = (uint32_t)kt->vec_dot_type;
+    for (int t = t0; t < t1; t++)
+        for (int64_t g = 0; g < G; g++) {
+            const float *src = a->q + (size_t)t * q_dim + (size_t)(u * G + g) * hd;
+            float *dst = b.Q + ((size_t)(t - t0) * G + g) * hd;
+            if (q_type == E0_TYPE_F32) {
+                memcpy(dst, src, (size_t)hd * 4);
+            } else {
+                e0_kernels_of(q_type)->from_float(src, b.qb, hd);
+                e0_type_traits_of(q_type)->to_float(b.qb, dst, hd);
+            }
+        }
+    memset(b.O, 0, (size_t)nr * hd * 4);
+    for (int r = 0; r < nr; r++) {
+        const int64_t h = u * G + r % G;
+        b.m[r] = a->sinks ? a->sinks[h] : -INFINITY;
+        b.l[r] = a->sinks ? 1.0f : 0.0f;
+    }
+
+    const int lo = first_key(a, a->pos0 + t0), hi = a->pos0 + t1 - 1; /* keys of the block's queries */
+    for (int kb = lo; kb <= hi; kb += BK) {
+        const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
+        /* the key block, transposed, and the value block; zero columns / rows pad to nk8 */
+        for (int j = 0; j < nk; j++) {
+            const size_t s = row_of(a, kb + j);
+            e0_kv_load(a->type_k, a->k + s * a->row_k + (size_t)u * a->head_k, b.row, hd);
+            for (int64_t d = 0; d < hd; d++) b.Kt[(size_t)d * BK + j] = b.row[d];
+            e0_kv_load(a->type_v, a->v + s * a->row_v + (size_t)u * a->head_v, b.V + (size_t)j * hd, hd);
+        }
+        for (int j = nk; j < nk8; j++) {
+            for (int64_t d = 0; d < hd; d++) b.Kt[(size_t)d * BK + j] = 0;
+            memset(b.V + (size_t)j * hd, 0, (size_t)hd * 4);
+        }
+        if (simd) e0_attn_scores_avx2(b.Q, nr, hd, b.Kt, BK, nk8, a->scale, b.S);
+        else scores_scalar(b.Q, nr, hd, b.Kt, BK, nk8, a->scale, b.S);
+        /* mask, online softmax: S becomes the weights exp(S - m_new) */
+        for (int r = 0; r < nr; r++) {
+            const int p = a->pos0 + t0 + r / (int)G;
+            float *s = b.S + (size_t)r * BK;
+            const int jlo = first_key(a, p) - kb, jhi = p - kb; /* visible columns jlo .. jhi */
+            float bm = -INFINITY;
+            for (int j = 0; j < nk8; j++) {
+                if (j < jlo || j > jhi || j >= nk) s[j] = -INFINITY;
+                else if (s[j] > bm) bm = s[j];
+            }
+            if (bm == -INFINITY) { /* nothing visible in this block */
+                memset(s, 0, (size_t)nk8 * 4);
+                continue;
+            }
+            const float mn = b.m[r] > bm ? b.m[r] : bm;
+            const float corr = expf(b.m[r] - mn); /* 0 for the first block (m = -inf) */
+            const float sum = simd ? e0_attn_exp_sum_avx2(s, nk8, mn) : exp_sum_scalar(s, nk8, mn);
+            b.l[r] = b.l[r] * corr + sum;
+            b.m[r] = mn;
+            if (corr != 1.0f) {
+                float *o = b.O + (size_t)r * hd;
+                for (int64_t d = 0; d < hd; d++) o[d] *= corr;
+            }
+        }
+        if (simd) e0_attn_pv_avx2(b.S, nr, BK, nk8, b.V, hd, b.O);
+        else pv_scalar(b.S, nr, BK, nk8, b.V, hd, b.O);
+    }
+    for (int r = 0; r < nr; r++) {
+        const int t = t0 + r / (int)G;
+        const int64_t g = r % G;
+        float *dst = a->out + (size_t)t * q_dim + (size_t)(u * G + g) * hd;
+        const float inv = 1.0f / b.l[r];
+        for (int64_t d = 0; d < hd; d++) dst[d] = b.O[(size_t)r * hd + d] * inv;
+    }
+}
+
+/* ---- forward.c's entry ---- */
+
+bool e0_attn_tiled_wanted(const e0_ctx *c, int n_tok) {
+    if (n_tok < 2 || c->batch.seqs || c->hp->mla || !c->act.tile) return false;
+    const char *env = getenv("E0_ATTN");
+    return !(env && !strcmp(env, "pos"));
+}
+
+typedef struct {
+    e0_attn_args a;
+    e0_ctx *c;
+    long n_items;
+} layer_task;
+
+static void layer_worker(void *arg, int ith, int nth) {
+    const layer_task *t = arg;
+    void *scratch = t->c->act.tile + (size_t)ith * t->c->act.tile_bytes;
+    const bool simd = e0_simd_level() >= E0_SIMD_AVX2;
+    /* items strided over the threads: later query blocks (more keys) are spread evenly */
+    for (long item = ith; item < t->n_items; item += nth) e0_attn_tiled_item(&t->a, item, scratch, simd);
+}
+
+void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
+    const e0_hparams *hp = c->hp;
+    layer_task t = {.c = c};
+    e0_attn_args *a = &t.a;
+    a->hd = hp->head_dim;
+    a->n_head = hp->n_head;
+    a->n_head_kv = hp->n_head_kv;
+    a->n_tok = n_tok;
+    a->pos0 = pos0;
+    a->q = c->act.q;
+    a->out = c->act.att;
+    a->k = c->kv.k + e0_kv_layer_row0(c, il) * c->kv.row_k;
+    a->v = c->kv.v + e0_kv_layer_row0(c, il) * c->kv.row_v;
+    a->row_k = c->kv.row_k;
+    a->row_v = c->kv.row_v;
+    a->head_k = c->kv.head_k;
+    a->head_v = c->kv.head_v;
+    a->type_k = c->kv.type_k;
+    a->type_v = c->kv.type_v;
+    a->ring = c->kv.layer_rows ? c->kv.layer_rows[il] : 0;
+    a->n_swa = e0_layer_is_swa(hp, il) ? hp->n_swa : 0;
+    a->sinks = c->m->layers[il].sinks;
+    a->scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
+    t.n_items = e0_attn_tiled_items(a);
+    e0_pool_run(c->threads.cur, layer_worker, &t);
+}
