@@ -189,8 +189,68 @@ static void test_exp(void) {
     CHECKF(fabsf(s - sum) <= 1e-6f * sum, "%g vs %g", s, sum);
 }
 
+/* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
+
+static float *read_floats(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    float *x = len > 0 ? malloc((size_t)len) : NULL;
+    *n = x && fread(x, 1, (size_t)len, f) == (size_t)len ? (size_t)len / 4 : 0;
+    fclose(f);
+    return x;
+}
+
+/* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
+ * type. F32 KV: only the summation order differs, bound 1e-5 of max |logit| (measured ~7e-7).
+ * Other types: the per-position path rounds the softmax weights to F16 / BF16 values' type
+ * (2^-12 / 2^-9 relative per weight), and a quantized cache re-quantizes the next layer's k / v,
+ * where a change of 1e-7 may move a value across a rounding step: bound 1e-2 (measured <= 2.7e-3). */
+static void test_engine(void) {
+    const char *archs[][2] = {{"qwen3", "--n-head 8 --n-head-kv 2 --n-layer 2 --seed 3"},
+                              {"gpt-oss", "--n-swa 16 --swa-period 2 --seed 4"}};
+    const char *kv[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+    char model[600], a[600], b[600], cmd[8192], toks[2048];
+    snprintf(a, sizeof a, "%s/attn-tiled-a.bin", t_build());
+    snprintf(b, sizeof b, "%s/attn-tiled-b.bin", t_build());
+    size_t o = 0;
+    for (int i = 0; i < 157; i++) o += (size_t)snprintf(toks + o, sizeof toks - o, "%s%d", i ? "," : "", (i * 37 + 5) % 500 + 3);
+    for (int m = 0; m < 2; m++) {
+        snprintf(model, sizeof model, "%s/attn-tiled-%s.gguf", t_build(), archs[m][0]);
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch %s --type f32 %s --out '%s' >/dev/null 2>&1", t_build(),
+                 archs[m][0], archs[m][1], model);
+        CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+        for (int k = 0; k < 5; k++) {
+            const char *env[2] = {"E0_ATTN=pos ", ""};
+            const char *out[2] = {a, b};
+            for (int p = 0; p < 2; p++) {
+                snprintf(cmd, sizeof cmd, "%s%s/bin/edge0-infer logits -m '%s' --tokens %s --out '%s' -ctk %s -ctv %s -b 64 -t 2",
+                         env[p], t_build(), model, toks, out[p], kv[k], kv[k]);
+                CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+            }
+            size_t na = 0, nb = 0;
+            float *x = read_floats(a, &na), *y = read_floats(b, &nb);
+            CHECKF(na && na == nb && na % 157 == 0, "%s %s: %zu and %zu logits", archs[m][0], kv[k], na, nb);
+            if (na && na == nb) {
+                double mx = 0, d = 0;
+                for (size_t i = 0; i < na; i++) mx = fmax(mx, fabs(x[i])), d = fmax(d, fabs((double)x[i] - y[i]));
+                if (!(d <= d)) d = INFINITY;
+                const double bound = k == 0 ? 1e-5 : 1e-2;
+                printf("  %s KV %s: max |tiled - per-position| / max |logit| = %.3g (bound %g)\n", archs[m][0], kv[k], d / mx, bound);
+                CHECKF(d <= bound * mx, "%s KV %s: %g", archs[m][0], kv[k], d / mx);
+            }
+            free(x), free(y);
+        }
+        unlink(model);
+    }
+    unlink(a), unlink(b);
+}
+
 int main(void) {
     RUN(test_against_reference);
     RUN(test_exp);
+    RUN(test_engine);
     return T_DONE();
 }

@@ -129,15 +129,25 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         b.l[r] = a->sinks ? 1.0f : 0.0f;
     }
 
-    const int lo = first_key(a, a->pos0 + t0), hi = a->pos0 + t1 - 1; /* keys of the block's queries */
-    for (int kb = lo; kb <= hi; kb += BK) {
+    /* keys of the block's queries, in blocks at multiples of BK: a query's result then depends
+     * on its position and keys only, not on how the prompt was cut into chunks or query blocks */
+    const int lo = first_key(a, a->pos0 + t0), hi = a->pos0 + t1 - 1;
+    for (int kb = lo - lo % BK; kb <= hi; kb += BK) {
         const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
         /* the key block, transposed, and the value block; zero columns / rows pad to nk8 */
+        const uint8_t *kp[E0_ATTN_BK];
         for (int j = 0; j < nk; j++) {
             const size_t s = row_of(a, kb + j);
-            e0_kv_load(a->type_k, a->k + s * a->row_k + (size_t)u * a->head_k, b.row, hd);
-            for (int64_t d = 0; d < hd; d++) b.Kt[(size_t)d * BK + j] = b.row[d];
+            kp[j] = a->k + s * a->row_k + (size_t)u * a->head_k;
             e0_kv_load(a->type_v, a->v + s * a->row_v + (size_t)u * a->head_v, b.V + (size_t)j * hd, hd);
+        }
+        if (simd && a->type_k == E0_TYPE_F16) {
+            e0_attn_kt_f16_avx2(kp, nk, hd, b.Kt, BK);
+        } else {
+            for (int j = 0; j < nk; j++) {
+                e0_kv_load(a->type_k, kp[j], b.row, hd);
+                for (int64_t d = 0; d < hd; d++) b.Kt[(size_t)d * BK + j] = b.row[d];
+            }
         }
         for (int j = nk; j < nk8; j++) {
             for (int64_t d = 0; d < hd; d++) b.Kt[(size_t)d * BK + j] = 0;
@@ -183,49 +193,72 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
 
 /* ---- forward.c's entry ---- */
 
-bool e0_attn_tiled_wanted(const e0_ctx *c, int n_tok) {
-    if (n_tok < 2 || c->batch.seqs || c->hp->mla || !c->act.tile) return false;
+bool e0_attn_tiled_wanted(const e0_ctx *c) {
+    if (c->hp->mla || !c->act.tile) return false;
     const char *env = getenv("E0_ATTN");
     return !(env && !strcmp(env, "pos"));
 }
 
-typedef struct {
-    e0_attn_args a;
-    e0_ctx *c;
-    long n_items;
-} layer_task;
-
-static void layer_worker(void *arg, int ith, int nth) {
-    const layer_task *t = arg;
-    void *scratch = t->c->act.tile + (size_t)ith * t->c->act.tile_bytes;
-    const bool simd = e0_simd_level() >= E0_SIMD_AVX2;
-    /* items strided over the threads: later query blocks (more keys) are spread evenly */
-    for (long item = ith; item < t->n_items; item += nth) e0_attn_tiled_item(&t->a, item, scratch, simd);
-}
-
-void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
+/* The arguments of layer il for the chunk's tokens (seq = NULL) or for token i of a batch, which
+ * attends over its own sequence's cache (e0_eval_batch: seqs[i], at its position). */
+static void layer_args(e0_ctx *c, int il, int n_tok, int pos0, const e0_ctx *seq, int i, e0_attn_args *a) {
     const e0_hparams *hp = c->hp;
-    layer_task t = {.c = c};
-    e0_attn_args *a = &t.a;
+    const e0_ctx *sc = seq ? seq : c;
+    memset(a, 0, sizeof *a);
     a->hd = hp->head_dim;
     a->n_head = hp->n_head;
     a->n_head_kv = hp->n_head_kv;
-    a->n_tok = n_tok;
-    a->pos0 = pos0;
-    a->q = c->act.q;
-    a->out = c->act.att;
-    a->k = c->kv.k + e0_kv_layer_row0(c, il) * c->kv.row_k;
-    a->v = c->kv.v + e0_kv_layer_row0(c, il) * c->kv.row_v;
+    a->n_tok = seq ? 1 : n_tok;
+    a->pos0 = seq ? sc->pos : pos0;
+    a->q = c->act.q + (size_t)i * c->q_dim;
+    a->out = c->act.att + (size_t)i * c->q_dim;
+    a->k = sc->kv.k + e0_kv_layer_row0(sc, il) * c->kv.row_k;
+    a->v = sc->kv.v + e0_kv_layer_row0(sc, il) * c->kv.row_v;
     a->row_k = c->kv.row_k;
     a->row_v = c->kv.row_v;
     a->head_k = c->kv.head_k;
     a->head_v = c->kv.head_v;
     a->type_k = c->kv.type_k;
     a->type_v = c->kv.type_v;
-    a->ring = c->kv.layer_rows ? c->kv.layer_rows[il] : 0;
+    a->ring = sc->kv.layer_rows ? sc->kv.layer_rows[il] : 0;
     a->n_swa = e0_layer_is_swa(hp, il) ? hp->n_swa : 0;
     a->sinks = c->m->layers[il].sinks;
     a->scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
-    t.n_items = e0_attn_tiled_items(a);
+}
+
+typedef struct {
+    e0_ctx *c;
+    int il, n_tok, pos0;
+    e0_attn_args a; /* the chunk's (not a batch) */
+    long n_items;
+} layer_task;
+
+static void layer_worker(void *arg, int ith, int nth) {
+    const layer_task *t = arg;
+    e0_ctx *c = t->c;
+    void *scratch = c->act.tile + (size_t)ith * c->act.tile_bytes;
+    const bool simd = e0_simd_level() >= E0_SIMD_AVX2;
+    /* items strided over the threads: later query blocks (more keys) are spread evenly */
+    for (long item = ith; item < t->n_items; item += nth) {
+        if (!c->batch.seqs) {
+            e0_attn_tiled_item(&t->a, item, scratch, simd);
+            continue;
+        }
+        /* a batch: item = token i x KV head */
+        const int i = (int)(item / c->hp->n_head_kv);
+        e0_attn_args a;
+        layer_args(c, t->il, t->n_tok, t->pos0, c->batch.seqs[i], i, &a);
+        e0_attn_tiled_item(&a, item % c->hp->n_head_kv, scratch, simd);
+    }
+}
+
+void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
+    layer_task t = {.c = c, .il = il, .n_tok = n_tok, .pos0 = pos0};
+    if (c->batch.seqs) {
+        t.n_items = (long)n_tok * c->hp->n_head_kv;
+    } else {
+        layer_args(c, il, n_tok, pos0, NULL, 0, &t.a);
+        t.n_items = e0_attn_tiled_items(&t.a);
+    }
     e0_pool_run(c->threads.cur, layer_worker, &t);
 }

@@ -13,7 +13,9 @@
  * products are those of the per-position path (forward.c attend) and only the summation order
  * differs. Unlike that path, F16 / BF16 values are multiplied by the F32 weights (the per-position
  * path rounds the normalized weights to the value type first, as llama.cpp's non-flash path).
- * Decode (one query row per head) and batches (e0_eval_batch) keep the per-position path. */
+ * Every row's arithmetic depends only on its own q and its keys (key blocks start at multiples of
+ * BK), so prefill, decode and batches (e0_eval_batch) all take this path and a token's result does
+ * not depend on how the prompt was chunked or batched. MLA (deepseek2) keeps the per-position path. */
 #ifndef E0_ATTN_TILED_H
 #define E0_ATTN_TILED_H
 
@@ -53,6 +55,8 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
 void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S);
 /* O [nr][hd] += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd]; hd a multiple of 8. */
 void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
+/* Kt [hd][ldk] columns 0 .. nk = F16 key heads kp[0 .. nk) (hd values each) as floats; hd % 8 == 0. */
+void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
 /* x [n] = exp(x - m) (x = -inf gives 0); returns their sum. */
 float e0_attn_exp_sum_avx2(float *x, int n, float m);
 /* y [n] = exp(x [n]) with the AVX2 polynomial (for its test against expf). */

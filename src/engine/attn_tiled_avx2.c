@@ -91,6 +91,35 @@ void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, i
     }
 }
 
+/* Kt [hd][ldk] columns 0 .. nk = the F16 key heads kp[0 .. nk) as floats: 8 keys x 8 dims at a
+ * time, converted and transposed in registers (F16 -> F32 is exact, so this equals the scalar
+ * conversion bit for bit). */
+void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk) {
+    int j = 0;
+    for (; j + 8 <= nk; j += 8)
+        for (int64_t d = 0; d + 8 <= hd; d += 8) {
+            __m256 r[8], t[8], u[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j + i] + 2 * d)));
+            for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            for (int i = 0; i < 8; i += 4) {
+                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(Kt + (size_t)(d + i) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+                _mm256_storeu_ps(Kt + (size_t)(d + i + 4) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+            }
+        }
+    for (; j < nk; j++)
+        for (int64_t d = 0; d + 8 <= hd; d += 8) {
+            float x[8];
+            _mm256_storeu_ps(x, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j] + 2 * d))));
+            for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
+        }
+}
+
 /* exp(x) for 8 floats: x = n ln2 + f (|f| <= ln2 / 2, ln2 in two parts), exp(f) by Cephes' degree
  * 7 polynomial, times 2^n from the exponent bits; x below -87.33 (where 2^n would leave the normal
  * range; -inf included) gives 0, x above 88 is clamped. */

@@ -210,10 +210,12 @@ void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
 
 /* ---- attn_tiled.c (tiled prefill attention, attn_tiled.h) ---- */
 
-/* Whether a chunk of n_tok tokens takes the tiled path: prefill chunks of two or more tokens of
- * one sequence, not MLA; E0_ATTN=pos forces the per-position path (for comparisons). */
-bool e0_attn_tiled_wanted(const e0_ctx *c, int n_tok);
-/* act.q [n][q_dim] of layer il, KV cache up to pos0 + n -> act.att [n][q_dim], on the threads. */
+/* Whether attention takes the tiled path: every chunk, decode and batch (so that a token's result
+ * does not depend on how the prompt was chunked or batched), except MLA (deepseek2); E0_ATTN=pos
+ * forces the per-position path (forward.c attend, for comparisons). */
+bool e0_attn_tiled_wanted(const e0_ctx *c);
+/* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each token's own sequence, at
+ * its position) -> act.att [n][q_dim], on the threads. */
 void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
 
 /* ---- kv.c (and kv_avx2.c) ---- */

@@ -457,7 +457,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         rope_and_cache(c, L, (int)il, n_tok, pos0);
         }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
-        if (e0_attn_tiled_wanted(c, n_tok)) { /* prefill: tiled, online softmax (attn_tiled.c) */
+        if (e0_attn_tiled_wanted(c)) { /* tiled, online softmax (attn_tiled.c) */
             e0_attn_tiled_layer(c, (int)il, n_tok, pos0);
         } else {
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
