@@ -9,10 +9,13 @@
  *   O += exp(S - m) V          (small matrix product)
  * and finally out = O / l. A sink logit (gpt-oss) starts each row at m = sink, l = 1.
  * Keys and values are read in their cache type and converted to floats per block; q is rounded
- * through the key type's vec_dot_type first (F16 keys: q in F16, q8_0 keys: q in Q8_0), so the
- * products are those of the per-position path (forward.c attend) and only the summation order
- * differs. Unlike that path, F16 / BF16 values are multiplied by the F32 weights (the per-position
- * path rounds the normalized weights to the value type first, as llama.cpp's non-flash path).
+ * as the per-position path's dot products see it (F16 / BF16 keys: to their type; q8_0 / q4_0
+ * keys: through Q8_0), so the products are that path's and only the summation order differs.
+ * F16 / BF16 values: that path (and llama.cpp without flash attention) rounds the normalized
+ * weights to the value type before multiplying; the tiled path does the same, which needs each
+ * row's final max and sum first: two passes (scores of all key blocks stored in S [R][n_ctx],
+ * then normalized, rounded, and multiplied with the value blocks). F32 / q8_0 / q4_0 values take
+ * the one-pass online softmax above.
  * Every row's arithmetic depends only on its own q and its keys (key blocks start at multiples of
  * BK), so prefill, decode and batches (e0_eval_batch) all take this path and a token's result does
  * not depend on how the prompt was chunked or batched. MLA (deepseek2) keeps the per-position path. */
@@ -39,10 +42,11 @@ typedef struct e0_attn_args {
     int64_t n_swa;                 /* > 0: query at p sees keys p - n_swa + 1 .. p; 0: 0 .. p */
     const float *sinks;            /* [n_head] sink logits, or NULL */
     float scale;                   /* score scale (1 / sqrt(hd) unless the model says) */
+    int n_ctx;                     /* positions are below it (the scratch's score rows hold that many) */
 } e0_attn_args;
 
 /* Bytes of one thread's scratch for these shapes (0 when the tiled path cannot take them). */
-size_t e0_attn_tiled_scratch(int64_t hd, int64_t group, uint32_t type_k);
+size_t e0_attn_tiled_scratch(int64_t hd, int64_t group, uint32_t type_k, uint32_t type_v, int n_ctx);
 /* Work items of a chunk (KV heads x query blocks) and the query tokens of a block. */
 long e0_attn_tiled_items(const e0_attn_args *a);
 /* Item `item` into a->out; scratch: e0_attn_tiled_scratch bytes, 64-byte aligned; simd: use the
@@ -51,8 +55,8 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
 
 /* ---- kernels (scalar in attn_tiled.c, AVX2 in attn_tiled_avx2.c; equal up to rounding) ---- */
 
-/* S [nr][ldk] = scale * Q [nr][hd] . Kt [hd][ldk] over columns 0 .. nk8 (a multiple of 8). */
-void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S);
+/* S [nr][lds] = scale * Q [nr][hd] . Kt [hd][ldk] over columns 0 .. nk8 (a multiple of 8). */
+void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
 /* O [nr][hd] += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd]; hd a multiple of 8. */
 void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
 /* Kt [hd][ldk] columns 0 .. nk = F16 key heads kp[0 .. nk) (hd values each) as floats; hd % 8 == 0. */

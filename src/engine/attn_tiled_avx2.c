@@ -9,9 +9,9 @@
 
 #define MR 6 /* rows of a register tile */
 
-/* S [nr][ldk] columns j .. j + 8 nv = scale * Q [nr][hd] . Kt [hd][ldk] */
+/* S [nr][lds] columns j .. j + 8 nv = scale * Q [nr][hd] . Kt [hd][ldk] */
 static inline __attribute__((always_inline)) void scores_tile(const float *Q, int64_t hd, const float *Kt, int ldk, int j,
-                                                              float scale, float *S, const int nr, const int nv) {
+                                                              float scale, float *S, int lds, const int nr, const int nv) {
     __m256 acc[MR][2];
     for (int r = 0; r < nr; r++)
         for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps();
@@ -25,28 +25,28 @@ static inline __attribute__((always_inline)) void scores_tile(const float *Q, in
     }
     const __m256 sc = _mm256_set1_ps(scale);
     for (int r = 0; r < nr; r++)
-        for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * ldk + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * lds + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
 }
 
 /* rows r0 .. r0 + nr (nr <= MR, a constant after inlining) over all column tiles */
 static inline __attribute__((always_inline)) void scores_rows(const float *Q, int64_t hd, const float *Kt, int ldk, int nk8,
-                                                              float scale, float *S, const int nr) {
+                                                              float scale, float *S, int lds, const int nr) {
     int j = 0;
-    for (; j + 16 <= nk8; j += 16) scores_tile(Q, hd, Kt, ldk, j, scale, S, nr, 2);
-    if (j < nk8) scores_tile(Q, hd, Kt, ldk, j, scale, S, nr, 1);
+    for (; j + 16 <= nk8; j += 16) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 2);
+    if (j < nk8) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 1);
 }
 
-void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S) {
+void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds) {
     int r = 0;
-    for (; r + MR <= nr; r += MR) scores_rows(Q + (size_t)r * hd, hd, Kt, ldk, nk8, scale, S + (size_t)r * ldk, MR);
+    for (; r + MR <= nr; r += MR) scores_rows(Q + (size_t)r * hd, hd, Kt, ldk, nk8, scale, S + (size_t)r * lds, lds, MR);
     const float *q = Q + (size_t)r * hd;
-    float *s = S + (size_t)r * ldk;
+    float *s = S + (size_t)r * lds;
     switch (nr - r) {
-    case 5: scores_rows(q, hd, Kt, ldk, nk8, scale, s, 5); break;
-    case 4: scores_rows(q, hd, Kt, ldk, nk8, scale, s, 4); break;
-    case 3: scores_rows(q, hd, Kt, ldk, nk8, scale, s, 3); break;
-    case 2: scores_rows(q, hd, Kt, ldk, nk8, scale, s, 2); break;
-    case 1: scores_rows(q, hd, Kt, ldk, nk8, scale, s, 1); break;
+    case 5: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 5); break;
+    case 4: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 4); break;
+    case 3: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 3); break;
+    case 2: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 2); break;
+    case 1: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 1); break;
     default: break;
     }
 }

@@ -52,7 +52,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
                  L = (size_t)hp->n_layer, row = c->max_xq_row;
     const size_t QE = max_sz((size_t)c->q_dim, E); /* q doubles as the FFN output, att as the shared expert's */
     const size_t HB = max_sz((size_t)c->ff_max, E);
-    c->act.tile_bytes = hp->mla ? 0 : e0_attn_tiled_scratch(hp->head_dim, hp->n_head / hp->n_head_kv, c->kv.type_k);
+    c->act.tile_bytes = hp->mla ? 0 : e0_attn_tiled_scratch(hp->head_dim, hp->n_head / hp->n_head_kv, c->kv.type_k, c->kv.type_v, c->n_ctx);
     /* The order of the parts is the order in memory (kept as it was, for identical runs). */
     scratch_part parts[] = {
         PART(c->act.x, B * E * 4),
