@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/cpus.h"
+#include "engine/attn_tiled.h"
 #include "engine/ctx_impl.h"
 #include "quant/quant.h"
 
@@ -51,6 +52,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
                  L = (size_t)hp->n_layer, row = c->max_xq_row;
     const size_t QE = max_sz((size_t)c->q_dim, E); /* q doubles as the FFN output, att as the shared expert's */
     const size_t HB = max_sz((size_t)c->ff_max, E);
+    c->act.tile_bytes = hp->mla ? 0 : e0_attn_tiled_scratch(hp->head_dim, hp->n_head / hp->n_head_kv, c->kv.type_k, c->kv.type_v, c->n_ctx);
     /* The order of the parts is the order in memory (kept as it was, for identical runs). */
     scratch_part parts[] = {
         PART(c->act.x, B * E * 4),
@@ -105,6 +107,8 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->rs.o, B * (size_t)hp->ssm_d_inner * 4),
         PART(c->rs.delta, hp->hybrid ? (size_t)max_threads * (size_t)hp->ssm_d_state * 4 : 0),
         PART(c->rs.qg, hp->hybrid ? B * 2 * (size_t)c->q_dim * 4 : 0),
+        /* tiled prefill attention (attn_tiled.c) */
+        PART(c->act.tile, (size_t)max_threads * c->act.tile_bytes),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;

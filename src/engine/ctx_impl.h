@@ -93,6 +93,9 @@ struct e0_ctx {
                                * (kv.q_type, or F32 rounded to F16 for kv.f16_k), per thread */
         float *vrow;          /* [max(threads)][head_dim] a value row converted to floats, per thread */
         float *logits;        /* [n_vocab] logits after the chunk's last token */
+        uint8_t *tile;        /* [max(threads)][tile_bytes] tiled prefill attention's scratch
+                               * (attn_tiled.c), per thread; NULL where it is not used (MLA) */
+        size_t tile_bytes;
     } act;
 
     e0_xq_cache xq;
@@ -206,6 +209,16 @@ e0_matmul e0_matmul_job(e0_ctx *c, const e0_weight *w, float *y);
 const uint8_t *e0_matmul_input_as(e0_ctx *c, uint32_t type, size_t *stride);
 /* Runs that one job. */
 void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
+
+/* ---- attn_tiled.c (tiled prefill attention, attn_tiled.h) ---- */
+
+/* Whether attention takes the tiled path: every chunk, decode and batch (so that a token's result
+ * does not depend on how the prompt was chunked or batched), except MLA (deepseek2); E0_ATTN=pos
+ * forces the per-position path (forward.c attend, for comparisons). */
+bool e0_attn_tiled_wanted(const e0_ctx *c);
+/* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each token's own sequence, at
+ * its position) -> act.att [n][q_dim], on the threads. */
+void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
 
 /* ---- kv.c (and kv_avx2.c) ---- */
 

@@ -463,8 +463,12 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         rope_and_cache(c, L, (int)il, n_tok, pos0);
         }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
+        if (e0_attn_tiled_wanted(c)) { /* tiled, online softmax (attn_tiled.c) */
+            e0_attn_tiled_layer(c, (int)il, n_tok, pos0);
+        } else {
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
+        }
         if (c->kv.rot_v) e0_kv_hadamard(c->act.att, (int64_t)n_tok * c->q_dim, c->kv.rot_v); /* back from rotated values */
         /* att -> attn_out [n][E] = wo att (deepseek2: wo v_b att, attn_mla.c; hybrid: att *=
          * sigmoid(gate) first); x += attn_out */

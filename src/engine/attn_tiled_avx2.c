@@ -1,0 +1,175 @@
+/* attn_tiled_avx2.c — AVX2 + FMA kernels of the tiled prefill attention (attn_tiled.h; the scalar
+ * references are in attn_tiled.c): the two small matrix products of a key block, in register
+ * tiles of up to 6 query rows x 16 columns (12 accumulators), and exp over a row of scores.
+ * They differ from the scalar kernels only by rounding: an FMA rounds once where the scalar code
+ * multiplies and adds, and exp is a polynomial (Cephes' expf: within 2 ulp of libm's expf). */
+#include <immintrin.h>
+
+#include "engine/attn_tiled.h"
+
+#define MR 6 /* rows of a register tile */
+
+/* S [nr][lds] columns j .. j + 8 nv = scale * Q [nr][hd] . Kt [hd][ldk] */
+static inline __attribute__((always_inline)) void scores_tile(const float *Q, int64_t hd, const float *Kt, int ldk, int j,
+                                                              float scale, float *S, int lds, const int nr, const int nv) {
+    __m256 acc[MR][2];
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < hd; d++) {
+        __m256 k[2];
+        for (int v = 0; v < nv; v++) k[v] = _mm256_loadu_ps(Kt + (size_t)d * ldk + j + 8 * v);
+        for (int r = 0; r < nr; r++) {
+            const __m256 q = _mm256_broadcast_ss(Q + (size_t)r * hd + d);
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(q, k[v], acc[r][v]);
+        }
+    }
+    const __m256 sc = _mm256_set1_ps(scale);
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * lds + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+}
+
+/* rows r0 .. r0 + nr (nr <= MR, a constant after inlining) over all column tiles */
+static inline __attribute__((always_inline)) void scores_rows(const float *Q, int64_t hd, const float *Kt, int ldk, int nk8,
+                                                              float scale, float *S, int lds, const int nr) {
+    int j = 0;
+    for (; j + 16 <= nk8; j += 16) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 2);
+    if (j < nk8) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 1);
+}
+
+void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds) {
+    int r = 0;
+    for (; r + MR <= nr; r += MR) scores_rows(Q + (size_t)r * hd, hd, Kt, ldk, nk8, scale, S + (size_t)r * lds, lds, MR);
+    const float *q = Q + (size_t)r * hd;
+    float *s = S + (size_t)r * lds;
+    switch (nr - r) {
+    case 5: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 5); break;
+    case 4: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 4); break;
+    case 3: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 3); break;
+    case 2: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 2); break;
+    case 1: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 1); break;
+    default: break;
+    }
+}
+
+/* O [nr][hd] columns c .. c + 8 nv += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd] */
+static inline __attribute__((always_inline)) void pv_tile(const float *P, int ldk, int nk8, const float *V, int64_t hd,
+                                                          int64_t c, float *O, const int nr, const int nv) {
+    __m256 acc[MR][2];
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) acc[r][v] = _mm256_loadu_ps(O + (size_t)r * hd + c + 8 * v);
+    for (int j = 0; j < nk8; j++) {
+        __m256 x[2];
+        for (int v = 0; v < nv; v++) x[v] = _mm256_loadu_ps(V + (size_t)j * hd + c + 8 * v);
+        for (int r = 0; r < nr; r++) {
+            const __m256 p = _mm256_broadcast_ss(P + (size_t)r * ldk + j);
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(p, x[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(O + (size_t)r * hd + c + 8 * v, acc[r][v]);
+}
+
+static inline __attribute__((always_inline)) void pv_rows(const float *P, int ldk, int nk8, const float *V, int64_t hd,
+                                                          float *O, const int nr) {
+    int64_t c = 0;
+    for (; c + 16 <= hd; c += 16) pv_tile(P, ldk, nk8, V, hd, c, O, nr, 2);
+    if (c < hd) pv_tile(P, ldk, nk8, V, hd, c, O, nr, 1);
+}
+
+void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O) {
+    int r = 0;
+    for (; r + MR <= nr; r += MR) pv_rows(P + (size_t)r * ldk, ldk, nk8, V, hd, O + (size_t)r * hd, MR);
+    const float *p = P + (size_t)r * ldk;
+    float *o = O + (size_t)r * hd;
+    switch (nr - r) {
+    case 5: pv_rows(p, ldk, nk8, V, hd, o, 5); break;
+    case 4: pv_rows(p, ldk, nk8, V, hd, o, 4); break;
+    case 3: pv_rows(p, ldk, nk8, V, hd, o, 3); break;
+    case 2: pv_rows(p, ldk, nk8, V, hd, o, 2); break;
+    case 1: pv_rows(p, ldk, nk8, V, hd, o, 1); break;
+    default: break;
+    }
+}
+
+/* Kt [hd][ldk] columns 0 .. nk = the F16 key heads kp[0 .. nk) as floats: 8 keys x 8 dims at a
+ * time, converted and transposed in registers (F16 -> F32 is exact, so this equals the scalar
+ * conversion bit for bit). */
+void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk) {
+    int j = 0;
+    for (; j + 8 <= nk; j += 8)
+        for (int64_t d = 0; d + 8 <= hd; d += 8) {
+            __m256 r[8], t[8], u[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j + i] + 2 * d)));
+            for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            for (int i = 0; i < 8; i += 4) {
+                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(Kt + (size_t)(d + i) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+                _mm256_storeu_ps(Kt + (size_t)(d + i + 4) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+            }
+        }
+    for (; j < nk; j++)
+        for (int64_t d = 0; d + 8 <= hd; d += 8) {
+            float x[8];
+            _mm256_storeu_ps(x, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j] + 2 * d))));
+            for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
+        }
+}
+
+/* exp(x) for 8 floats: x = n ln2 + f (|f| <= ln2 / 2, ln2 in two parts), exp(f) by Cephes' degree
+ * 7 polynomial, times 2^n from the exponent bits; x below -87.33 (where 2^n would leave the normal
+ * range; -inf included) gives 0, x above 88 is clamped. */
+static inline __m256 exp8(__m256 x) {
+    const __m256 zero_below = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654475f), _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654475f)), _mm256_set1_ps(88.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    f = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), f);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(f, f), _mm256_add_ps(f, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(zero_below, y);
+}
+
+float e0_attn_exp_sum_avx2(float *x, int n, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+        _mm256_storeu_ps(x + i, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    float s[8];
+    _mm256_storeu_ps(s, sum);
+    float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++) { /* n is a multiple of 8 in the tiled path; any n works */
+        float t[8] = {0};
+        t[0] = x[i] - m;
+        _mm256_storeu_ps(t, exp8(_mm256_loadu_ps(t)));
+        total += x[i] = t[0];
+    }
+    return total;
+}
+
+void e0_attn_expf_avx2(const float *x, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++) {
+        float t[8] = {0};
+        t[0] = x[i];
+        _mm256_storeu_ps(t, exp8(_mm256_loadu_ps(t)));
+        y[i] = t[0];
+    }
+}

@@ -1,0 +1,270 @@
+/* test_attn_tiled.c — the tiled prefill attention (src/engine/attn_tiled.c, attn_tiled_avx2.c):
+ *   - its scalar kernels and AVX2 kernels against a per-position reference in double precision
+ *     (the per-position path's arithmetic: q rounded through the key type's vec_dot_type, keys
+ *     and values read in their cache type; one softmax per query over all its keys), on random
+ *     q / k / v, odd chunk lengths and positions, GQA ratios 1..12, sliding windows with rings,
+ *     sinks, every KV cache type (f32, f16, bf16, q8_0, q4_0);
+ *   - the AVX2 exp against libm's expf;
+ *   - the engine: logits of synth models (qwen3 with GQA, gpt-oss with sliding windows and sinks)
+ *     from the tiled path against the per-position path (E0_ATTN=pos), every KV type.
+ * Tolerances: the output of a head is a convex combination of value rows, so errors are measured
+ * against max |v|. The tiled path changes only the summation order (blocks of 64 keys, the online
+ * rescaling) and exp (AVX2: a polynomial within 2 ulp): F32 rounding of sums over <= 300 keys and
+ * 128-long dots, measured at <= 8.5e-7 max|v| here (the worst is printed); the bound is 4e-6
+ * (about 32 F32 ulps of max|v|: the score error |q||k| * hd * 2^-24 passes through exp, and the
+ * weights' sum over hundreds of keys adds its own rounding). The per-position path itself differs
+ * from the reference by more for F16 / BF16 values (it rounds the weights to the value type:
+ * 2^-12 relative each), which is why the comparison is against the exact reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/attn_tiled.h"
+#include "engine/ctx_impl.h"
+#include "quant/quant.h"
+#include "t.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* per-position reference of one chunk (double), out [n_tok][n_head * hd] */
+static void reference(const e0_attn_args *a, double *out) {
+    const int64_t hd = a->hd, G = a->n_head / a->n_head_kv, q_dim = a->n_head * hd;
+    const uint32_t q_type = (uint32_t)e0_type_traits_of(a->type_k)->vec_dot_type;
+    float *qr = malloc((size_t)hd * 4), *kr = malloc((size_t)hd * 4), *vr = malloc((size_t)hd * 4);
+    uint8_t *qb = malloc((size_t)hd * 4 + 64);
+    int n_keys_max = a->pos0 + a->n_tok;
+    double *s = malloc((size_t)n_keys_max * sizeof *s);
+    for (int t = 0; t < a->n_tok; t++) {
+        const int p = a->pos0 + t;
+        const int first = a->n_swa > 0 && p - a->n_swa + 1 > 0 ? (int)(p - a->n_swa + 1) : 0;
+        for (int64_t h = 0; h < a->n_head; h++) {
+            const int64_t u = h / G;
+            const float *q = a->q + (size_t)t * q_dim + (size_t)h * hd;
+            if (a->type_k == E0_TYPE_F16) /* the F16 / BF16 dot products round q to their type */
+                for (int64_t i = 0; i < hd; i++) qr[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(q[i]));
+            else if (a->type_k == E0_TYPE_BF16)
+                for (int64_t i = 0; i < hd; i++) qr[i] = e0_bf16_to_fp32(e0_fp32_to_bf16(q[i]));
+            else if (q_type == E0_TYPE_F32) memcpy(qr, q, (size_t)hd * 4);
+            else {
+                e0_kernels_of(q_type)->from_float(q, qb, hd); /* the path's quantizer of q */
+                e0_type_traits_of(q_type)->to_float(qb, qr, hd);
+            }
+            double mx = a->sinks ? a->sinks[h] : -INFINITY;
+            for (int j = first; j <= p; j++) {
+                size_t row = a->ring ? (size_t)(j % a->ring) : (size_t)j;
+                e0_type_traits_of(a->type_k)->to_float(a->k + row * a->row_k + (size_t)u * a->head_k, kr, hd);
+                double d = 0;
+                for (int64_t i = 0; i < hd; i++) d += (double)qr[i] * kr[i];
+                s[j] = d * a->scale;
+                if (s[j] > mx) mx = s[j];
+            }
+            double sum = a->sinks ? exp(a->sinks[h] - mx) : 0;
+            for (int j = first; j <= p; j++) sum += s[j] = exp(s[j] - mx);
+            double *o = out + (size_t)t * q_dim + (size_t)h * hd;
+            for (int64_t i = 0; i < hd; i++) o[i] = 0;
+            for (int j = first; j <= p; j++) {
+                size_t row = a->ring ? (size_t)(j % a->ring) : (size_t)j;
+                e0_type_traits_of(a->type_v)->to_float(a->v + row * a->row_v + (size_t)u * a->head_v, vr, hd);
+                /* F16 / BF16 values: the weight rounded to their type (as both paths do) */
+                float w = (float)(s[j] / sum);
+                e0_kv_round(a->type_v, &w, 1);
+                for (int64_t i = 0; i < hd; i++) o[i] += (double)w * vr[i];
+            }
+        }
+    }
+    free(qr), free(kr), free(vr), free(qb), free(s);
+}
+
+typedef struct {
+    int64_t hd, n_head, n_head_kv;
+    int n_tok, pos0, ring;
+    int64_t n_swa;
+    bool sinks;
+} shape;
+
+/* worst |tiled - reference| / max|v| over the chunk, for one simd choice */
+static double run_case(const shape *sh, uint32_t tk, uint32_t tv, bool simd, double qscale) {
+    const int64_t hd = sh->hd, kv_dim = sh->n_head_kv * hd, q_dim = sh->n_head * hd;
+    const int n_pos = sh->pos0 + sh->n_tok, rows = sh->ring ? sh->ring : n_pos;
+    e0_attn_args a = {.hd = hd, .n_head = sh->n_head, .n_head_kv = sh->n_head_kv, .n_tok = sh->n_tok, .pos0 = sh->pos0,
+                      .type_k = tk, .type_v = tv, .ring = sh->ring, .n_swa = sh->n_swa, .scale = 1.0f / sqrtf((float)hd), .n_ctx = n_pos};
+    a.row_k = (size_t)sh->n_head_kv * e0_row_size(tk, hd);
+    a.row_v = (size_t)sh->n_head_kv * e0_row_size(tv, hd);
+    a.head_k = e0_row_size(tk, hd);
+    a.head_v = e0_row_size(tv, hd);
+    uint8_t *k = calloc((size_t)rows, a.row_k), *v = calloc((size_t)rows, a.row_v);
+    float *q = malloc((size_t)sh->n_tok * q_dim * 4), *out = malloc((size_t)sh->n_tok * q_dim * 4);
+    float *x = malloc((size_t)kv_dim * 4), *sinks = malloc((size_t)sh->n_head * 4);
+    double *ref = malloc((size_t)sh->n_tok * q_dim * sizeof *ref);
+    double vmax = 0;
+    for (int p = 0; p < n_pos; p++) { /* a ring keeps the last `rows` positions, as the cache does */
+        size_t row = sh->ring ? (size_t)(p % sh->ring) : (size_t)p;
+        for (int64_t i = 0; i < kv_dim; i++) x[i] = frand();
+        e0_kv_store(tk, x, kv_dim, k + row * a.row_k);
+        for (int64_t i = 0; i < kv_dim; i++) x[i] = frand(), vmax = fmax(vmax, fabs(x[i]));
+        e0_kv_store(tv, x, kv_dim, v + row * a.row_v);
+    }
+    for (int64_t i = 0; i < sh->n_tok * q_dim; i++) q[i] = (float)(frand() * qscale);
+    for (int64_t h = 0; h < sh->n_head; h++) sinks[h] = frand() * 2;
+    a.q = q, a.out = out, a.k = k, a.v = v, a.sinks = sh->sinks ? sinks : NULL;
+    reference(&a, ref);
+    size_t bytes = e0_attn_tiled_scratch(hd, sh->n_head / sh->n_head_kv, tk, tv, n_pos);
+    void *scratch = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    memset(out, 0xff, (size_t)sh->n_tok * q_dim * 4); /* NaN: every element must be written */
+    long n_items = e0_attn_tiled_items(&a);
+    for (long it = n_items - 1; it >= 0; it--) e0_attn_tiled_item(&a, it, scratch, simd);
+    double worst = 0;
+    for (int64_t i = 0; i < sh->n_tok * q_dim; i++) {
+        double d = fabs(out[i] - ref[i]) / vmax;
+        if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+    }
+    free(k), free(v), free(q), free(out), free(x), free(sinks), free(ref), free(scratch);
+    return worst;
+}
+
+static void test_against_reference(void) {
+    const uint32_t types[] = {E0_TYPE_F32, E0_TYPE_F16, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    const shape shapes[] = {
+        {.hd = 128, .n_head = 32, .n_head_kv = 4, .n_tok = 37, .pos0 = 0},        /* Qwen3-30B-A3B: G 8 */
+        {.hd = 128, .n_head = 32, .n_head_kv = 4, .n_tok = 131, .pos0 = 70},      /* a second chunk */
+        {.hd = 64, .n_head = 4, .n_head_kv = 2, .n_tok = 200, .pos0 = 3},         /* G 2: blocks of 32 tokens */
+        {.hd = 64, .n_head = 3, .n_head_kv = 3, .n_tok = 71, .pos0 = 0},          /* MHA */
+        {.hd = 96, .n_head = 12, .n_head_kv = 1, .n_tok = 9, .pos0 = 250},        /* G 12, hd % 16 = 0 */
+        {.hd = 64, .n_head = 8, .n_head_kv = 2, .n_tok = 45, .pos0 = 100, .ring = 60, .n_swa = 16, .sinks = true}, /* gpt-oss */
+        {.hd = 64, .n_head = 8, .n_head_kv = 2, .n_tok = 77, .pos0 = 0, .n_swa = 128, .sinks = true},
+        {.hd = 32, .n_head = 2, .n_head_kv = 1, .n_tok = 5, .pos0 = 1, .n_swa = 1},   /* a window of one key */
+        {.hd = 40, .n_head = 4, .n_head_kv = 4, .n_tok = 19, .pos0 = 7},          /* hd % 16 = 8 (f-types only) */
+        {.hd = 36, .n_head = 2, .n_head_kv = 1, .n_tok = 11, .pos0 = 2},          /* hd % 8 != 0: scalar kernels */
+    };
+    const bool have_avx2 = e0_simd_level() >= E0_SIMD_AVX2;
+    /* F16 / BF16 values: both sides round each weight to the value type, and a weight within
+     * F32 rounding of a boundary may round the other way: one ulp of the weight (at most 2^-10 of
+     * it in F16, 2^-7 in BF16; the weights sum to 1), so the bound adds that times max|v| */
+    const double vround[3] = {0, 1.0 / 1024, 1.0 / 128};
+    double worst[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t ik = 0; ik < 5; ik++)
+            for (size_t iv = 0; iv < 5; iv++) {
+                if (ik != iv && s > 0) continue; /* mixed K / V types on the first shape only */
+                const int64_t bs_k = e0_type_traits_of(types[ik])->block_size, bs_v = e0_type_traits_of(types[iv])->block_size;
+                if (shapes[s].hd % bs_k || shapes[s].hd % bs_v) continue;
+                for (int simd = 0; simd <= (int)have_avx2; simd++) {
+                    /* q scaled up: sharper softmaxes (scores of +-10), where exp and the rescaling matter */
+                    for (int sc = 0; sc < (ik == iv ? 2 : 1); sc++) {
+                        double w = run_case(&shapes[s], types[ik], types[iv], simd, sc ? 3.0 : 1.0);
+                        const int f = types[iv] == E0_TYPE_F16 ? 1 : types[iv] == E0_TYPE_BF16 ? 2 : 0;
+                        if (w > worst[f][simd]) worst[f][simd] = w;
+                        CHECKF(w <= 4e-6 + vround[f], "shape %zu K %s V %s %s q*%d: |tiled - reference| / max|v| = %.3g", s,
+                               e0_kv_type_name(types[ik]), e0_kv_type_name(types[iv]), simd ? "avx2" : "scalar", sc ? 3 : 1, w);
+                    }
+                }
+            }
+    const char *vn[3] = {"f32 / q8_0 / q4_0", "f16", "bf16"};
+    for (int f = 0; f < 3; f++)
+        printf("  V %s: worst |tiled - reference| / max|v|: scalar %.3g, avx2 %.3g%s (bound %.3g)\n", vn[f], worst[f][0],
+               worst[f][1], have_avx2 ? "" : " (no AVX2 here)", 4e-6 + vround[f]);
+}
+
+static void test_exp(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    enum { N = 20011 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = -100.0f + 110.0f * (float)i / N;
+    x[0] = -INFINITY;
+    e0_attn_expf_avx2(x, y, N);
+    CHECK(y[0] == 0);
+    double worst = 0;
+    for (int i = 1; i < N; i++) {
+        float e = expf(x[i]);
+        if (x[i] < -87.3f) {
+            CHECKF(y[i] == 0 || fabsf(y[i] - e) <= 1e-37f, "exp(%g) = %g, expf %g", x[i], y[i], e);
+            continue;
+        }
+        double rel = fabs((double)y[i] - e) / e;
+        if (rel > worst) worst = rel;
+    }
+    printf("  worst relative error of the AVX2 exp on [-87.3, 10]: %.3g (2 ulp = 2.4e-7)\n", worst);
+    CHECKF(worst <= 2.4e-7, "%g", worst);
+    /* the exp-and-sum of a row */
+    float r[24], sum = 0;
+    for (int i = 0; i < 24; i++) r[i] = (i == 5) ? -INFINITY : frand() * 5;
+    float r2[24];
+    memcpy(r2, r, sizeof r);
+    float s = e0_attn_exp_sum_avx2(r, 24, 1.5f);
+    for (int i = 0; i < 24; i++) {
+        float e = expf(r2[i] - 1.5f);
+        sum += e;
+        CHECKF(fabsf(r[i] - e) <= 2.4e-7f * e, "%d: %g vs %g", i, r[i], e);
+    }
+    CHECKF(fabsf(s - sum) <= 1e-6f * sum, "%g vs %g", s, sum);
+}
+
+/* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
+
+static float *read_floats(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    float *x = len > 0 ? malloc((size_t)len) : NULL;
+    *n = x && fread(x, 1, (size_t)len, f) == (size_t)len ? (size_t)len / 4 : 0;
+    fclose(f);
+    return x;
+}
+
+/* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
+ * type. F32 KV: only the summation order differs, bound 1e-5 of max |logit| (measured ~5e-7).
+ * Other types: a cache in a rounded type re-rounds the next layer's k / v, where a change of 1e-7
+ * may move a value across a rounding step (and F16 / BF16 weights may round the other way):
+ * bound 1e-3 (measured <= 1.8e-4). */
+static void test_engine(void) {
+    const char *archs[][2] = {{"qwen3", "--n-head 8 --n-head-kv 2 --n-layer 2 --seed 3"},
+                              {"gpt-oss", "--n-swa 16 --swa-period 2 --seed 4"}};
+    const char *kv[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+    char model[600], a[600], b[600], cmd[8192], toks[2048];
+    snprintf(a, sizeof a, "%s/attn-tiled-a.bin", t_build());
+    snprintf(b, sizeof b, "%s/attn-tiled-b.bin", t_build());
+    size_t o = 0;
+    for (int i = 0; i < 157; i++) o += (size_t)snprintf(toks + o, sizeof toks - o, "%s%d", i ? "," : "", (i * 37 + 5) % 500 + 3);
+    for (int m = 0; m < 2; m++) {
+        snprintf(model, sizeof model, "%s/attn-tiled-%s.gguf", t_build(), archs[m][0]);
+        snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer synth --arch %s --type f32 %s --out '%s' >/dev/null 2>&1", t_build(),
+                 archs[m][0], archs[m][1], model);
+        CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+        for (int k = 0; k < 5; k++) {
+            const char *env[2] = {"E0_ATTN=pos ", ""};
+            const char *out[2] = {a, b};
+            for (int p = 0; p < 2; p++) {
+                snprintf(cmd, sizeof cmd, "%s%s/bin/edge0-infer logits -m '%s' --tokens %s --out '%s' -ctk %s -ctv %s -b 64 -t 2",
+                         env[p], t_build(), model, toks, out[p], kv[k], kv[k]);
+                CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
+            }
+            size_t na = 0, nb = 0;
+            float *x = read_floats(a, &na), *y = read_floats(b, &nb);
+            CHECKF(na && na == nb && na % 157 == 0, "%s %s: %zu and %zu logits", archs[m][0], kv[k], na, nb);
+            if (na && na == nb) {
+                double mx = 0, d = 0;
+                for (size_t i = 0; i < na; i++) mx = fmax(mx, fabs(x[i])), d = fmax(d, fabs((double)x[i] - y[i]));
+                if (!(d <= d)) d = INFINITY;
+                const double bound = k == 0 ? 1e-5 : 1e-3;
+                printf("  %s KV %s: max |tiled - per-position| / max |logit| = %.3g (bound %g)\n", archs[m][0], kv[k], d / mx, bound);
+                CHECKF(d <= bound * mx, "%s KV %s: %g", archs[m][0], kv[k], d / mx);
+            }
+            free(x), free(y);
+        }
+        unlink(model);
+    }
+    unlink(a), unlink(b);
+}
+
+int main(void) {
+    RUN(test_against_reference);
+    RUN(test_exp);
+    RUN(test_engine);
+    return T_DONE();
+}
