@@ -74,7 +74,7 @@ static void help(void) {
          "  -d, --n-depth D,...    tokens already in the KV cache when the test starts (untimed; default 0)\n"
          "  -t, --threads T,...    threads for prefill and decode (default: the physical cores, at most the\n"
          "                         usable CPUs)\n"
-         "  -b, --batch-size B,... prefill chunk in tokens (default 256)\n"
+         "  -b, --batch-size B,... prefill chunk in tokens (default 512)\n"
          "  -ctk, -ctv T,...       KV cache types (f32 f16 bf16 q8_0 q4_0; default f16)\n"
          "  -r, --repetitions R    timed repetitions per test (default 5)\n"
          "  --no-warmup            skip the untimed warm-up run of each test\n"

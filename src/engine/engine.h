@@ -14,7 +14,7 @@
 #include "engine/model.h"
 #include "base/threadpool.h"
 
-#define E0_CTX_DEFAULT_BATCH 256
+#define E0_CTX_DEFAULT_BATCH 512 /* llama.cpp's ubatch; 512 over 256: prefill +13% on the Qwen3-30B-A3B shape (more tokens per expert GEMM) */
 #define E0_CTX_MIN_AUTO_BATCH 16 /* the smallest chunk the residency rule shrinks the default to (load.h) */
 
 typedef struct e0_ctx_params {
