@@ -44,6 +44,16 @@ AI void zero_acc(__m256 *acc, int n) {
     }
 }
 
+/* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them), which
+ * the hardware prefetcher follows poorly: while a row's block i is used, its block i + 1 is asked
+ * for (one super-block step, nr rows times nt tokens of work, ahead); in the last step, block 0 of
+ * the same row of the next nr rows (usually the next call's). Prefetches never fault. */
+AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb, size_t bsize) {
+    const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * bsize : w + (size_t)(nr + r) * w_stride;
+    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
+    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
 /* ---- sub-block pairing (q4_K, q5_K, q6_K) ----
  * The one-token kernels compute, per 32 values j of a super-block, madd(maddubs(u_j, q_j), sc_j):
  * int32 lane k gets sc_j * (the 4 products of bytes 4k..4k+3), and lanes are summed over j. Here
@@ -119,6 +129,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
             const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
             const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
+            prefetch_next(w, w_stride, nr, r, i, n / QK_K, bsize);
             const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
             /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
             const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
@@ -191,6 +202,7 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
         }
         for (int r = 0; r < nr; r++) {
             const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
+            prefetch_next(w, w_stride, nr, r, i, n / QK_K, sizeof(e0_block_q6_K));
             for (int v = 0; v < nt; v += 8) /* y.d * x.d */
                 _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
