@@ -458,6 +458,35 @@ static void test_batch_cli(void) {
     json_decref(r);
 }
 
+/* tools/compare_report.sh (the perf.md report) on the small model with tiny settings: its three
+ * parts, their reports, the summary saying where llama.cpp cannot run a workload. */
+static void test_compare_report_script(void) {
+    int rc = sh("ROUNDS=1 WARMUP=1 NTOK=4 PROMPT=short COOLDOWN=0 BATCH_SIZES=1,2 BATCH_NTOK=4 RATES=4,8 REQUESTS=4 "
+                "PROMPT_LEN=8 OUTPUT_LEN=4 PARALLEL=2 SERVER_ROUNDS=1 BIN='%s/bin' sh tools/compare_report.sh '%s' '%s/report-sh'",
+                t_build(), model, dir);
+    if (ll_skip[0]) {
+        CHECKF(rc == 1 && strstr(out, "Not run: llama.cpp is not installed"), "exit %d: %s", rc, out);
+    } else {
+        CHECKF(rc == 0, "exit %d: %s", rc, out);
+        CHECK(strstr(out, "| `llama.cpp` |") != NULL);
+    }
+    CHECK(strstr(out, "### Single sequence") && strstr(out, "### Batch 1,2") && strstr(out, "### Server: Poisson rates 4,8"));
+    CHECK(strstr(out, "llama.cpp: not measured: llamacpp-bench") != NULL);
+    CHECK(strstr(out, "llama.cpp: not measured: node-llama-cpp@3.21.1 ships no llama-server") != NULL);
+    CHECK(strstr(out, "| `edge0 b=2` |") && strstr(out, "b=2` |"));
+    CHECK(strstr(out, "| `edge0 rate=8` | 8 req/s | 4 / 0 / 0 of 4 |") != NULL);
+    CHECK(strstr(out, "agree (edge0, 1 rounds)") != NULL && strstr(out, "DISAGREE") == NULL);
+    static const char *const parts[] = {"batch", "server"};
+    for (size_t k = 0; k < 2; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "report-sh/%s", parts[k]);
+        json_t *r = load_report(name);
+        if (r) CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+        json_decref(r);
+    }
+    CHECK(sh("test -s '%s/report-sh/summary.md'", dir) == 0);
+}
+
 static void test_bad_arguments(void) {
     static const char *const bad[] = {"--engines edge0", "--engines edge0,edge0", "--engines edge0,vllm",
                                       "--engines edge0,openai=https://127.0.0.1:8080", "--mode server", "--rounds 0",
@@ -510,6 +539,7 @@ int main(void) {
     RUN(test_sustained_mode);
     RUN(test_depth_mode);
     RUN(test_batch_cli);
+    RUN(test_compare_report_script);
     RUN(test_bad_arguments);
     return T_DONE();
 }
