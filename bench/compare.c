@@ -53,8 +53,9 @@ static const char COMPARE_USAGE[] =
     "  --cooldown S        idle seconds between processes [10]\n"
     "  --timeout S         a process running longer is stopped and recorded as failed [3600]\n"
     "  --mode MODE         single: one sequence [default]; batch: --batch-size B identical sequences per\n"
-    "                      measurement (edge0: bench --batch-size B, lockstep; openai: B concurrent streams;\n"
-    "                      llama.cpp: not here); server, sustained, depth: below\n"
+    "                      measurement (edge0: bench --batch-size B, lockstep; llama.cpp: llamacpp-bench\n"
+    "                      --batch-size B, one llama_decode of B tokens per step; openai: B concurrent\n"
+    "                      streams); server, sustained, depth: below\n"
     "  --batch-size LIST   batch sizes for --mode batch, at most 64 [1,4,16]\n"
     "  --simd avx2         both engines at the AVX2 level on a machine with AVX-512: edge0 with\n"
     "                      E0_SIMD=avx2, llama.cpp with only its haswell (AVX2) CPU backend\n"
@@ -326,11 +327,6 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
                                "start llama-server yourself and give --server-url %s=http://HOST:PORT", o->name[i], o->name[i]);
     if (!strcmp(o->mode, "batch")) {
         if (!o->n_batch) o->n_batch = 3, o->batch[0] = 1, o->batch[1] = 4, o->batch[2] = 16;
-        for (int i = 0; i < o->n_eng; i++)
-            if (o->eng[i]->kind == ENG_LLAMACPP)
-                return bench_error("--mode batch: %s has no batched decode here (llamacpp-bench runs one sequence); compare edge0 "
-                                   "(edge0-infer bench --batch-size B) and openai=URL endpoints (e.g. edge0-infer serve -np 16)",
-                                   o->name[i]);
     } else if (o->n_batch) {
         return bench_error("--batch-size needs --mode batch");
     }
@@ -471,7 +467,7 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     for (size_t k = 0; k < sizeof common / sizeof *common; k++) v[n++] = (char *)common[k];
     if (d->flag) v[n++] = (char *)d->flag;
     if (d->kind == ENG_LLAMACPP && o->backend_dir[0]) v[n++] = "--backend-dir", v[n++] = (char *)o->backend_dir;
-    if (!strcmp(o->mode, "batch") && d->kind == ENG_EDGE0) { /* B sequences decoded in lockstep, one process */
+    if (!strcmp(o->mode, "batch")) { /* B sequences decoded together, one process (both tools' --batch-size) */
         snprintf(nums[7], 32, "%lld", (long long)o->batch[sub]);
         v[n++] = "--batch-size", v[n++] = nums[7];
     }

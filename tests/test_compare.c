@@ -12,6 +12,7 @@
  * uses the server meanwhile), the same seed giving the same arrivals (another seed others).
  * --mode batch with the CLI (bench --batch-size). Bad arguments: one clear error, exit 1. */
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -200,9 +201,6 @@ static void test_openai_adapter(void) {
             "--prompt short --threads 2 --context 512",
             bench_bin, model, dir, url);
     CHECKF(rc == 1 && strstr(out, "comparison refused: context"), "exit %d: %s", rc, out);
-    /* batch mode with llama.cpp (no batched decode in llamacpp-bench): refused up front */
-    CHECK(sh("'%s' compare --model '%s' --out '%s/bad' --engines edge0,llama.cpp --mode batch", bench_bin, model, dir) == 1 &&
-          strstr(out, "no batched decode"));
     stop_serve(pid);
 }
 
@@ -439,21 +437,37 @@ static void test_depth_mode(void) {
     CHECK(sh("grep -c '| tg8 | 96 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
 }
 
-/* --mode batch with the CLI: edge0-infer bench --batch-size B per configuration */
+/* --mode batch with the process engines: edge0-infer bench --batch-size B and llamacpp-bench
+ * --batch-size B (llama.cpp: skipped when it is not installed) per configuration, side by side */
 static void test_batch_cli(void) {
-    int rc = sh("'%s' compare --model '%s' --out '%s/batch-cli' --engines edge0 --mode batch --batch-size 1,3 --rounds 1 "
-                "--warmup 1 --ntok 6 --cooldown 0 --prompt short --threads 2",
-                bench_bin, model, dir);
+    int ll = !ll_skip[0];
+    int rc = sh("'%s' compare --model '%s' --out '%s/batch-cli' --engines %s --mode batch --batch-size 1,3 --rounds 1 "
+                "--warmup 1 --ntok 6 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
+                bench_bin, model, dir, ll ? "edge0,llama.cpp" : "edge0", ll_bin);
     CHECKF(rc == 0, "exit %d: %s", rc, out);
     json_t *r = load_report("batch-cli");
     if (!r) return;
     const json_t *cfgs = get(r, "configurations");
-    CHECK(json_array_size(cfgs) == 2);
+    CHECK(json_array_size(cfgs) == (ll ? 4u : 2u));
+    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
     for (size_t i = 0; i < json_array_size(cfgs); i++) {
         const json_t *row = get(json_array_get(get(json_array_get(cfgs, i), "processes"), 0), "row");
-        CHECK(json_integer_value(get(row, "batch_size")) == (i ? 3 : 1));
+        CHECK(json_integer_value(get(row, "batch_size")) == (i % 2 ? 3 : 1));
         CHECK(json_number_value(get(row, "decode_tokens_per_second")) > 0);
-        if (i) CHECK(json_is_true(get(row, "batch_sequences_agree")));
+        CHECKF(json_number_value(get(row, "per_sequence_decode_tokens_per_second")) * (i % 2 ? 3 : 1) ==
+                   json_number_value(get(row, "decode_tokens_per_second")) ||
+               fabs(json_number_value(get(row, "per_sequence_decode_tokens_per_second")) * (i % 2 ? 3 : 1) /
+                        json_number_value(get(row, "decode_tokens_per_second")) - 1) < 1e-9,
+               "config %zu: aggregate is not B x per sequence", i);
+        if (i % 2) CHECK(json_is_true(get(row, "batch_sequences_agree")));
+    }
+    if (ll) { /* the same first ids: both engines decode the same greedy continuation of the same prompt */
+        const json_t *r0 = get(json_array_get(get(json_array_get(cfgs, 1), "processes"), 0), "row"),
+                     *r1 = get(json_array_get(get(json_array_get(cfgs, 3), "processes"), 0), "row");
+        CHECK(!strcmp(json_string_value(get(get(r1, "engine"), "name")), "llama.cpp"));
+        CHECK(json_integer_value(get(get(r1, "config"), "context")) == json_integer_value(get(get(r0, "config"), "context")));
+    } else {
+        t_skip("%s", ll_skip);
     }
     json_decref(r);
 }
@@ -471,7 +485,7 @@ static void test_compare_report_script(void) {
         CHECK(strstr(out, "| `llama.cpp` |") != NULL);
     }
     CHECK(strstr(out, "### Single sequence") && strstr(out, "### Batch 1,2") && strstr(out, "### Server: Poisson rates 4,8"));
-    CHECK(strstr(out, "llama.cpp: not measured: llamacpp-bench") != NULL);
+    if (!ll_skip[0]) CHECK(strstr(out, "| `llama.cpp b=2` |") != NULL);
     CHECK(strstr(out, "llama.cpp: not measured: node-llama-cpp@3.21.1 ships no llama-server") != NULL);
     CHECK(strstr(out, "| `edge0 b=2` |") && strstr(out, "b=2` |"));
     CHECK(strstr(out, "| `edge0 rate=8` | 8 req/s | 4 / 0 / 0 of 4 |") != NULL);
@@ -496,7 +510,7 @@ static void test_bad_arguments(void) {
                                       "--depth 64 --mode batch", "--mode sustained --engines edge0,openai=http://127.0.0.1:1",
                                       "--mode server --length-dist zipf", "--mode server --concurrency 0",
                                       "--mode server --server-url x", "--mode server --server-url nosuch=http://127.0.0.1:1",
-                                      "--mode server --rates 1,-2", "--window 5", "--mode batch --engines edge0,llama.cpp", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
+                                      "--mode server --rates 1,-2", "--window 5", "--mode batch --batch-size 0", "--mode batch --batch-size 65", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh("'%s' compare --model '%s' --out '%s/bad' %s", bench_bin, model, dir, bad[i]);
         int lines = 0;

@@ -2,9 +2,10 @@
 # compare_report.sh — the side-by-side report docs/perf.md quotes: one model, edge0 against the
 # pinned llama.cpp wherever llama.cpp can run the workload, three `edge0-bench compare` runs:
 #   OUTDIR/single  --mode single: edge0 (CLI) vs llama.cpp (llamacpp-bench), alternated
-#   OUTDIR/batch   --mode batch --batch-size 1,4,16: edge0's CLI (bench --batch-size B, lockstep)
-#                  and edge0-infer serve (-np of the largest B) through the openai adapter;
-#                  llama.cpp: not here (llamacpp-bench decodes one sequence)
+#   OUTDIR/batch   --mode batch --batch-size 1,4,16: edge0's CLI (bench --batch-size B, lockstep),
+#                  llama.cpp (llamacpp-bench --batch-size B: one llama_decode of B tokens per step)
+#                  and edge0-infer serve (-np of the largest B) through the openai adapter, all at
+#                  the same per-sequence context
 #   OUTDIR/server  --mode server, a Poisson rate sweep against edge0-infer serve started by compare
 #                  (every window's /metrics checked against the client); llama.cpp: only with
 #                  LLAMA_SERVER_URL=http://HOST:PORT of a llama-server you started (node-llama-cpp
@@ -105,9 +106,11 @@ while [ $i -lt 600 ] && [ -z "$URL" ] && kill -0 $SERVE_PID 2>/dev/null; do
     i=$((i + 1))
 done
 if [ -n "$URL" ]; then
-    run batch "$BENCH" compare --model "$MODEL" --out "$OUT/batch" --engines "edge0,openai=$URL" --mode batch \
+    BENGINES="edge0,openai=$URL"
+    [ $have_llama -eq 1 ] && BENGINES="edge0,llama.cpp,openai=$URL"
+    run batch "$BENCH" compare --model "$MODEL" --out "$OUT/batch" --engines "$BENGINES" --mode batch \
         --batch-size "$BATCH_SIZES" --rounds "$ROUNDS" --warmup "$WARMUP" --ntok "$BATCH_NTOK" --prompt "$BATCH_PROMPT" \
-        --threads "$THREADS" --context "$CTX" --cooldown "$COOLDOWN" $SIMD_FLAG
+        --threads "$THREADS" --context "$CTX" --cooldown "$COOLDOWN" --llamacpp "$BIN/llamacpp-bench" $SIMD_FLAG
     batch_rc=$part_rc
 else
     echo "compare_report.sh: batch: edge0-infer serve did not start (see $SERVE_LOG)" >&2
@@ -150,10 +153,12 @@ section() { # FILE HEADING: the lines under the heading, up to the next "#" or "
         echo "Not run: llama.cpp is not installed ($BIN/llamacpp-bench; \`make llamacpp\` needs the npm registry)."
     fi
     echo
-    echo "### Batch $BATCH_SIZES (edge0 CLI lockstep, edge0 serve streams)"
+    echo "### Batch $BATCH_SIZES (edge0 CLI lockstep, llama.cpp batched llama_decode, edge0 serve streams)"
     echo
-    echo "llama.cpp: not measured: llamacpp-bench (libllama from node-llama-cpp) decodes one sequence."
-    echo
+    if [ $have_llama -eq 0 ]; then
+        echo "llama.cpp: not measured: not installed ($BIN/llamacpp-bench)."
+        echo
+    fi
     if [ -f "$OUT/batch/report.md" ]; then
         echo "\`$(cat "$OUT/batch.cmd")\` against \`edge0-infer serve -np $MAXB -c $((CTX * MAXB)) -t $THREADS\` (exit $batch_rc)"
         echo
