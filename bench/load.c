@@ -555,23 +555,35 @@ static char *markdown(const json_t *rep) {
                  (long long)json_integer_value(json_object_get(rep, "requests_per_rate")),
                  1000 * json_real_value(json_object_get(json_object_get(rep, "slo"), "ttft_s")),
                  1000 * json_real_value(json_object_get(json_object_get(rep, "slo"), "tpot_s")));
-    e0_sb_printf(&b, "| rate req/s | ok | failed | cancelled | not sent | req/s | out tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | ITL p99 ms |\n");
-    e0_sb_printf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    e0_sb_printf(&b, "| rate req/s | ok | failed | cancelled | not sent | req/s | out tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | ITL p99 ms | server `/metrics` |\n");
+    e0_sb_printf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(rep, "rates"), i, r) {
         const json_t *q = json_object_get(r, "requests");
         const json_t *tt = json_object_get(r, "ttft_s"), *tp = json_object_get(r, "tpot_s"), *it = json_object_get(r, "itl_s");
 #define MS(d, k) (json_is_object(d) ? 1000 * json_real_value(json_object_get(d, k)) : NAN)
-        e0_sb_printf(&b, "| %g | %lld | %lld | %lld | %lld | %.2f | %.1f | %.2f | %.1f / %.1f | %.1f / %.1f | %.1f |\n",
+        const json_t *sm = json_object_get(r, "server_metrics");
+        char smt[160];
+        if (json_is_object(sm))
+            snprintf(smt, sizeof smt, "%s (%s)", json_is_true(json_object_get(sm, "agree")) ? "agree" : "**DISAGREE**",
+                     json_string_value(json_object_get(sm, "dialect")));
+        else snprintf(smt, sizeof smt, "not checked: %.120s", json_string_value(sm) ? json_string_value(sm) : "?");
+        e0_sb_printf(&b, "| %g | %lld | %lld | %lld | %lld | %.2f | %.1f | %.2f | %.1f / %.1f | %.1f / %.1f | %.1f | %s |\n",
                      json_real_value(json_object_get(r, "rate")), (long long)json_integer_value(json_object_get(q, "ok")),
                      (long long)json_integer_value(json_object_get(q, "failed")),
                      (long long)json_integer_value(json_object_get(q, "cancelled")),
                      (long long)json_integer_value(json_object_get(q, "not_sent")),
                      json_real_value(json_object_get(r, "request_throughput")),
                      json_real_value(json_object_get(r, "output_token_throughput")), json_real_value(json_object_get(r, "goodput")),
-                     MS(tt, "p50"), MS(tt, "p99"), MS(tp, "p50"), MS(tp, "p99"), MS(it, "p99"));
+                     MS(tt, "p50"), MS(tt, "p99"), MS(tp, "p50"), MS(tp, "p99"), MS(it, "p99"), smt);
 #undef MS
+    }
+    json_array_foreach(json_object_get(rep, "rates"), i, r) {
+        size_t k;
+        json_t *d;
+        json_array_foreach(json_object_get(json_object_get(r, "server_metrics"), "disagreements"), k, d)
+            e0_sb_printf(&b, "- rate %g: `/metrics` disagree: %s\n", json_real_value(json_object_get(r, "rate")), json_string_value(d));
     }
     return e0_sb_take(&b);
 }

@@ -10,7 +10,8 @@
  * refused. --mode server: every request accounted for (completed, failed, not sent), the server's
  * /metrics agreeing with the client on every window (and disagreeing, exit 1, when another client
  * uses the server meanwhile), the same seed giving the same arrivals (another seed others).
- * --mode batch with the CLI (bench --batch-size). Bad arguments: one clear error, exit 1. */
+ * --mode batch with both process engines (bench --batch-size, llamacpp-bench --batch-size);
+ * tools/compare_report.sh with tiny settings. Bad arguments: one clear error, exit 1. */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
