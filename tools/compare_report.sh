@@ -15,7 +15,7 @@
 #
 # usage: sh tools/compare_report.sh MODEL.gguf OUTDIR
 # Settings (environment; the defaults are the perf.md run, 4 layers of the Qwen3-30B-A3B shape on
-# a quiet 2-core machine: about an hour):
+# a quiet 2-core machine: about half an hour):
 #   BIN=build/bin  ROUNDS=3  WARMUP=5  NTOK=32  PROMPT=medium  THREADS=2  COOLDOWN=2  SIMD=avx2
 #   BATCH_SIZES=1,4,16  BATCH_NTOK=64  BATCH_PROMPT=short
 #   RATES=0.25,0.5,1,2,4  REQUESTS=32  PROMPT_LEN=64  OUTPUT_LEN=32  PARALLEL=4  SERVER_ROUNDS=2
