@@ -146,6 +146,27 @@ typedef struct load_point_spec {
  * cache_prompt false. NULL + error when it could not run at all. */
 json_t *load_point_run(const load_point_spec *s, e0_err *e);
 
+/* ---- a server's own /metrics against the client's view of a load window (server_metrics.c) ---- */
+typedef struct window_view {
+    int scheduled, sent, ok, failed, cancelled, not_sent; /* the client's requests (failed excludes cancelled) */
+    int n_status, status[32], status_n[32];   /* HTTP statuses the sent requests got (0 = no response), counts */
+    int64_t ok_prompt_tokens, ok_completion_tokens; /* `usage` summed over the completed requests */
+    double busy_seconds;           /* the union of the sent requests' [sent, end] intervals */
+    double prefill_window_seconds; /* the union of their [sent, first token (or end)] intervals */
+    int scrapes;                   /* GET /metrics the server answered after the "before" text was made, up
+                                    * to the "after" one (the "before" scrape itself counts: 1 or more) */
+} window_view;
+/* "edge0" (edge0-infer serve), "llama.cpp" (llama-server --metrics), "vllm", or NULL. */
+const char *server_metrics_dialect(const char *text);
+/* 1 when an edge0 /metrics text shows no open stream, live request, running or queued sequence. */
+int server_metrics_idle(const char *text);
+/* The length of the union of n intervals iv[2i] .. iv[2i+1] (iv is sorted in place). */
+double interval_union(double *iv, size_t n);
+/* The server's counter deltas over the window against the client's view (the checks are listed in
+ * server_metrics.c): {"dialect", "strict", "client", "server", "checks", "agree", "disagreements"},
+ * or "unavailable: why" (no /metrics, or no counters the harness knows). */
+json_t *server_metrics_check(const char *before, const char *after, const window_view *w);
+
 /* ---- a server process the harness starts and stops (server_proc.c) ---- */
 typedef struct server_proc {
     int pid;

@@ -52,8 +52,10 @@ static const char COMPARE_USAGE[] =
     "  --context N         every engine's KV cache [prompt + warmup + ntok, rounded up to 256]\n"
     "  --cooldown S        idle seconds between processes [10]\n"
     "  --timeout S         a process running longer is stopped and recorded as failed [3600]\n"
-    "  --mode MODE         single: one sequence [default]; batch: --batch-size B concurrent identical\n"
-    "                      streams per measurement, openai engines only; server, sustained, depth: below\n"
+    "  --mode MODE         single: one sequence [default]; batch: --batch-size B identical sequences per\n"
+    "                      measurement (edge0: bench --batch-size B, lockstep; llama.cpp: llamacpp-bench\n"
+    "                      --batch-size B, one llama_decode of B tokens per step; openai: B concurrent\n"
+    "                      streams); server, sustained, depth: below\n"
     "  --batch-size LIST   batch sizes for --mode batch, at most 64 [1,4,16]\n"
     "  --simd avx2         both engines at the AVX2 level on a machine with AVX-512: edge0 with\n"
     "                      E0_SIMD=avx2, llama.cpp with only its haswell (AVX2) CPU backend\n"
@@ -73,6 +75,11 @@ static const char COMPARE_USAGE[] =
     "  --length-dist D     lognormal (sigma 0.8, ShareGPT-like) or fixed [lognormal]\n"
     "  --parallel N        slots of the edge0 serve started here [4, or the largest --concurrency]\n"
     "  --server-url E=URL  engine E (edge0, llama.cpp) measured at that server\n"
+    "  --window S          arrivals later than S s into a load point are not sent (counted) [none]\n"
+    "  Every scheduled request ends completed, failed (with its reason) or not sent; GET /metrics\n"
+    "  before and after each load point: the server's counters against the client's, reported; for\n"
+    "  edge0-infer serve they must agree (requests by status, sequences, tokens, prefill and decode\n"
+    "  seconds within the client's waits), else exit 1 (give it no other clients meanwhile)\n"
     "--mode sustained: decode for --duration S seconds per process [60]: mean tok/s, its slope\n"
     "  over time (tok/s per minute) and the per-second series\n"
     "--depth D[,D...] (--mode depth): llama-bench's -d: ppP (--depth-prompt P [512]) and tgN\n"
@@ -122,6 +129,7 @@ typedef struct compare_opts {
     const char *server_url[MAX_ENGINES]; /* --server-url E=URL: engine E is measured at that server */
     /* --mode sustained */
     double duration;
+    double window; /* --mode server: arrivals after this many seconds of a load point are not sent (0: none) */
     /* --depth: the long-context rows (prompt processing and generation at each KV depth) */
     int64_t depth[16], depth_prompt;
     int n_depth;
@@ -183,6 +191,7 @@ static int check_mode_flags(compare_opts *o, int n_server_urls) {
     if (!server && (o->n_rates || o->n_conc || n_server_urls))
         return bench_error("--rates, --concurrency and --server-url need --mode server");
     if (!sustained && o->duration > 0) return bench_error("--duration needs --mode sustained");
+    if (!server && o->window > 0) return bench_error("--window needs --mode server");
     if (!depth && o->n_depth) return bench_error("--depth is its own workload: not with --mode %s", m);
     if (depth && !o->n_depth) return bench_error("--mode depth needs --depth D[,D...]");
     if (server) {
@@ -245,7 +254,7 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
                      : !strcmp(a, "--seed") ? &o->seed : !strcmp(a, "--parallel") ? &o->parallel
                      : !strcmp(a, "--depth-prompt") ? &o->depth_prompt : NULL;
         double *real = !strcmp(a, "--cooldown") ? &o->cooldown : !strcmp(a, "--timeout") ? &o->timeout
-                     : !strcmp(a, "--duration") ? &o->duration : NULL;
+                     : !strcmp(a, "--duration") ? &o->duration : !strcmp(a, "--window") ? &o->window : NULL;
         int64_t lo = !strcmp(a, "--warmup") || !strcmp(a, "--seed") || !strcmp(a, "--depth-prompt") ? 0 : 1;
         int64_t hi = !strcmp(a, "--requests") ? 4096 : !strcmp(a, "--parallel") ? 64 : 1 << 24;
         if (dst) *dst = v;
@@ -318,10 +327,6 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
                                "start llama-server yourself and give --server-url %s=http://HOST:PORT", o->name[i], o->name[i]);
     if (!strcmp(o->mode, "batch")) {
         if (!o->n_batch) o->n_batch = 3, o->batch[0] = 1, o->batch[1] = 4, o->batch[2] = 16;
-        for (int i = 0; i < o->n_eng; i++)
-            if (o->eng[i]->kind != ENG_OPENAI)
-                return bench_error("--mode batch: %s has no batched decode (compare openai=URL endpoints, e.g. edge0-infer serve -np 16)",
-                                   o->name[i]);
     } else if (o->n_batch) {
         return bench_error("--batch-size needs --mode batch");
     }
@@ -462,6 +467,10 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     for (size_t k = 0; k < sizeof common / sizeof *common; k++) v[n++] = (char *)common[k];
     if (d->flag) v[n++] = (char *)d->flag;
     if (d->kind == ENG_LLAMACPP && o->backend_dir[0]) v[n++] = "--backend-dir", v[n++] = (char *)o->backend_dir;
+    if (!strcmp(o->mode, "batch")) { /* B sequences decoded together, one process (both tools' --batch-size) */
+        snprintf(nums[7], 32, "%lld", (long long)o->batch[sub]);
+        v[n++] = "--batch-size", v[n++] = nums[7];
+    }
     if (!strcmp(o->mode, "sustained")) { /* decode for --duration seconds; the context restarts at the prompt */
         snprintf(nums[6], 32, "%g", o->duration);
         if (d->kind == ENG_EDGE0) v[n++] = "--mode", v[n++] = "sustained";
@@ -878,7 +887,7 @@ static void run_server_engine(const compare_opts *o, int i, int r, const openai_
         load_point_spec ls = {.url = oe->url_text, .model = oe->model, .api_key = o->api_key,
                               .prompt_json = (const char *const *)sp->json, .max_tokens = sp->olen, .n_prompts = sp->n,
                               .n_requests = sp->n, .max_inflight = is_rate ? 256 : (int)o->conc[p - o->n_rates],
-                              .rate = is_rate ? o->rates[p] : 0, .seed = o->seed, .timeout = o->timeout};
+                              .rate = is_rate ? o->rates[p] : 0, .seed = o->seed, .timeout = o->timeout, .duration = o->window};
         bench_progress("%s %d/%lld: running %d requests", names[p], r, (long long)o->rounds, sp->n);
         e0_err e = {{0}};
         double t0 = e0_now();
@@ -1108,6 +1117,24 @@ int bench_compare(int argc, char **argv) {
     size_t i;
     json_t *e;
     json_array_foreach(engines, i, e) all_ok &= json_integer_value(json_object_get(e, "ok")) > 0;
+    /* --mode server: no request lost, and our serve's /metrics agree with the client */
+    int server_consistent = 1;
+    json_array_foreach(engines, i, e) {
+        const json_t *s = json_object_get(e, "server"), *sm = json_object_get(s, "server_metrics");
+        char w[600];
+        if (s && json_is_false(json_object_get(json_object_get(s, "requests"), "accounted"))) {
+            snprintf(w, sizeof w, "%s: requests lost: completed + failed + not sent != scheduled", json_string_value(json_object_get(e, "name")));
+            json_array_append_new(warnings, json_string(w));
+            server_consistent = 0;
+        }
+        if (json_is_object(sm) && !json_is_true(json_object_get(sm, "agree"))) {
+            snprintf(w, sizeof w, "%s: the server's /metrics (%s) disagree with the client: %s", json_string_value(json_object_get(e, "name")),
+                     json_string_value(json_object_get(sm, "dialect")),
+                     json_string_value(json_array_get(json_object_get(sm, "disagreements"), 0)));
+            json_array_append_new(warnings, json_string(w));
+            if (json_is_true(json_object_get(sm, "strict"))) server_consistent = 0; /* our serve: a bug somewhere */
+        }
+    }
     json_t *names = json_array(), *batches = json_array();
     for (int c = 0; c < n_cfg; c++) json_array_append_new(names, json_string(cfg_name[c]));
     for (int b = 0; b < o.n_batch; b++) json_array_append_new(batches, json_integer(o.batch[b]));
@@ -1144,6 +1171,7 @@ int bench_compare(int argc, char **argv) {
         goto out;
     }
     json_object_set_new(report, "summary", json_pack("{s:i, s:i}", "processes", done, "ok", all_ok));
+    if (server) json_object_set_new(comparison, "server_metrics_consistent", json_boolean(server_consistent));
     int wrc = write_reports(&o, report);
     json_decref(report);
     if (wrc) goto out;
@@ -1153,6 +1181,8 @@ int bench_compare(int argc, char **argv) {
         json_array_foreach(reasons, r, x) bench_error("comparison refused: %s", json_string_value(x));
     } else if (!all_ok) {
         bench_error("a configuration had no successful measurement (see %s/report.md)", o.out);
+    } else if (!server_consistent) {
+        bench_error("requests lost, or edge0-infer serve's /metrics disagree with the client (see %s/report.md)", o.out);
     } else {
         rc = 0;
     }

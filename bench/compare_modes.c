@@ -60,11 +60,58 @@ static json_t *median_of(const json_t *processes, const char *key) {
     return n ? json_real(e0_median(v, n)) : e0_unavailable("no successful round");
 }
 
+/* The rounds' /metrics checks (server_metrics.c) pooled: {"checked": rounds, "dialect", "strict",
+ * "agree", "disagreements": ["round R: ..."], the client's and the server's request and token
+ * counts summed, the server's seconds summed}, or "unavailable: why" when no round had one. */
+static json_t *pool_server_metrics(const json_t *processes) {
+    static const char *const client_keys[] = {"completed", "prompt_tokens", "completion_tokens", "busy_seconds"};
+    static const char *const server_keys[] = {"sequences_finished", "prompt_tokens", "completion_tokens", "prefill_seconds",
+                                              "decode_seconds"};
+    double cs[4] = {0}, ss[5] = {0};
+    int have_s[5] = {0}, checked = 0, agree = 1, strict = 0;
+    const char *dialect = NULL, *why = NULL;
+    json_t *dis = json_array();
+    size_t k;
+    const json_t *p;
+    json_array_foreach(processes, k, p) {
+        const json_t *sm = get(get(p, "row"), "server_metrics");
+        if (json_is_string(sm)) why = json_string_value(sm);
+        if (!json_is_object(sm)) continue;
+        checked++;
+        dialect = json_string_value(get(sm, "dialect"));
+        strict |= json_is_true(get(sm, "strict"));
+        agree &= json_is_true(get(sm, "agree"));
+        size_t j;
+        const json_t *d;
+        json_array_foreach(get(sm, "disagreements"), j, d) {
+            char buf[400];
+            snprintf(buf, sizeof buf, "round %lld: %s", (long long)json_integer_value(get(p, "index")), json_string_value(d));
+            json_array_append_new(dis, json_string(buf));
+        }
+        for (int c = 0; c < 4; c++) cs[c] += json_number_value(get(get(sm, "client"), client_keys[c]));
+        for (int c = 0; c < 5; c++)
+            if (json_is_number(get(get(sm, "server"), server_keys[c]))) ss[c] += json_number_value(get(get(sm, "server"), server_keys[c])), have_s[c] = 1;
+    }
+    if (!checked) {
+        json_decref(dis);
+        return e0_unavailable("%s", why ? why + (strncmp(why, "unavailable: ", 13) ? 0 : 13) : "no round ran");
+    }
+    json_t *o = json_pack("{s:i, s:s, s:b, s:b, s:o}", "checked", checked, "dialect", dialect ? dialect : "?", "strict", strict, "agree",
+                          agree, "disagreements", dis);
+    json_t *cl = json_object(), *sv = json_object();
+    for (int c = 0; c < 4; c++) json_object_set_new(cl, client_keys[c], json_real(cs[c]));
+    for (int c = 0; c < 5; c++) json_object_set_new(sv, server_keys[c], have_s[c] ? json_real(ss[c]) : e0_unavailable("not exposed"));
+    json_object_set_new(o, "client", cl);
+    json_object_set_new(o, "server", sv);
+    return o;
+}
+
 json_t *compare_server_summary(json_t *processes) {
     static const char *const keys[] = {"ttft_s", "tpot_s", "itl_s", "e2e_s"};
     double *buf[4] = {0};
     size_t n[4] = {0}, cap[4] = {0};
     long long counts[6] = {0}; /* scheduled ok failed cancelled not_sent met_slo */
+    int accounted = 1;
     static const char *const count_keys[] = {"scheduled", "ok", "failed", "cancelled", "not_sent", "met_slo"};
     json_t *reasons = json_object();
     int oom = 0;
@@ -75,6 +122,7 @@ json_t *compare_server_summary(json_t *processes) {
         if (!json_is_object(row)) continue;
         const json_t *rq = get(row, "requests");
         for (int c = 0; c < 6; c++) counts[c] += json_integer_value(get(rq, count_keys[c]));
+        accounted &= json_is_true(get(rq, "accounted"));
         const char *why;
         json_t *cnt;
         json_object_foreach(json_object_get(row, "failure_reasons"), why, cnt) {
@@ -88,8 +136,14 @@ json_t *compare_server_summary(json_t *processes) {
     json_t *req = json_object();
     for (int c = 0; c < 6; c++) json_object_set_new(req, count_keys[c], json_integer(counts[c]));
     json_object_set_new(req, "errors", json_integer(counts[2]));
+    /* never lost: every scheduled request is completed, failed (cancelled included, with its
+     * reason) or not sent, in every round */
+    json_object_set_new(req, "completed", json_integer(counts[1]));
+    json_object_set_new(req, "failed_or_cancelled", json_integer(counts[2] + counts[3]));
+    json_object_set_new(req, "accounted", json_boolean(accounted && counts[1] + counts[2] + counts[3] + counts[4] == counts[0]));
     json_object_set_new(req, "failure_reasons", reasons);
-    json_t *s = json_pack("{s:o, s:o, s:o, s:o}", "requests", req, "request_throughput", median_of(processes, "request_throughput"),
+    json_t *s = json_pack("{s:o, s:o, s:o, s:o, s:o}", "requests", req, "server_metrics", pool_server_metrics(processes),
+                          "request_throughput", median_of(processes, "request_throughput"),
                           "output_token_throughput", median_of(processes, "output_token_throughput"), "goodput",
                           median_of(processes, "goodput"));
     for (int m = 0; m < 4; m++) {
@@ -154,9 +208,13 @@ static void put_server(e0_strbuf *b, const json_t *r) {
                  json_string_value(get(sp, "length_distribution")) ? json_string_value(get(sp, "length_distribution")) : "?",
                  (long long)json_integer_value(get(sp, "prompt_len_median")), (long long)json_integer_value(get(sp, "output_len_median")),
                  (long long)json_integer_value(get(sp, "parallel")), (long long)json_integer_value(get(sp, "slot_context")));
-    e0_sb_printf(b, "| Configuration | Load | ok / failed / not sent | req/s | out tok/s | goodput req/s | TTFT p50 / p90 / p99 ms | "
-                 "ITL p50 / p90 / p99 ms | E2E p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms |\n");
-    e0_sb_printf(b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    e0_sb_printf(b, "Requests: completed / failed (with its reason below) / not sent, of the scheduled ones (all rounds); "
+                 "`/metrics`: the server's own counters over each window against the client's (requests by HTTP status, "
+                 "sequences, prompt and completion tokens, prefill and decode seconds within the client's waits).\n\n");
+    e0_sb_printf(b, "| Configuration | Load | completed / failed / not sent of scheduled | req/s | out tok/s | goodput req/s | "
+                 "TTFT p50 / p90 / p99 ms | ITL p50 / p90 / p99 ms | E2E p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | "
+                 "server `/metrics` |\n");
+    e0_sb_printf(b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     size_t i;
     const json_t *c;
     json_array_foreach(get(r, "configurations"), i, c) {
@@ -165,16 +223,37 @@ static void put_server(e0_strbuf *b, const json_t *r) {
         e0_sb_printf(b, "| `%s` | ", json_string_value(get(c, "name")) ? json_string_value(get(c, "name")) : "?");
         if (get(lp, "rate")) e0_sb_printf(b, "%g req/s", num(get(lp, "rate")));
         else e0_sb_printf(b, "%lld clients", (long long)json_integer_value(get(lp, "concurrency")));
-        e0_sb_printf(b, " | %lld / %lld / %lld | %.2f | %.1f | %.2f |", (long long)json_integer_value(get(q, "ok")),
-                     (long long)json_integer_value(get(q, "failed")), (long long)json_integer_value(get(q, "not_sent")),
+        e0_sb_printf(b, " | %lld / %lld / %lld of %lld%s | %.2f | %.1f | %.2f |", (long long)json_integer_value(get(q, "ok")),
+                     (long long)(json_integer_value(get(q, "failed")) + json_integer_value(get(q, "cancelled"))),
+                     (long long)json_integer_value(get(q, "not_sent")), (long long)json_integer_value(get(q, "scheduled")),
+                     json_is_false(get(q, "accounted")) ? " (LOST requests)" : "",
                      num(get(s, "request_throughput")), num(get(s, "output_token_throughput")), num(get(s, "goodput")));
         ms3(b, get(s, "ttft_s"));
         ms3(b, get(s, "itl_s"));
         ms3(b, get(s, "e2e_s"));
         ms3(b, get(s, "tpot_s"));
-        e0_sb_printf(b, "\n");
+        const json_t *sm = get(s, "server_metrics");
+        if (!json_is_object(sm)) e0_sb_printf(b, " not checked (%s) |\n", json_string_value(sm) ? json_string_value(sm) : "?");
+        else
+        {
+            e0_sb_printf(b, " %s (%s, %lld rounds):", json_is_true(get(sm, "agree")) ? "agree" : "**DISAGREE**",
+                         json_string_value(get(sm, "dialect")), (long long)json_integer_value(get(sm, "checked")));
+            static const char *const what[] = {"sequences_finished", "prompt_tokens", "completion_tokens"};
+            static const char *const label[] = {"sequences", "tokens in", "tokens out"};
+            for (int k = 0; k < 3; k++)
+                if (json_is_number(get(get(sm, "server"), what[k])))
+                    e0_sb_printf(b, " %.0f %s", num(get(get(sm, "server"), what[k])), label[k]);
+            e0_sb_printf(b, " |\n");
+        }
     }
     e0_sb_printf(b, "\n");
+    json_array_foreach(get(r, "configurations"), i, c) {
+        const json_t *dis = get(get(get(c, "server"), "server_metrics"), "disagreements");
+        size_t k;
+        const json_t *d;
+        json_array_foreach(dis, k, d) e0_sb_printf(b, "- `%s`: `/metrics` disagree: %s\n", json_string_value(get(c, "name")),
+                                                   json_string_value(d));
+    }
     json_array_foreach(get(r, "configurations"), i, c) {
         const json_t *why = get(get(get(c, "server"), "requests"), "failure_reasons");
         const char *k;

@@ -70,6 +70,7 @@ typedef struct req {
     char reason[200];
     int64_t prompt_tokens, completion_tokens;
     char finish[24];
+    int http_status; /* the response's status (0: none received) */
     double *chunks; /* text chunk arrival times (seconds after the start) */
     int n_chunks, cap_chunks, done_seen;
 } req;
@@ -306,7 +307,8 @@ static void do_request(run_ctx *c, req *r) {
     e0_err e = {{0}};
     r->t_send = mono() - c->t0;
     int rc = http_request_run(&rq, &rs, &e);
-    r->t_end = rs.t_end - c->t0;
+    r->t_end = (rs.t_end > 0 ? rs.t_end : mono()) - c->t0; /* no t_end when the connection failed */
+    r->http_status = rs.status;
     for (int k = 0; k < r->n_chunks; k++) r->chunks[k] -= c->t0;
     r->t_first = r->n_chunks ? r->chunks[0] : -1;
     if (rc < 0) {
@@ -397,6 +399,16 @@ static json_t *run_rate(run_ctx *c, double rate) {
     free(th);
     double wall = mono() - c->t0;
     char *metrics_after = get_text(c, "/metrics");
+    /* our serve: wait (up to 5 s) until its streams are closed and its sequences done, so the
+     * counters are final; each discarded scrape is one more 200 the server counted */
+    int scrapes = 1; /* the "before" scrape: counted by the server after its text was made */
+    const char *dialect = server_metrics_dialect(metrics_before);
+    for (int k = 0; dialect && !strcmp(dialect, "edge0") && metrics_after && !server_metrics_idle(metrics_after) && k < 50; k++) {
+        proc_sleep(0.1);
+        free(metrics_after);
+        metrics_after = get_text(c, "/metrics");
+        scrapes++;
+    }
 
     double *ttft = calloc((size_t)c->n + 1, sizeof *ttft), *tpot = calloc((size_t)c->n + 1, sizeof *tpot),
            *e2e = calloc((size_t)c->n + 1, sizeof *e2e), *itl = NULL;
@@ -404,8 +416,28 @@ static json_t *run_rate(run_ctx *c, double rate) {
     int n_ok = 0, n_failed = 0, n_cancel = 0, n_not = 0, n_good = 0;
     int64_t out_tok = 0, in_tok = 0;
     json_t *reqs = json_array(), *reasons = json_object();
+    window_view wv = {.scheduled = c->n, .scrapes = scrapes};
+    double *busy = calloc((size_t)c->n * 2 + 2, sizeof *busy), *waits = calloc((size_t)c->n * 2 + 2, sizeof *waits);
+    size_t n_iv = 0;
     for (int i = 0; i < c->n; i++) {
         req *r = &c->reqs[i];
+        if (r->status == REQ_PENDING) { /* cannot happen: every request a worker takes ends in a status */
+            r->status = REQ_FAILED;
+            snprintf(r->reason, sizeof r->reason, "never run (a harness bug)");
+        }
+        if (r->status != REQ_NOT_SENT) {
+            int k = 0;
+            while (k < wv.n_status && wv.status[k] != r->http_status) k++;
+            if (k == wv.n_status && k < 32) wv.status[wv.n_status++] = r->http_status;
+            if (k < 32) wv.status_n[k]++;
+            wv.sent++;
+            if (busy && waits) {
+                busy[2 * n_iv] = waits[2 * n_iv] = r->t_send;
+                busy[2 * n_iv + 1] = r->t_end;
+                waits[2 * n_iv + 1] = r->t_first >= 0 ? r->t_first : r->t_end;
+                n_iv++;
+            }
+        }
         const char *st = r->status == REQ_OK ? "ok" : r->status == REQ_FAILED ? "failed" : r->status == REQ_CANCELLED ? "cancelled" : "not_sent";
         n_ok += r->status == REQ_OK;
         n_failed += r->status == REQ_FAILED;
@@ -445,9 +477,16 @@ static json_t *run_rate(run_ctx *c, double rate) {
         free(r->chunks);
         r->chunks = NULL;
     }
-    json_t *res = json_pack("{s:f, s:f, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:f, s:I, s:I, s:{s:f, s:f}, s:o, s:o, s:o}",
+    wv.ok = n_ok, wv.failed = n_failed, wv.cancelled = n_cancel, wv.not_sent = n_not;
+    wv.ok_prompt_tokens = in_tok, wv.ok_completion_tokens = out_tok;
+    wv.busy_seconds = busy ? interval_union(busy, n_iv) : NAN;
+    wv.prefill_window_seconds = waits ? interval_union(waits, n_iv) : NAN;
+    free(busy);
+    free(waits);
+    json_t *res = json_pack("{s:f, s:f, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:f, s:I, s:I, s:{s:f, s:f}, s:o, s:o, s:o}",
                             "rate", rate, "wall_seconds", wall, "requests", "scheduled", c->n, "ok", n_ok, "failed", n_failed,
-                            "cancelled", n_cancel, "not_sent", n_not, "met_slo", n_good, "failure_reasons", reasons, "ttft_s",
+                            "cancelled", n_cancel, "not_sent", n_not, "met_slo", n_good, "accounted",
+                            n_ok + n_failed + n_cancel + n_not == c->n, "failure_reasons", reasons, "ttft_s",
                             dist_json(ttft, nt, "s"), "tpot_s", dist_json(tpot, np, "s"), "itl_s", dist_json(itl, n_itl, "s"),
                             "e2e_s", dist_json(e2e, ne, "s"), "request_throughput", n_ok / wall, "output_token_throughput",
                             (double)out_tok / wall, "goodput", n_good / wall, "prompt_tokens", (json_int_t)in_tok,
@@ -455,6 +494,14 @@ static json_t *run_rate(run_ctx *c, double rate) {
                             "server_metrics_before", metrics_before ? json_string(metrics_before) : e0_unavailable("GET /metrics failed"),
                             "server_metrics_after", metrics_after ? json_string(metrics_after) : e0_unavailable("GET /metrics failed"),
                             "requests_detail", reqs);
+    json_t *sm = server_metrics_check(metrics_before, metrics_after, &wv);
+    json_object_set_new(res, "server_metrics", sm ? sm : e0_unavailable("out of memory"));
+    if (json_is_object(sm) && !json_is_true(json_object_get(sm, "agree"))) {
+        size_t k;
+        json_t *d;
+        json_array_foreach(json_object_get(sm, "disagreements"), k, d)
+            bench_progress("rate %g req/s: the server's /metrics disagree: %s", rate, json_string_value(d));
+    }
     if (c->keep_samples) {
         json_t *smp = json_object();
         const double *xs[] = {ttft, tpot, itl, e2e};
@@ -508,23 +555,35 @@ static char *markdown(const json_t *rep) {
                  (long long)json_integer_value(json_object_get(rep, "requests_per_rate")),
                  1000 * json_real_value(json_object_get(json_object_get(rep, "slo"), "ttft_s")),
                  1000 * json_real_value(json_object_get(json_object_get(rep, "slo"), "tpot_s")));
-    e0_sb_printf(&b, "| rate req/s | ok | failed | cancelled | not sent | req/s | out tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | ITL p99 ms |\n");
-    e0_sb_printf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    e0_sb_printf(&b, "| rate req/s | ok | failed | cancelled | not sent | req/s | out tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | ITL p99 ms | server `/metrics` |\n");
+    e0_sb_printf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(rep, "rates"), i, r) {
         const json_t *q = json_object_get(r, "requests");
         const json_t *tt = json_object_get(r, "ttft_s"), *tp = json_object_get(r, "tpot_s"), *it = json_object_get(r, "itl_s");
 #define MS(d, k) (json_is_object(d) ? 1000 * json_real_value(json_object_get(d, k)) : NAN)
-        e0_sb_printf(&b, "| %g | %lld | %lld | %lld | %lld | %.2f | %.1f | %.2f | %.1f / %.1f | %.1f / %.1f | %.1f |\n",
+        const json_t *sm = json_object_get(r, "server_metrics");
+        char smt[160];
+        if (json_is_object(sm))
+            snprintf(smt, sizeof smt, "%s (%s)", json_is_true(json_object_get(sm, "agree")) ? "agree" : "**DISAGREE**",
+                     json_string_value(json_object_get(sm, "dialect")));
+        else snprintf(smt, sizeof smt, "not checked: %.120s", json_string_value(sm) ? json_string_value(sm) : "?");
+        e0_sb_printf(&b, "| %g | %lld | %lld | %lld | %lld | %.2f | %.1f | %.2f | %.1f / %.1f | %.1f / %.1f | %.1f | %s |\n",
                      json_real_value(json_object_get(r, "rate")), (long long)json_integer_value(json_object_get(q, "ok")),
                      (long long)json_integer_value(json_object_get(q, "failed")),
                      (long long)json_integer_value(json_object_get(q, "cancelled")),
                      (long long)json_integer_value(json_object_get(q, "not_sent")),
                      json_real_value(json_object_get(r, "request_throughput")),
                      json_real_value(json_object_get(r, "output_token_throughput")), json_real_value(json_object_get(r, "goodput")),
-                     MS(tt, "p50"), MS(tt, "p99"), MS(tp, "p50"), MS(tp, "p99"), MS(it, "p99"));
+                     MS(tt, "p50"), MS(tt, "p99"), MS(tp, "p50"), MS(tp, "p99"), MS(it, "p99"), smt);
 #undef MS
+    }
+    json_array_foreach(json_object_get(rep, "rates"), i, r) {
+        size_t k;
+        json_t *d;
+        json_array_foreach(json_object_get(json_object_get(r, "server_metrics"), "disagreements"), k, d)
+            e0_sb_printf(&b, "- rate %g: `/metrics` disagree: %s\n", json_real_value(json_object_get(r, "rate")), json_string_value(d));
     }
     return e0_sb_take(&b);
 }

@@ -7,8 +7,13 @@
  * (exit 1, the reason in the message and the report). The openai adapter against our own
  * `serve` on a free loopback port: edge0 (CLI) vs openai= in single mode (the same terms, the
  * model checked by the file size the server reports), openai batch sizes, a different context
- * refused. Bad arguments: one clear error, exit 1. */
+ * refused. --mode server: every request accounted for (completed, failed, not sent), the server's
+ * /metrics agreeing with the client on every window (and disagreeing, exit 1, when another client
+ * uses the server meanwhile), the same seed giving the same arrivals (another seed others).
+ * --mode batch with both process engines (bench --batch-size, llamacpp-bench --batch-size);
+ * tools/compare_report.sh with tiny settings. Bad arguments: one clear error, exit 1. */
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -98,13 +103,12 @@ static void test_edge0_vs_llamacpp(void) {
 }
 
 static void test_refuses_other_model(void) {
-    if (ll_skip[0]) {
-        t_skip("%s", ll_skip);
-        return;
-    }
+    /* refused before any process runs: without llama.cpp installed a stand-in binary that is never
+     * started does (were it started, it would print no row and the checks below would fail) */
+    const char *ll = ll_skip[0] ? "/bin/false" : ll_bin;
     int rc = sh("'%s' compare --model '%s' --out '%s/refused' --engines edge0,llama.cpp --engine-model 'llama.cpp=%s' "
                 "--rounds 1 --cooldown 0 --prompt short --llamacpp '%s'",
-                bench_bin, model, dir, other, ll_bin);
+                bench_bin, model, dir, other, ll);
     CHECKF(rc == 1, "exit %d: %s", rc, out);
     CHECKF(strstr(out, "comparison refused: model sha256 differs") != NULL, "%s", out);
     CHECK(strstr(out, "running") == NULL); /* refused before any process */
@@ -198,8 +202,6 @@ static void test_openai_adapter(void) {
             "--prompt short --threads 2 --context 512",
             bench_bin, model, dir, url);
     CHECKF(rc == 1 && strstr(out, "comparison refused: context"), "exit %d: %s", rc, out);
-    /* batch mode on a CLI engine: refused up front */
-    CHECK(sh("'%s' compare --model '%s' --out '%s/bad' --engines edge0,openai=%s --mode batch", bench_bin, model, dir, url) == 1);
     stop_serve(pid);
 }
 
@@ -211,10 +213,32 @@ static int dist_ok(const json_t *d, long long n) {
     return json_is_object(d) && (n < 0 ? dn > 0 : dn == n) && mn >= 0 && mn <= p50 && p50 <= p90 && p90 <= p99 && p99 <= mx;
 }
 
+/* The arrival times (t_scheduled) of a load point's process record, as "t0 t1 ..." (%.9f). */
+static void schedule_of(const json_t *proc, char *buf, size_t cap, size_t first_n) {
+    size_t n = 0;
+    buf[0] = 0;
+    const json_t *reqs = get(get(proc, "row"), "requests_detail");
+    for (size_t k = 0; k < json_array_size(reqs) && k < first_n; k++)
+        n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%.9f ", json_number_value(get(json_array_get(reqs, k), "t_scheduled")));
+}
+
+/* The /metrics check of a configuration's server summary: agreed, strictly (our serve), on every
+ * round, with the server's token counts equal to the client's. */
+static int metrics_agree(const json_t *cfg, long long rounds, long long out_tokens) {
+    const json_t *sm = get(get(cfg, "server"), "server_metrics");
+    return json_is_object(sm) && json_is_true(get(sm, "agree")) && json_is_true(get(sm, "strict")) &&
+           !strcmp(json_string_value(get(sm, "dialect")), "edge0") && json_integer_value(get(sm, "checked")) == rounds &&
+           json_array_size(get(sm, "disagreements")) == 0 &&
+           json_number_value(get(get(sm, "server"), "completion_tokens")) == (double)out_tokens * (double)rounds &&
+           json_number_value(get(get(sm, "server"), "completion_tokens")) == json_number_value(get(get(sm, "client"), "completion_tokens")) &&
+           json_number_value(get(get(sm, "server"), "prompt_tokens")) == json_number_value(get(get(sm, "client"), "prompt_tokens")) &&
+           json_number_value(get(get(sm, "server"), "prompt_tokens")) > 0;
+}
+
 /* --mode server: our serve started by compare (edge0) against another serve on loopback given as
  * openai=URL; two Poisson rates and a closed-loop concurrency, two rounds alternated. */
 static void test_server_mode(void) {
-    char url[128], args[2048];
+    char url[128], args[2048], rate8[1024] = "";
     /* the serve compare starts: -np 4, 4 slots of the largest prompt + output rounded to 256 */
     snprintf(args, sizeof args, "-m '%s' -np 4 -c 1024 -t 2", model);
     pid_t pid = start_serve(args, url, sizeof url);
@@ -248,6 +272,16 @@ static void test_server_mode(void) {
                                           json_integer_value(get(q, "not_sent")) == sched,
                    "%s: counts", name);
             CHECKF(ok == 12 && json_integer_value(get(q, "errors")) == 0, "%s: %lld ok", name, ok);
+            /* never lost: completed + failed + not sent = scheduled, said so */
+            CHECKF(json_is_true(get(q, "accounted")) && json_integer_value(get(q, "completed")) +
+                                                           json_integer_value(get(q, "failed_or_cancelled")) +
+                                                           json_integer_value(get(q, "not_sent")) == sched,
+                   "%s: not accounted", name);
+            /* the server's own counters agree with the client's, both rounds */
+            CHECKF(metrics_agree(e, 2, out_tokens), "%s: /metrics: %s", name,
+                   json_dumps(get(get(e, "server"), "server_metrics"), JSON_COMPACT));
+            const json_t *checks = get(get(get(json_array_get(get(e, "processes"), 0), "row"), "server_metrics"), "checks");
+            CHECKF(json_array_size(checks) >= 8, "%s: %zu checks", name, json_array_size(checks));
             CHECKF(dist_ok(get(s, "ttft_s"), ok) && dist_ok(get(s, "e2e_s"), ok) && dist_ok(get(s, "itl_s"), -1) &&
                    dist_ok(get(s, "tpot_s"), -1), "%s: distributions", name);
             /* ITL gaps between text chunks: at most output - 1 per request over both rounds (a chunk may
@@ -261,6 +295,21 @@ static void test_server_mode(void) {
             CHECK(json_is_object(get(e, "load_point")));
         }
         CHECK(json_integer_value(get(get(json_array_get(cfgs, 2), "load_point"), "concurrency")) == 2);
+        /* the same seed gives the same arrivals: both rounds, both engines, per rate; the rates differ */
+        char s0[1024], s1[1024];
+        for (size_t p = 0; p < 2; p++) {
+            schedule_of(json_array_get(get(json_array_get(cfgs, p), "processes"), 0), s0, sizeof s0, 64);
+            CHECKF(strlen(s0) > 6 * 3, "rate %zu: no schedule", p);
+            for (size_t i = p; i < json_array_size(cfgs); i += 3)
+                for (size_t k = 0; k < 2; k++) {
+                    schedule_of(json_array_get(get(json_array_get(cfgs, i), "processes"), k), s1, sizeof s1, 64);
+                    CHECKF(!strcmp(s0, s1), "config %zu round %zu: another schedule: %s vs %s", i, k + 1, s1, s0);
+                }
+        }
+        schedule_of(json_array_get(get(json_array_get(cfgs, 0), "processes"), 0), s0, sizeof s0, 64);
+        schedule_of(json_array_get(get(json_array_get(cfgs, 1), "processes"), 0), s1, sizeof s1, 64);
+        CHECK(strcmp(s0, s1) != 0); /* rate 4 and rate 8 */
+        schedule_of(json_array_get(get(json_array_get(cfgs, 1), "processes"), 0), rate8, sizeof rate8, 4);
         json_decref(r);
     }
     CHECK(sh("grep -c '## Server load' '%s/server/report.md'", dir) == 0 && atoi(out) == 1);
@@ -278,8 +327,44 @@ static void test_server_mode(void) {
         const json_t *p0 = json_array_get(get(json_array_get(get(r, "configurations"), 0), "processes"), 0);
         CHECK(json_string_value(get(p0, "url")) && !strcmp(json_string_value(get(p0, "url")), url));
         CHECK(json_integer_value(get(get(get(json_array_get(get(r, "configurations"), 0), "server"), "requests"), "ok")) == 4);
+        /* another invocation, the same seed and rate: the first 4 arrivals of the run above */
+        char s[1024];
+        schedule_of(p0, s, sizeof s, 4);
+        CHECKF(rate8[0] && !strcmp(s, rate8), "seed 42 rate 8: %s vs %s", s, rate8);
         json_decref(r);
     }
+    /* another seed, another schedule; and another client on the same server meanwhile (edge0-bench
+     * load in the background): the server's counters see its requests too, the check says so and
+     * compare exits 1 */
+    char bg[1200];
+    snprintf(bg, sizeof bg, "%s/interfere", dir);
+    pid_t lp = fork();
+    if (lp == 0) {
+        char log[1300];
+        snprintf(log, sizeof log, "%s.log", bg);
+        FILE *f = freopen(log, "w", stderr);
+        (void)f;
+        execl(bench_bin, bench_bin, "load", "--url", url, "--out", bg, "--rate", "20", "--requests", "400", "--max-tokens", "3",
+              (char *)NULL);
+        _exit(127);
+    }
+    rc = sh("'%s' compare --model '%s' --out '%s/server-noisy' --engines openai=%s --mode server --rates 4,8 --requests 4 "
+            "--rounds 1 --cooldown 0 --prompt short --prompt-len 8 --output-len 4 --seed 7",
+            bench_bin, model, dir, url);
+    kill(lp, SIGTERM);
+    waitpid(lp, NULL, 0);
+    CHECKF(rc == 1 && strstr(out, "/metrics disagree") != NULL, "exit %d: %s", rc, out);
+    r = load_report("server-noisy");
+    if (r) {
+        const json_t *c1 = json_array_get(get(r, "configurations"), 1), *sm = get(get(c1, "server"), "server_metrics");
+        CHECK(json_is_false(get(sm, "agree")) && json_array_size(get(sm, "disagreements")) > 0);
+        CHECK(json_is_false(get(get(r, "comparison"), "server_metrics_consistent")));
+        char s[1024];
+        schedule_of(json_array_get(get(c1, "processes"), 0), s, sizeof s, 4);
+        CHECKF(s[0] && strcmp(s, rate8) != 0, "seed 7 gave seed 42's arrivals: %s", s);
+        json_decref(r);
+    }
+    CHECK(sh("grep -c 'DISAGREE' '%s/server-noisy/report.md'", dir) == 0 && atoi(out) >= 1);
     stop_serve(pid);
 }
 
@@ -353,6 +438,70 @@ static void test_depth_mode(void) {
     CHECK(sh("grep -c '| tg8 | 96 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
 }
 
+/* --mode batch with the process engines: edge0-infer bench --batch-size B and llamacpp-bench
+ * --batch-size B (llama.cpp: skipped when it is not installed) per configuration, side by side */
+static void test_batch_cli(void) {
+    int ll = !ll_skip[0];
+    int rc = sh("'%s' compare --model '%s' --out '%s/batch-cli' --engines %s --mode batch --batch-size 1,3 --rounds 1 "
+                "--warmup 1 --ntok 6 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
+                bench_bin, model, dir, ll ? "edge0,llama.cpp" : "edge0", ll_bin);
+    CHECKF(rc == 0, "exit %d: %s", rc, out);
+    json_t *r = load_report("batch-cli");
+    if (!r) return;
+    const json_t *cfgs = get(r, "configurations");
+    CHECK(json_array_size(cfgs) == (ll ? 4u : 2u));
+    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+    for (size_t i = 0; i < json_array_size(cfgs); i++) {
+        const json_t *row = get(json_array_get(get(json_array_get(cfgs, i), "processes"), 0), "row");
+        CHECK(json_integer_value(get(row, "batch_size")) == (i % 2 ? 3 : 1));
+        CHECK(json_number_value(get(row, "decode_tokens_per_second")) > 0);
+        CHECKF(json_number_value(get(row, "per_sequence_decode_tokens_per_second")) * (i % 2 ? 3 : 1) ==
+                   json_number_value(get(row, "decode_tokens_per_second")) ||
+               fabs(json_number_value(get(row, "per_sequence_decode_tokens_per_second")) * (i % 2 ? 3 : 1) /
+                        json_number_value(get(row, "decode_tokens_per_second")) - 1) < 1e-9,
+               "config %zu: aggregate is not B x per sequence", i);
+        if (i % 2) CHECK(json_is_true(get(row, "batch_sequences_agree")));
+    }
+    if (ll) { /* the same first ids: both engines decode the same greedy continuation of the same prompt */
+        const json_t *r0 = get(json_array_get(get(json_array_get(cfgs, 1), "processes"), 0), "row"),
+                     *r1 = get(json_array_get(get(json_array_get(cfgs, 3), "processes"), 0), "row");
+        CHECK(!strcmp(json_string_value(get(get(r1, "engine"), "name")), "llama.cpp"));
+        CHECK(json_integer_value(get(get(r1, "config"), "context")) == json_integer_value(get(get(r0, "config"), "context")));
+    } else {
+        t_skip("%s", ll_skip);
+    }
+    json_decref(r);
+}
+
+/* tools/compare_report.sh (the perf.md report) on the small model with tiny settings: its three
+ * parts, their reports, the summary saying where llama.cpp cannot run a workload. */
+static void test_compare_report_script(void) {
+    int rc = sh("ROUNDS=1 WARMUP=1 NTOK=4 PROMPT=short COOLDOWN=0 BATCH_SIZES=1,2 BATCH_NTOK=4 RATES=4,8 REQUESTS=4 "
+                "PROMPT_LEN=8 OUTPUT_LEN=4 PARALLEL=2 SERVER_ROUNDS=1 BIN='%s/bin' sh tools/compare_report.sh '%s' '%s/report-sh'",
+                t_build(), model, dir);
+    if (ll_skip[0]) {
+        CHECKF(rc == 1 && strstr(out, "Not run: llama.cpp is not installed"), "exit %d: %s", rc, out);
+    } else {
+        CHECKF(rc == 0, "exit %d: %s", rc, out);
+        CHECK(strstr(out, "| `llama.cpp` |") != NULL);
+    }
+    CHECK(strstr(out, "### Single sequence") && strstr(out, "### Batch 1,2") && strstr(out, "### Server: Poisson rates 4,8"));
+    if (!ll_skip[0]) CHECK(strstr(out, "| `llama.cpp b=2` |") != NULL);
+    CHECK(strstr(out, "llama.cpp: not measured: node-llama-cpp@3.21.1 ships no llama-server") != NULL);
+    CHECK(strstr(out, "| `edge0 b=2` |") && strstr(out, "b=2` |"));
+    CHECK(strstr(out, "| `edge0 rate=8` | 8 req/s | 4 / 0 / 0 of 4 |") != NULL);
+    CHECK(strstr(out, "agree (edge0, 1 rounds)") != NULL && strstr(out, "DISAGREE") == NULL);
+    static const char *const parts[] = {"batch", "server"};
+    for (size_t k = 0; k < 2; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "report-sh/%s", parts[k]);
+        json_t *r = load_report(name);
+        if (r) CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+        json_decref(r);
+    }
+    CHECK(sh("test -s '%s/report-sh/summary.md'", dir) == 0);
+}
+
 static void test_bad_arguments(void) {
     static const char *const bad[] = {"--engines edge0", "--engines edge0,edge0", "--engines edge0,vllm",
                                       "--engines edge0,openai=https://127.0.0.1:8080", "--mode server", "--rounds 0",
@@ -362,7 +511,7 @@ static void test_bad_arguments(void) {
                                       "--depth 64 --mode batch", "--mode sustained --engines edge0,openai=http://127.0.0.1:1",
                                       "--mode server --length-dist zipf", "--mode server --concurrency 0",
                                       "--mode server --server-url x", "--mode server --server-url nosuch=http://127.0.0.1:1",
-                                      "--mode server --rates 1,-2", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
+                                      "--mode server --rates 1,-2", "--window 5", "--mode batch --batch-size 0", "--mode batch --batch-size 65", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh("'%s' compare --model '%s' --out '%s/bad' %s", bench_bin, model, dir, bad[i]);
         int lines = 0;
@@ -404,6 +553,8 @@ int main(void) {
     RUN(test_server_mode_llamacpp);
     RUN(test_sustained_mode);
     RUN(test_depth_mode);
+    RUN(test_batch_cli);
+    RUN(test_compare_report_script);
     RUN(test_bad_arguments);
     return T_DONE();
 }

@@ -5,7 +5,9 @@
  * libraries from its npm package. It mirrors `edge0-infer bench` step by step so that the two
  * rows compare like for like: the same prompt token ids, one batched prefill (chunks of at most
  * 512 tokens), the argmax of the first token counted in the prefill, --warmup untimed greedy
- * steps, then --ntok timed greedy steps; one JSON row per run on stdout. */
+ * steps, then --ntok timed greedy steps; one JSON row per run on stdout. --batch-size B mirrors
+ * `bench --batch-size B`: the prompt prefilled into each of B sequences, then one llama_decode of
+ * B tokens (one per sequence) per step. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -49,6 +51,9 @@ static const char usage_text[] =
     "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
     "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
     "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n"
+    "  --batch-size B    B sequences: the prompt prefilled into each (timed together), then one\n"
+    "                    llama_decode of B tokens (one per sequence) per step, as `edge0-infer bench\n"
+    "                    --batch-size B` runs them; decode tok/s is the aggregate (B * steps / time)\n"
     "  --duration S      sustained: decode for S seconds after the warm-up (the context restarts at\n"
     "                    the prompt when full, as `edge0-infer bench --mode sustained` does); the row's\n"
     "                    \"sustained\" holds the mean tok/s and the per-second series\n"
@@ -61,6 +66,7 @@ static const char usage_text[] =
 typedef struct {
     const char *model, *tokens_file, *backend_dir;
     long n_prompt, ntok, warmup, threads, prefill_threads, context, runs;
+    long batch_size; /* --batch-size B: B sequences decoded together (0 = one, the plain loop) */
     bool no_mmap, no_repack, verbose;
     double duration;                /* --duration: sustained decode seconds (0 = off) */
     long lb_depth, lb_p, lb_n, lb_r; /* -d/-p/-n/-r: llama-bench mode when lb_depth >= 0 */
@@ -119,6 +125,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--prefill-threads")) rc = parse_long(f, v, 1, 1024, &a->prefill_threads);
         else if (!strcmp(f, "--context")) rc = parse_long(f, v, 16, 1 << 24, &a->context);
         else if (!strcmp(f, "--runs")) rc = parse_long(f, v, 1, 1000, &a->runs);
+        else if (!strcmp(f, "--batch-size")) rc = parse_long(f, v, 1, 256, &a->batch_size);
         else if (!strcmp(f, "-d")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_depth);
         else if (!strcmp(f, "-p")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_p);
         else if (!strcmp(f, "-n")) rc = parse_long(f, v, 0, 1 << 24, &a->lb_n);
@@ -344,6 +351,72 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
     return 0;
 }
 
+/* --batch-size B: sequence s (0 .. B-1) gets the prompt prefilled on its own (chunks of n_batch,
+ * seq id s; the B prefills timed together), then every step is one llama_decode of B tokens, token
+ * s at sequence s's next position; greedy per sequence. *agree: every sequence chose the same ids
+ * (they share the prompt). first_tokens are sequence 0's. */
+static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int B,
+                     const bench_args *a, run_result *r, bool *agree) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    int cap = n_batch > B ? n_batch : B;
+    struct llama_batch b = llama_batch_init(cap, 0, 1);
+    llama_token *tok = malloc((size_t)B * sizeof *tok);
+    int rc = 0;
+    if (!tok) {
+        llama_batch_free(b);
+        return fail("out of memory");
+    }
+    *agree = true;
+    double t0 = now_seconds();
+    for (int s = 0; s < B && !rc; s++)
+        for (int done = 0; done < n_prompt && !rc; done += n_batch) {
+            int n = n_prompt - done < n_batch ? n_prompt - done : n_batch;
+            b.n_tokens = n;
+            for (int i = 0; i < n; i++) {
+                b.token[i] = prompt[done + i];
+                b.pos[i] = done + i;
+                b.n_seq_id[i] = 1;
+                b.seq_id[i][0] = s;
+                b.logits[i] = done + i == n_prompt - 1;
+            }
+            if (llama_decode(ctx, b)) rc = fail("llama_decode failed: sequence %d's prompt", s);
+            else if (done + n == n_prompt) tok[s] = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        }
+    r->prefill_s = now_seconds() - t0;
+    if (!rc) r->first_tokens[0] = tok[0];
+    double start = 0, prev = 0;
+    for (long k = 0; k < a->warmup + a->ntok && !rc; k++) {
+        if (k == a->warmup) start = prev = now_seconds();
+        b.n_tokens = B;
+        for (int s = 0; s < B; s++) {
+            b.token[s] = tok[s];
+            b.pos[s] = (llama_pos)(n_prompt + k);
+            b.n_seq_id[s] = 1;
+            b.seq_id[s][0] = s;
+            b.logits[s] = 1;
+        }
+        if (llama_decode(ctx, b)) {
+            rc = fail("llama_decode failed: a batch of %d sequences", B);
+            break;
+        }
+        for (int s = 0; s < B; s++) {
+            tok[s] = argmax(llama_get_logits_ith(ctx, s), n_vocab);
+            if (tok[s] != tok[0]) *agree = false;
+        }
+        if (k + 1 < 8) r->first_tokens[k + 1] = tok[0];
+        if (k >= a->warmup) {
+            double t = now_seconds();
+            r->itl[k - a->warmup] = t - prev;
+            prev = t;
+        }
+    }
+    r->n_decode = a->ntok;
+    r->decode_s = prev - start;
+    free(tok);
+    llama_batch_free(b);
+    return rc;
+}
+
 /* ---- llama-bench mode (-d): one test at a KV depth, as `edge0-infer bench -d` runs it ---- */
 
 /* xorshift64* with edge0's seed and draw order (src/cli/cmd_bench_llama.c), so both engines get
@@ -511,9 +584,14 @@ int main(int argc, char **argv) {
         return fail("context overflow: %d prompt + %ld warmup + %ld timed tokens > context size %ld (raise --context)",
                     n_prompt, a.warmup, a.ntok, a.context);
     int n_batch = n_prompt < MAX_UBATCH ? n_prompt : MAX_UBATCH;
+    const int B = a.batch_size ? (int)a.batch_size : 1;
+    if (a.batch_size && a.duration > 0) return fail("--batch-size and --duration: one or the other");
+    if (B > n_batch) n_batch = B; /* one decode step holds B tokens */
 
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t)a.context;
+    cp.n_ctx = (uint32_t)(a.context * B); /* every sequence its own --context (kv_unified off: n_ctx / B each) */
+    cp.n_seq_max = (uint32_t)B;
+    cp.kv_unified = false;
     cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
     cp.n_threads = (int32_t)a.threads;
     cp.n_threads_batch = (int32_t)a.prefill_threads;
@@ -527,7 +605,10 @@ int main(int argc, char **argv) {
     r.itl = malloc((size_t)a.ntok * sizeof *r.itl);
     if (!r.itl) return fail("out of memory");
     for (long run = 1; run <= a.runs; run++) {
-        if (run_once(ctx, n_vocab, prompt, n_prompt, n_batch, &a, &r)) return 1;
+        bool agree = true;
+        if (a.batch_size ? run_batch(ctx, n_vocab, prompt, n_prompt, n_batch, B, &a, &r, &agree)
+                         : run_once(ctx, n_vocab, prompt, n_prompt, n_batch, &a, &r))
+            return 1;
         json_t *first = json_array();
         long n_first = a.warmup + a.ntok + 1 < 8 ? a.warmup + a.ntok + 1 : 8;
         for (long i = 0; i < n_first; i++) json_array_append_new(first, json_integer(r.first_tokens[i]));
@@ -537,8 +618,11 @@ int main(int argc, char **argv) {
         json_object_set_new(row, "prompt_file", a.tokens_file ? json_string(a.tokens_file) : json_null());
         json_object_set_new(row, "load_seconds", json_real(load_s));
         json_object_set_new(row, "prefill_seconds", json_real(r.prefill_s));
-        json_object_set_new(row, "prefill_tokens_per_second", json_real(n_prompt / r.prefill_s));
-        json_object_set_new(row, "decode_tokens_per_second", json_real((double)r.n_decode / r.decode_s));
+        json_object_set_new(row, "prefill_tokens_per_second", json_real((double)B * n_prompt / r.prefill_s));
+        json_object_set_new(row, "decode_tokens_per_second", json_real((double)B * r.n_decode / r.decode_s));
+        json_object_set_new(row, "batch_size", json_integer(B));
+        json_object_set_new(row, "per_sequence_decode_tokens_per_second", json_real((double)r.n_decode / r.decode_s));
+        if (a.batch_size) json_object_set_new(row, "batch_sequences_agree", json_boolean(agree));
         json_object_set_new(row, "n_prompt", json_integer(n_prompt));
         json_object_set_new(row, "n_decode", json_integer(r.n_decode));
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));
@@ -559,7 +643,7 @@ int main(int argc, char **argv) {
         json_object_set_new(row, "config",
                             json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I}", "threads",
                                       (json_int_t)a.threads, "prefill_threads", (json_int_t)a.prefill_threads,
-                                      "context", (json_int_t)llama_n_ctx(ctx), "mmap", !a.no_mmap, "n_batch",
+                                      "context", (json_int_t)llama_n_ctx_seq(ctx), "mmap", !a.no_mmap, "n_batch",
                                       (json_int_t)n_batch, "n_ubatch", (json_int_t)n_batch, "kv_type", "f16",
                                       "flash_attn", "auto", "repack", mp.use_extra_bufts, "sampling", "greedy",
                                       "warmup", (json_int_t)a.warmup, "ntok", (json_int_t)a.ntok));
