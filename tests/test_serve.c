@@ -373,15 +373,17 @@ static void test_metrics(void) {
 static void test_openai_npm(void) {
     char cmd[PATH_MAX * 3], out[16384];
     snprintf(cmd, sizeof cmd,
-             "test -f %s/npm/node_modules/openai/index.mjs || timeout 120 npm install --prefix %s/npm --no-audit --no-fund "
-             "--fetch-retries=1 --fetch-timeout=30000 openai@4.104.0 >%s/npm.log 2>&1",
-             dir, dir, dir);
-    if (t_sh("command -v node >/dev/null && command -v npm >/dev/null", NULL, 0) != 0) SKIP("node/npm not installed");
+             "flock %s/npm.lock sh -c 'test -f %s/npm/node_modules/openai/index.mjs || timeout 120 npm install --prefix %s/npm "
+             "--no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 openai@4.104.0 >%s/npm.log 2>&1'",
+             dir, dir, dir, dir);
+    /* (test_serve_api installs into the same folder: flock makes it one install at a time) */
+    if (t_sh("command -v node >/dev/null && command -v npm >/dev/null && command -v flock >/dev/null", NULL, 0) != 0)
+        SKIP("node/npm/flock not installed");
     if (t_sh(cmd, NULL, 0) != 0) SKIP("npm install openai failed (registry unreachable? see %s/npm.log)", dir);
     snprintf(cmd, sizeof cmd, "node %s/tests/serve_client.mjs openai %s %s/npm 2>&1", root, url, dir);
     int rc = t_sh(cmd, out, sizeof out);
     CHECKF(rc == 0 && !strstr(out, "FAIL"), "%s", out);
-    CHECKF(strstr(out, "ok openai_stop_stream"), "%s", out);
+    CHECKF(strstr(out, "ok openai_stop_stream") && strstr(out, "ok openai_tools_stream"), "%s", out);
 }
 
 /* 16 concurrent streaming clients, 64 requests, 8 disconnecting mid-stream: all slots free after. */
@@ -506,6 +508,33 @@ static void test_tools(void) {
            (long long)n_prompt, json_array_size(json_object_get(r, "tokens")));
     json_decref(r);
     json_decref(j);
+    /* streamed with tools: the reply (no tool call from this model) streams as content, chunk by
+     * chunk, equal to the whole reply; no tool_calls, the same finish reason */
+    const char *treq = "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],\"tools\":%s,\"max_tokens\":12,"
+                       "\"temperature\":0,\"ignore_eos\":true%s}";
+    snprintf(req, sizeof req, treq, tools_json, "");
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    json_t *wc = choice0(buf);
+    const char *wtext = json_string_value(json_object_get(json_object_get(wc, "message"), "content"));
+    snprintf(req, sizeof req, treq, tools_json, ",\"stream\":true");
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    char joined[4096] = "", sfin[32] = "";
+    int n_content = 0, n_calls = 0, done = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strcmp(line, "data: [DONE]")) done++;
+        else if (!strncmp(line, "data: ", 6)) {
+            json_t *ch = choice0(line + 6), *d = json_object_get(ch, "delta");
+            const char *t = json_string_value(json_object_get(d, "content")), *fr = json_string_value(json_object_get(ch, "finish_reason"));
+            if (t && *t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t), n_content++;
+            if (json_object_get(d, "tool_calls")) n_calls++;
+            if (fr) snprintf(sfin, sizeof sfin, "%s", fr);
+            json_decref(ch);
+        }
+    }
+    CHECKF(wtext && !strcmp(joined, wtext) && n_content > 1 && n_calls == 0 && done == 1 &&
+               !strcmp(sfin, json_string_value(json_object_get(wc, "finish_reason"))),
+           "streamed '%s' (%d chunks, %d tool-call chunks, finish %s) vs '%s'", joined, n_content, n_calls, sfin, wtext);
+    json_decref(wc);
     /* tool_choice none: the template gets no tools */
     snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"none\"}", tools_json);
     CHECK(http("POST", "/apply-template", req, buf, sizeof buf) == 200 && !strstr(buf, "# Tools") && !strstr(buf, "get_weather"));

@@ -125,3 +125,47 @@ bad:
     json_decref(calls);
     return NULL;
 }
+
+static const char tool_open[] = "<tool_call>";
+#define TOOL_OPEN_LEN (sizeof tool_open - 1)
+
+static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+int srv_toolsplit_feed(srv_toolsplit *t, const char *s, size_t n, e0_strbuf *out) {
+    if (e0_sb_add(&t->held, s, n) < 0) return -1;
+    if (t->in_calls) return 0;
+    const char *h = t->held.p ? t->held.p : "";
+    size_t len = t->held.len, keep;
+    const char *tag = len >= TOOL_OPEN_LEN ? memmem(h, len, tool_open, TOOL_OPEN_LEN) : NULL;
+    if (tag) {
+        t->in_calls = true;
+        keep = (size_t)(tag - h);
+    } else {
+        /* the longest tail that is a proper prefix of the tag */
+        size_t k = TOOL_OPEN_LEN - 1 < len ? TOOL_OPEN_LEN - 1 : len;
+        for (; k > 0; k--)
+            if (!memcmp(h + len - k, tool_open, k)) break;
+        keep = len - k;
+    }
+    while (keep > 0 && is_space(h[keep - 1])) keep--; /* whitespace before a tag is not content */
+    if (keep == 0) return 0;
+    if (e0_sb_add(out, h, keep) < 0) return -1;
+    memmove(t->held.p, h + keep, len - keep + 1);
+    t->held.len = len - keep;
+    return 0;
+}
+
+json_t *srv_toolsplit_end(srv_toolsplit *t, bool parse, const char *id_prefix, e0_strbuf *out) {
+    size_t content_len = 0;
+    json_t *calls = parse && t->in_calls ? srv_parse_tool_calls(t->held.p, t->held.len, id_prefix, &content_len) : NULL;
+    /* what is held starts with whitespace and the first tag: no content before the calls */
+    if (!calls && t->held.len) e0_sb_add(out, t->held.p, t->held.len);
+    t->held.len = 0;
+    t->in_calls = false;
+    return calls;
+}
+
+void srv_toolsplit_free(srv_toolsplit *t) {
+    free(t->held.p);
+    memset(t, 0, sizeof *t);
+}
