@@ -908,6 +908,65 @@ static void test_golden_batched(void) {
     }
 }
 
+/* The generated ids of a completion of prompt [1] on srv s with the extra fields (NULL on error). */
+static json_t *ids_of(const srv *s, const char *extra) {
+    char req[1024];
+    snprintf(req, sizeof req, "{\"prompt\":[1],\"max_tokens\":24,\"ignore_eos\":true,\"return_tokens\":true%s}", extra);
+    if (http_x(s->url, "POST", "/v1/completions", req, NULL, buf, sizeof buf) != 200) return NULL;
+    json_t *c = choice0(buf), *ids = json_incref(json_object_get(c, "tokens"));
+    json_decref(c);
+    return json_array_size(ids) == 24 ? ids : (json_decref(ids), NULL);
+}
+static bool all_distinct(const json_t *ids) {
+    for (size_t i = 0; i < json_array_size(ids); i++)
+        for (size_t k = 0; k < i; k++)
+            if (json_integer_value(json_array_get(ids, i)) == json_integer_value(json_array_get(ids, k))) return false;
+    return json_array_size(ids) > 0;
+}
+
+/* The sampling fields reach the sampler, on a golden model whose greedy reply repeats itself:
+ * presence and frequency penalties over the whole context leave no id twice, repeat_penalty
+ * changes the reply; top_k 1, min_p 1 and a tiny top_p make a hot temperature greedy again, and
+ * without them the same temperature does not give the greedy reply. */
+static void test_sampling_params(void) {
+    char gguf[PATH_MAX], args[PATH_MAX + 128];
+    snprintf(gguf, sizeof gguf, "%s/golden/qwen2-dense.gguf", t_shared());
+    snprintf(args, sizeof args, "-m %s -np 1 -c 512 -t 1", gguf);
+    srv s;
+    CHECK(start(&s, "sampling", args) == 0);
+    json_t *greedy = ids_of(&s, ",\"temperature\":0");
+    CHECKF(greedy && !all_distinct(greedy), "the greedy reply should repeat an id (else the penalties are not tested): %s", buf);
+    static const char *const distinct[] = {",\"temperature\":0,\"presence_penalty\":100,\"repeat_last_n\":-1",
+                                           ",\"temperature\":0,\"frequency_penalty\":100,\"repeat_last_n\":-1"};
+    for (int i = 0; i < 2; i++) {
+        json_t *ids = ids_of(&s, distinct[i]);
+        CHECKF(ids && all_distinct(ids), "%s: %s", distinct[i], buf);
+        json_decref(ids);
+    }
+    json_t *rp = ids_of(&s, ",\"temperature\":0,\"repeat_penalty\":50,\"repeat_last_n\":-1");
+    CHECKF(rp && greedy && !json_equal(rp, greedy), "repeat_penalty 50 did not change the reply: %s", buf);
+    json_decref(rp);
+    static const char *const as_greedy[] = {",\"temperature\":1.5,\"seed\":7,\"top_k\":1", ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":1",
+                                            ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":0.000001"};
+    for (int i = 0; i < 3; i++) {
+        json_t *ids = ids_of(&s, as_greedy[i]);
+        CHECKF(ids && greedy && json_equal(ids, greedy), "%s: %s", as_greedy[i], buf);
+        json_decref(ids);
+    }
+    json_t *hot = ids_of(&s, ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":1");
+    CHECKF(hot && greedy && !json_equal(hot, greedy), "temperature 1.5 gave the greedy reply: %s", buf);
+    json_decref(hot);
+    /* max_completion_tokens (OpenAI's newer name) */
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[1],\"max_completion_tokens\":3,\"ignore_eos\":true}", NULL, buf, sizeof buf) == 200);
+    json_t *mc = json_loads(buf, JSON_ALLOW_NUL, NULL), *length = json_string("length");
+    CHECKF(json_integer_value(json_object_get(json_object_get(mc, "usage"), "completion_tokens")) == 3 &&
+               json_equal(json_object_get(json_array_get(json_object_get(mc, "choices"), 0), "finish_reason"), length),
+           "%s", buf);
+    json_decref(mc), json_decref(length);
+    json_decref(greedy);
+    CHECK(stop(&s) == 0);
+}
+
 static void test_refuses_public_without_key(void) {
     char cmd[PATH_MAX * 2], out[1024];
     snprintf(cmd, sizeof cmd, "%s serve -m %s --host 0.0.0.0 --port 0 2>&1", bin, model);
@@ -956,6 +1015,7 @@ int main(void) {
     RUN(test_refuses_public_without_key);
     RUN(test_engine_error_500);
     RUN(test_golden_batched);
+    RUN(test_sampling_params);
     t_begin("test_sigterm_exits_0");
     CHECK(stop(&s) == 0);
     t_end();
