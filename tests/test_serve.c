@@ -833,9 +833,10 @@ static void test_robustness(void) {
     CHECKF(!strncmp(buf, "503\n", 4) && strstr(buf, "\"error\"") && strstr(buf, "data: [DONE]"), "%s", buf);
 }
 
-/* 500: the engine fails (the model file lost its experts' bytes under a server that streams
- * them): a whole request gets the OpenAI error object with code 500, a stream an error event
- * and [DONE]; both are counted, and the server goes on answering. */
+/* A server streaming its experts: /metrics counts expert cache misses and bytes read. Then 500:
+ * the engine fails (the model file loses its experts' bytes under the server): a whole request
+ * gets the OpenAI error object with code 500, a stream an error event and [DONE]; both are
+ * counted, and the server goes on answering. */
 static void test_engine_error_500(void) {
     char copy[PATH_MAX + 32], args[PATH_MAX + 256], cmd[PATH_MAX * 3];
     snprintf(copy, sizeof copy, "%s/broken.gguf", dir);
@@ -844,18 +845,25 @@ static void test_engine_error_500(void) {
     snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --model-option experts=stream --model-option expert_slots=2", copy);
     srv s;
     CHECK(start(&s, "broken", args) == 0);
+    /* first, whole: the expert cache counters move (the main server's experts are resident: 0) */
+    static char m[1 << 16];
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[5,6,7],\"max_tokens\":4,\"ignore_eos\":true}", NULL, buf, sizeof buf) == 200);
+    CHECK(http_x(s.url, "GET", "/metrics", NULL, NULL, m, sizeof m) == 200);
+    double miss = metric_of(m, "edge0_expert_cache_misses_total"), hit = metric_of(m, "edge0_expert_cache_hits_total");
+    double rd = metric_of(m, "edge0_expert_bytes_read_total");
+    CHECKF(miss > 0 && hit >= 0 && rd >= miss, "streamed experts: %g misses, %g hits, %g bytes", miss, hit, rd);
+    CHECK(metric(url, "edge0_expert_cache_misses_total") == 0 && metric(url, "edge0_expert_bytes_read_total") == 0);
     struct stat st;
     CHECK(stat(copy, &st) == 0 && truncate(copy, st.st_size / 2) == 0); /* the second half: expert weights */
-    int code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[5,6,7],\"max_tokens\":4}", NULL, buf, sizeof buf);
+    int code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[40,41,42,43,44,45,46,47],\"max_tokens\":8}", NULL, buf, sizeof buf);
     json_t *j = json_loads(buf, 0, NULL), *e = json_object_get(j, "error");
     CHECKF(code == 500 && json_integer_value(json_object_get(e, "code")) == 500 &&
                !strcmp(json_string_value(json_object_get(e, "type")) ? json_string_value(json_object_get(e, "type")) : "", "server_error") &&
                strstr(json_string_value(json_object_get(e, "message")) ? json_string_value(json_object_get(e, "message")) : "", "broken.gguf"),
            "%d %s", code, buf);
     json_decref(j);
-    code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[5,6,8],\"max_tokens\":4,\"stream\":true}", NULL, buf, sizeof buf);
+    code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[9,6,8,30,31,32,33,34],\"max_tokens\":8,\"stream\":true}", NULL, buf, sizeof buf);
     CHECKF(code == 200 && strstr(buf, "data: {\"error\":{") && strstr(buf, "\"code\":500") && strstr(buf, "data: [DONE]\n\n"), "%d %s", code, buf);
-    static char m[1 << 16];
     CHECK(http_x(s.url, "GET", "/metrics", NULL, NULL, m, sizeof m) == 200);
     CHECKF(strstr(m, "edge0_requests_total{code=\"500\"} 1\n") && metric_of(m, "edge0_sequences_error_total") == 2 &&
                metric_of(m, "edge0_active_sequences") == 0,
