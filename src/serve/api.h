@@ -52,7 +52,7 @@ typedef struct srv_job {
     bool stream, include_usage;
     bool return_tokens;        /* extension: the generated ids in each choice ("tokens") */
     bool logprobs;             /* chat: logprobs=true; completions: logprobs=N given */
-    bool tools;                /* chat: tools went to the template (a whole reply's tool calls are parsed) */
+    bool tools;                /* chat: tools went to the template (the reply's tool calls are parsed, streamed or not) */
     int *ids;                  /* prompt [n] (malloc'd) */
     int n;
     srv_params p;              /* stop strings owned until handed to srv_req_new */
