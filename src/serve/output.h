@@ -34,13 +34,15 @@ json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix
 
 /* The same for a streamed reply, as its text comes: what can go out as content at once, and what
  * is held until it can be decided — a tail that may be the start of "<tool_call>" (with the
- * whitespace before it), and everything from the first "<tool_call>" on, which at the end is
- * either the tool calls srv_parse_tool_calls finds in it or, when it finds none, content after all.
- * So the streamed content + calls equal the whole reply's, and plain text still streams as it
- * comes (held back only while it could be a tag). Start from {0}. */
+ * whitespace before it), and everything from the first "<tool_call>" on: held while it is valid
+ * blocks so far, then either the tool calls srv_parse_tool_calls finds at the end or, as soon as
+ * no more text can make it blocks (a block that is not a call, text after a block), released as
+ * content with everything after it. So the streamed content + calls equal the whole reply's, and
+ * plain text still streams as it comes (held back only while it could be a tag). Start from {0}. */
 typedef struct srv_toolsplit {
     e0_strbuf held; /* text not yet released */
-    bool in_calls;  /* "<tool_call>" seen: held from there to the end */
+    bool in_calls;  /* "<tool_call>" seen, valid blocks so far: held */
+    bool plain;     /* it can no longer be tool calls: all text goes out as it comes */
 } srv_toolsplit;
 /* Take s[0..n); appends to *out what may be released now. -1 when out of memory. */
 int srv_toolsplit_feed(srv_toolsplit *t, const char *s, size_t n, e0_strbuf *out);
