@@ -625,8 +625,9 @@ static void test_tools(void) {
            (long long)n_prompt, json_array_size(json_object_get(r, "tokens")));
     json_decref(r);
     json_decref(j);
-    /* streamed with tools: the reply (no tool call from this model) streams as content, chunk by
-     * chunk, equal to the whole reply; no tool_calls, the same finish reason */
+    /* streamed with tools: the reply (no tool call from this model) streams as content equal to
+     * the whole reply; no tool_calls, the same finish reason (how many chunks depends on timing:
+     * that plain text goes out token by token is test_serve_api's) */
     const char *treq = "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],\"tools\":%s,\"max_tokens\":12,"
                        "\"temperature\":0,\"ignore_eos\":true%s}";
     snprintf(req, sizeof req, treq, tools_json, "");
@@ -648,7 +649,7 @@ static void test_tools(void) {
             json_decref(ch);
         }
     }
-    CHECKF(wtext && !strcmp(joined, wtext) && n_content > 1 && n_calls == 0 && done == 1 &&
+    CHECKF(wtext && !strcmp(joined, wtext) && n_content >= 1 && n_calls == 0 && done == 1 &&
                !strcmp(sfin, json_string_value(json_object_get(wc, "finish_reason"))),
            "streamed '%s' (%d chunks, %d tool-call chunks, finish %s) vs '%s'", joined, n_content, n_calls, sfin, wtext);
     json_decref(wc);
