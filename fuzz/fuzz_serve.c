@@ -380,6 +380,24 @@ static void fs_stops(const uint8_t *d, size_t n) {
 static void fs_tool_calls(const char *t, size_t n) {
     size_t cl = 0;
     json_t *calls = srv_parse_tool_calls(t, n, "fz", &cl);
+    /* streamed (srv_toolsplit, pieces of 1..7 bytes): the same calls, the same content, and
+     * nothing of the calls went out before the end */
+    srv_toolsplit ts = {0};
+    e0_strbuf out = {0};
+    for (size_t i = 0, k; i < n; i += k) {
+        k = 1 + (size_t)((unsigned char)t[i] % 7);
+        if (k > n - i) k = n - i;
+        FUZZ_CHECK(srv_toolsplit_feed(&ts, t + i, k, &out) == 0, "toolsplit: out of memory");
+    }
+    FUZZ_CHECK(!calls || !out.p || !memmem(out.p, out.len, "<tool_call>", 11), "toolsplit released a call before the end");
+    json_t *sc = srv_toolsplit_end(&ts, true, "fz", &out);
+    char *a1 = calls ? json_dumps(calls, JSON_COMPACT) : NULL, *a2 = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
+    size_t want = calls ? cl : n;
+    FUZZ_CHECK((!a1 && !a2) || (a1 && a2 && !strcmp(a1, a2)), "streamed calls %s vs whole %s", a2, a1);
+    FUZZ_CHECK(out.len == want && (want == 0 || !memcmp(out.p, t, want)), "streamed content %zu bytes vs %zu", out.len, want);
+    free(a1), free(a2), free(out.p);
+    json_decref(sc);
+    srv_toolsplit_free(&ts);
     if (!calls) return;
     FUZZ_CHECK(json_array_size(calls) > 0 && cl <= n, "tool calls: %zu, content %zu of %zu bytes", json_array_size(calls), cl, n);
     size_t i;

@@ -5,6 +5,11 @@
 //   node serve_client.mjs openai URL NODE_PATH_DIR   the official `openai` package (installed
 //                                      there by the test): chat and completions, streamed and not,
 //                                      usage, stop strings, error statuses, tools
+//   node serve_client.mjs replay SSE_FILE NODE_PATH_DIR   the `openai` package's streaming helper
+//                                      (beta.chat.completions.stream) reading a tool-call stream
+//                                      that serve's formatter wrote (test_serve_api), served by a
+//                                      local HTTP server: its final message must equal the whole
+//                                      response in SSE_FILE.json
 // Prints one line per check ("ok NAME" / "FAIL NAME: why") and exits 1 when any failed.
 let failed = 0;
 function check(name, cond, why) {
@@ -123,16 +128,59 @@ async function openai() {
     messages: [{ role: 'user', content: 'Weather in Paris?' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'c1', content: 'sunny' }] });
+  // the same streamed through the package's stream helper: the same content (no tool-call
+  // markup held back for good), finish reason and usage
+  const toolStream = client.beta.chat.completions.stream({ model: 'm', max_tokens: 4, temperature: 0, tools, tool_choice: 'auto',
+    stream_options: { include_usage: true },
+    messages: [{ role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' }] });
+  const tsFinal = await toolStream.finalChatCompletion();
+  check('openai_tools_stream', (tsFinal.choices[0].message.content || '') === withTools.choices[0].message.content &&
+    tsFinal.choices[0].finish_reason === withTools.choices[0].finish_reason && !tsFinal.choices[0].message.tool_calls &&
+    tsFinal.usage && tsFinal.usage.completion_tokens === withTools.usage.completion_tokens,
+    `${JSON.stringify(tsFinal.choices[0])} vs ${JSON.stringify(withTools.choices[0])}`);
   check('openai_tools', withTools.object === 'chat.completion' && withTools.usage.prompt_tokens > chat.usage.prompt_tokens + 50 &&
     typeof withTools.choices[0].message.content === 'string', JSON.stringify(withTools).slice(0, 300));
   const models = await client.models.list();
   check('openai_models', models.data.length === 1 && typeof models.data[0].id === 'string', JSON.stringify(models));
 }
 
+// serve's SSE for a reply with content and two tool calls, read by the package's stream helper
+async function replay() {
+  const fs = await import('node:fs');
+  const http = await import('node:http');
+  const sse = fs.readFileSync(url, 'utf8');
+  const whole = JSON.parse(fs.readFileSync(url + '.json', 'utf8'));
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => { res.writeHead(200, { 'Content-Type': 'text/event-stream' }); res.end(sse); });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { default: OpenAI } = await import(dir + '/node_modules/openai/index.mjs');
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.address().port}/v1`, apiKey: 'none', maxRetries: 0 });
+  const tools = whole.choices[0].message.tool_calls.map((c) => ({ type: 'function', function: { name: c.function.name, parameters: { type: 'object' } } }));
+  const stream = client.beta.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools, stream: true });
+  const done = [];
+  let deltas = '';
+  stream.on('content.delta', (e) => { deltas += e.delta; });
+  stream.on('tool_calls.function.arguments.done', (e) => done.push(e));
+  const fin = await stream.finalChatCompletion();
+  server.close();
+  const m = fin.choices[0].message, w = whole.choices[0].message;
+  const calls = (m.tool_calls || []).map(({ id, type, function: f }) => ({ id, type, function: { name: f.name, arguments: f.arguments } }));
+  check('replay_tool_calls', JSON.stringify(calls) === JSON.stringify(w.tool_calls), `${JSON.stringify(m.tool_calls)} vs ${JSON.stringify(w.tool_calls)}`);
+  check('replay_content', m.content === w.content && deltas === w.content && !deltas.includes('<tool'), `${JSON.stringify(m.content)} / ${JSON.stringify(deltas)} vs ${JSON.stringify(w.content)}`);
+  check('replay_finish', fin.choices[0].finish_reason === 'tool_calls', fin.choices[0].finish_reason);
+  check('replay_arguments_done', done.length === w.tool_calls.length && done.every((e, i) => e.name === w.tool_calls[i].function.name &&
+    e.arguments === w.tool_calls[i].function.arguments), JSON.stringify(done));
+}
+
 try {
   if (mode === 'load') await load();
+  else if (mode === 'replay') await replay();
   else if (mode === 'openai') await openai();
-  else throw new Error('mode: load | openai');
+  else throw new Error('mode: load | openai | replay');
 } catch (e) {
   failed++;
   console.log(`FAIL ${mode}: ${e.stack || e}`);

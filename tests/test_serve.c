@@ -4,8 +4,12 @@
  * `openai` npm package installed at test time into build/test-serve/npm — skipped, never passed,
  * when the registry cannot be reached). Checks: every endpoint, chat and completions streamed and
  * not, stop strings, usage and cached tokens, /metrics against the requests made, every error
- * status (400 401 404 405 413 429 503; 500 is not provoked), tools through the chat template, greedy ids equal to `run`'s alone and
- * among 15 concurrent requests, client disconnects freeing slots, SIGTERM exiting 0. */
+ * status (400 401 404 405 413 429 500 503; 500 from a model file cut short under a server streaming
+ * its experts), tools through the chat template and tool calls in streams (the formatting itself
+ * in test_serve_api), greedy ids equal to `run`'s alone and among 15 concurrent requests, and on
+ * every golden model (f32 KV) alone vs among 15 others, stop strings across token boundaries,
+ * seeds, /metrics counters against the usage reported, client disconnects freeing slots,
+ * SIGTERM exiting 0. */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <limits.h>
@@ -13,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -125,6 +130,14 @@ static double metric(const char *base, const char *name) {
     return p ? atof(p + strlen(key)) : -1;
 }
 
+/* A metric's value in the text m of a /metrics response (-1 when absent). */
+static double metric_of(const char *m, const char *name) {
+    char key[256];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(m, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
 /* "1 2 3" from `run --print-ids` vs a JSON array of ids. */
 static int ids_equal(const char *run_out, const json_t *arr) {
     const char *p = run_out;
@@ -138,7 +151,7 @@ static int ids_equal(const char *run_out, const json_t *arr) {
 }
 
 static json_t *choice0(const char *body) {
-    json_t *j = json_loads(body, 0, NULL);
+    json_t *j = json_loads(body, JSON_ALLOW_NUL, NULL); /* generated text may hold a NUL byte (\\u0000) */
     json_t *c = json_incref(json_array_get(json_object_get(j, "choices"), 0));
     json_decref(j);
     return c;
@@ -237,6 +250,54 @@ static void test_stop(void) {
     }
     CHECKF(done == 1 && strlen(joined) == cut && !strncmp(joined, full, cut), "streamed '%s' vs %.*s", joined, (int)cut, full);
     json_decref(c);
+
+    /* a stop string across a token boundary (the last byte of one token, the first two of the
+     * next: its first occurrence), streamed and not; the token pieces from completions' logprobs */
+    snprintf(req, sizeof req, "%s,\"logprobs\":0}", base);
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    json_t *r = json_loads(buf, 0, NULL);
+    c = json_array_get(json_object_get(r, "choices"), 0);
+    full = json_string_value(json_object_get(c, "text"));
+    json_t *pieces = json_object_get(json_object_get(c, "logprobs"), "tokens");
+    json_int_t n_gen = json_integer_value(json_object_get(json_object_get(r, "usage"), "completion_tokens"));
+    CHECKF(full && json_array_size(pieces) == (size_t)n_gen &&
+               json_array_size(json_object_get(json_object_get(c, "logprobs"), "token_logprobs")) == (size_t)n_gen,
+           "%s", buf);
+    char bstop[4] = "";
+    size_t off = 0, bcut = 0;
+    for (size_t i = 0; full && i + 1 < json_array_size(pieces) && !bstop[0]; i++) {
+        const char *a = json_string_value(json_array_get(pieces, i)), *b = json_string_value(json_array_get(pieces, i + 1));
+        off += a ? strlen(a) : 0;
+        if (!a || !b || !*a || strlen(b) < 2 || off > strlen(full)) break;
+        char cand[4] = {a[strlen(a) - 1], b[0], b[1], 0};
+        bool plain = true;
+        for (int k = 0; k < 3; k++) plain = plain && (unsigned char)cand[k] >= 32 && (unsigned char)cand[k] < 127 && !strchr("\"\\", cand[k]);
+        if (plain && strstr(full, cand) == full + off - 1) memcpy(bstop, cand, 4), bcut = off - 1;
+    }
+    CHECKF(bstop[0], "no token boundary to put a stop string across in %s", buf);
+    if (bstop[0]) {
+        snprintf(req, sizeof req, "%s,\"stop\":\"%s\"}", base, bstop);
+        CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+        json_t *s2 = choice0(buf);
+        const char *t2 = json_string_value(json_object_get(s2, "text"));
+        CHECKF(t2 && strlen(t2) == bcut && !strncmp(t2, full, bcut), "stop '%s' across tokens: %s", bstop, buf);
+        json_decref(s2);
+        snprintf(req, sizeof req, "%s,\"stop\":\"%s\",\"stream\":true}", base, bstop);
+        CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+        joined[0] = 0;
+        char fin[32] = "";
+        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+            if (!strncmp(line, "data: {", 7)) {
+                json_t *ch = choice0(line + 6);
+                const char *t = json_string_value(json_object_get(ch, "text")), *f = json_string_value(json_object_get(ch, "finish_reason"));
+                if (t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t);
+                if (f) snprintf(fin, sizeof fin, "%s", f);
+                json_decref(ch);
+            }
+        CHECKF(strlen(joined) == bcut && !strncmp(joined, full, bcut) && !strcmp(fin, "stop"), "streamed, stop '%s' across tokens: '%s' vs %.*s",
+               bstop, joined, (int)bcut, full);
+    }
+    json_decref(r);
 }
 
 /* usage: prompt, completion and cached tokens; the second identical prompt reuses the cache. */
@@ -267,6 +328,48 @@ static void test_usage_and_cache(void) {
     CHECKF(json_integer_value(json_object_get(json_object_get(json_object_get(d, "usage"), "prompt_tokens_details"), "cached_tokens")) == 0,
            "cache_prompt false: %s", buf);
     json_decref(d);
+    /* streamed (include_usage): the same usage, the prompt cached again */
+    char sq[1024];
+    snprintf(sq, sizeof sq, "%.*s,\"stream\":true,\"stream_options\":{\"include_usage\":true}}", (int)strlen(req) - 1, req);
+    CHECK(http("POST", "/v1/chat/completions", sq, buf, sizeof buf) == 200);
+    const char *ul = strstr(buf, "\"usage\":{");
+    json_t *us = ul ? json_loads(ul + 8, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    CHECKF(us && json_integer_value(json_object_get(us, "prompt_tokens")) == pa && json_integer_value(json_object_get(us, "completion_tokens")) == 5 &&
+               json_integer_value(json_object_get(json_object_get(us, "prompt_tokens_details"), "cached_tokens")) == pa - 1,
+           "streamed usage: %s", buf);
+    json_decref(us);
+    /* seed: a sampled request gives the same reply for the same seed */
+    const char *seeded = "{\"prompt\":\"Once upon a time\",\"max_tokens\":12,\"temperature\":1.5,\"top_k\":0,\"top_p\":1,\"min_p\":0,"
+                         "\"seed\":1234,\"ignore_eos\":true,\"return_tokens\":true}";
+    char first[4096] = "";
+    CHECK(http("POST", "/v1/completions", seeded, buf, sizeof buf) == 200);
+    json_t *s1 = choice0(buf);
+    char *i1 = json_dumps(json_object_get(s1, "tokens"), 0);
+    snprintf(first, sizeof first, "%s", i1 ? i1 : "");
+    CHECK(http("POST", "/v1/completions", seeded, buf, sizeof buf) == 200);
+    json_t *s2 = choice0(buf);
+    char *i2 = json_dumps(json_object_get(s2, "tokens"), 0);
+    CHECKF(i1 && i2 && json_array_size(json_object_get(s1, "tokens")) == 12 && !strcmp(i1, i2), "seed 1234: %s vs %s", i1, i2);
+    free(i1), free(i2);
+    json_decref(s1), json_decref(s2);
+    /* streamed logprobs: one entry per generated token */
+    CHECK(http("POST", "/v1/chat/completions",
+               "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":4,\"temperature\":0,\"ignore_eos\":true,"
+               "\"logprobs\":true,\"top_logprobs\":2,\"stream\":true}",
+               buf, sizeof buf) == 200);
+    int n_lp = 0, n_top_ok = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "data: {", 7)) {
+            json_t *ch = choice0(line + 6);
+            size_t k;
+            json_t *e;
+            json_array_foreach(json_object_get(json_object_get(ch, "logprobs"), "content"), k, e) {
+                n_lp++;
+                n_top_ok += json_array_size(json_object_get(e, "top_logprobs")) == 2;
+            }
+            json_decref(ch);
+        }
+    CHECKF(n_lp == 4 && n_top_ok == 4, "streamed logprobs: %d entries, %d with 2 alternatives", n_lp, n_top_ok);
     /* logprobs: the chosen token first among its alternatives under greedy */
     CHECK(http("POST", "/v1/chat/completions",
                "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":3,\"temperature\":0,\"logprobs\":true,\"top_logprobs\":3}",
@@ -347,12 +450,16 @@ static void test_metrics(void) {
     ok0 = p ? atof(p + strlen("edge0_requests_total{code=\"200\"} ")) : -1;
     const char *p4 = strstr(m, "edge0_requests_total{code=\"400\"} ");
     double bad0 = p4 ? atof(p4 + strlen("edge0_requests_total{code=\"400\"} ")) : 0;
-    int total = 0;
+    static char m0[1 << 16];
+    memcpy(m0, m, sizeof m0);
+    int total = 0, prompt = 0, cached = 0;
     for (int i = 0; i < 3; i++) {
         CHECK(http("POST", "/v1/completions", "{\"prompt\":\"Hi there\",\"max_tokens\":7,\"temperature\":0,\"ignore_eos\":true}", buf,
                    sizeof buf) == 200);
-        json_t *j = json_loads(buf, 0, NULL);
-        total += (int)json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
+        json_t *j = json_loads(buf, 0, NULL), *u = json_object_get(j, "usage");
+        total += (int)json_integer_value(json_object_get(u, "completion_tokens"));
+        prompt += (int)json_integer_value(json_object_get(u, "prompt_tokens"));
+        cached += (int)json_integer_value(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"));
         json_decref(j);
     }
     CHECK(http("POST", "/v1/completions", "{", buf, sizeof buf) == 400);
@@ -364,6 +471,16 @@ static void test_metrics(void) {
     /* 3 completions + the first /metrics itself (counted after it was built) + the one metric() call */
     CHECKF(ok1 - ok0 == 4, "200s: %g -> %g", ok0, ok1);
     CHECKF(bad1 - bad0 == 1, "400s: %g -> %g", bad0, bad1);
+    /* the token counters follow the usage the responses reported; cached + prefilled = prompt */
+#define DELTA(name) (metric_of(m, name) - metric_of(m0, name))
+    CHECKF(DELTA("edge0_prompt_tokens_total") == prompt && prompt > 0, "prompt tokens +%g, usage %d", DELTA("edge0_prompt_tokens_total"), prompt);
+    CHECKF(DELTA("edge0_prompt_tokens_cached_total") == cached && cached > 0, "cached +%g, usage %d", DELTA("edge0_prompt_tokens_cached_total"), cached);
+    CHECKF(DELTA("edge0_prompt_tokens_prefilled_total") == prompt - cached, "prefilled +%g, usage %d - %d",
+           DELTA("edge0_prompt_tokens_prefilled_total"), prompt, cached);
+    CHECKF(DELTA("edge0_sequences_finished_total") == 3, "finished +%g", DELTA("edge0_sequences_finished_total"));
+    CHECK(DELTA("edge0_prefill_seconds_total") > 0 && DELTA("edge0_decode_seconds_total") > 0 && DELTA("edge0_steps_total") >= total);
+#undef DELTA
+    CHECK(metric_of(m, "edge0_kv_cells_cached") > 0 && metric_of(m, "edge0_kv_cells_total") == 4096);
     CHECKF(metric(url, "edge0_completion_tokens_total") - comp0 == total && total == 21, "completion tokens %d", total);
     CHECK(metric(url, "edge0_active_sequences") == 0 && metric(url, "edge0_queue_depth") == 0 &&
           metric(url, "edge0_kv_cells_used") == 0 && metric(url, "edge0_slots") == 4);
@@ -373,15 +490,17 @@ static void test_metrics(void) {
 static void test_openai_npm(void) {
     char cmd[PATH_MAX * 3], out[16384];
     snprintf(cmd, sizeof cmd,
-             "test -f %s/npm/node_modules/openai/index.mjs || timeout 120 npm install --prefix %s/npm --no-audit --no-fund "
-             "--fetch-retries=1 --fetch-timeout=30000 openai@4.104.0 >%s/npm.log 2>&1",
-             dir, dir, dir);
-    if (t_sh("command -v node >/dev/null && command -v npm >/dev/null", NULL, 0) != 0) SKIP("node/npm not installed");
+             "flock %s/npm.lock sh -c 'test -f %s/npm/node_modules/openai/index.mjs || timeout 120 npm install --prefix %s/npm "
+             "--no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 openai@4.104.0 >%s/npm.log 2>&1'",
+             dir, dir, dir, dir);
+    /* (test_serve_api installs into the same folder: flock makes it one install at a time) */
+    if (t_sh("command -v node >/dev/null && command -v npm >/dev/null && command -v flock >/dev/null", NULL, 0) != 0)
+        SKIP("node/npm/flock not installed");
     if (t_sh(cmd, NULL, 0) != 0) SKIP("npm install openai failed (registry unreachable? see %s/npm.log)", dir);
     snprintf(cmd, sizeof cmd, "node %s/tests/serve_client.mjs openai %s %s/npm 2>&1", root, url, dir);
     int rc = t_sh(cmd, out, sizeof out);
     CHECKF(rc == 0 && !strstr(out, "FAIL"), "%s", out);
-    CHECKF(strstr(out, "ok openai_stop_stream"), "%s", out);
+    CHECKF(strstr(out, "ok openai_stop_stream") && strstr(out, "ok openai_tools_stream"), "%s", out);
 }
 
 /* 16 concurrent streaming clients, 64 requests, 8 disconnecting mid-stream: all slots free after. */
@@ -506,6 +625,34 @@ static void test_tools(void) {
            (long long)n_prompt, json_array_size(json_object_get(r, "tokens")));
     json_decref(r);
     json_decref(j);
+    /* streamed with tools: the reply (no tool call from this model) streams as content equal to
+     * the whole reply; no tool_calls, the same finish reason (how many chunks depends on timing:
+     * that plain text goes out token by token is test_serve_api's) */
+    const char *treq = "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],\"tools\":%s,\"max_tokens\":12,"
+                       "\"temperature\":0,\"ignore_eos\":true%s}";
+    snprintf(req, sizeof req, treq, tools_json, "");
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    json_t *wc = choice0(buf);
+    const char *wtext = json_string_value(json_object_get(json_object_get(wc, "message"), "content"));
+    snprintf(req, sizeof req, treq, tools_json, ",\"stream\":true");
+    CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+    char joined[4096] = "", sfin[32] = "";
+    int n_content = 0, n_calls = 0, done = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strcmp(line, "data: [DONE]")) done++;
+        else if (!strncmp(line, "data: ", 6)) {
+            json_t *ch = choice0(line + 6), *d = json_object_get(ch, "delta");
+            const char *t = json_string_value(json_object_get(d, "content")), *fr = json_string_value(json_object_get(ch, "finish_reason"));
+            if (t && *t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t), n_content++;
+            if (json_object_get(d, "tool_calls")) n_calls++;
+            if (fr) snprintf(sfin, sizeof sfin, "%s", fr);
+            json_decref(ch);
+        }
+    }
+    CHECKF(wtext && !strcmp(joined, wtext) && n_content >= 1 && n_calls == 0 && done == 1 &&
+               !strcmp(sfin, json_string_value(json_object_get(wc, "finish_reason"))),
+           "streamed '%s' (%d chunks, %d tool-call chunks, finish %s) vs '%s'", joined, n_content, n_calls, sfin, wtext);
+    json_decref(wc);
     /* tool_choice none: the template gets no tools */
     snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s,\"tool_choice\":\"none\"}", tools_json);
     CHECK(http("POST", "/apply-template", req, buf, sizeof buf) == 200 && !strstr(buf, "# Tools") && !strstr(buf, "get_weather"));
@@ -687,6 +834,148 @@ static void test_robustness(void) {
     CHECKF(!strncmp(buf, "503\n", 4) && strstr(buf, "\"error\"") && strstr(buf, "data: [DONE]"), "%s", buf);
 }
 
+/* A server streaming its experts: /metrics counts expert cache misses and bytes read. Then 500:
+ * the engine fails (the model file loses its experts' bytes under the server): a whole request
+ * gets the OpenAI error object with code 500, a stream an error event and [DONE]; both are
+ * counted, and the server goes on answering. */
+static void test_engine_error_500(void) {
+    char copy[PATH_MAX + 32], args[PATH_MAX + 256], cmd[PATH_MAX * 3];
+    snprintf(copy, sizeof copy, "%s/broken.gguf", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s", model, copy);
+    CHECK(t_sh(cmd, NULL, 0) == 0);
+    snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --model-option experts=stream --model-option expert_slots=2", copy);
+    srv s;
+    CHECK(start(&s, "broken", args) == 0);
+    /* first, whole: the expert cache counters move (the main server's experts are resident: 0) */
+    static char m[1 << 16];
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[5,6,7],\"max_tokens\":4,\"ignore_eos\":true}", NULL, buf, sizeof buf) == 200);
+    CHECK(http_x(s.url, "GET", "/metrics", NULL, NULL, m, sizeof m) == 200);
+    double miss = metric_of(m, "edge0_expert_cache_misses_total"), hit = metric_of(m, "edge0_expert_cache_hits_total");
+    double rd = metric_of(m, "edge0_expert_bytes_read_total");
+    CHECKF(miss > 0 && hit >= 0 && rd >= miss, "streamed experts: %g misses, %g hits, %g bytes", miss, hit, rd);
+    CHECK(metric(url, "edge0_expert_cache_misses_total") == 0 && metric(url, "edge0_expert_bytes_read_total") == 0);
+    struct stat st;
+    CHECK(stat(copy, &st) == 0 && truncate(copy, st.st_size / 2) == 0); /* the second half: expert weights */
+    int code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[40,41,42,43,44,45,46,47],\"max_tokens\":8}", NULL, buf, sizeof buf);
+    json_t *j = json_loads(buf, 0, NULL), *e = json_object_get(j, "error");
+    CHECKF(code == 500 && json_integer_value(json_object_get(e, "code")) == 500 &&
+               !strcmp(json_string_value(json_object_get(e, "type")) ? json_string_value(json_object_get(e, "type")) : "", "server_error") &&
+               strstr(json_string_value(json_object_get(e, "message")) ? json_string_value(json_object_get(e, "message")) : "", "broken.gguf"),
+           "%d %s", code, buf);
+    json_decref(j);
+    code = http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[9,6,8,30,31,32,33,34],\"max_tokens\":8,\"stream\":true}", NULL, buf, sizeof buf);
+    CHECKF(code == 200 && strstr(buf, "data: {\"error\":{") && strstr(buf, "\"code\":500") && strstr(buf, "data: [DONE]\n\n"), "%d %s", code, buf);
+    CHECK(http_x(s.url, "GET", "/metrics", NULL, NULL, m, sizeof m) == 200);
+    CHECKF(strstr(m, "edge0_requests_total{code=\"500\"} 1\n") && metric_of(m, "edge0_sequences_error_total") == 2 &&
+               metric_of(m, "edge0_active_sequences") == 0,
+           "%s", m);
+    CHECK(http_x(s.url, "GET", "/health", NULL, NULL, buf, sizeof buf) == 200);
+    CHECK(stop(&s) == 0);
+    unlink(copy);
+}
+
+/* Batched equals single on the golden models (f32 KV): a greedy request's ids are the same alone
+ * and among 15 concurrent others (other prompts, lengths and temperatures, some streamed). */
+static void test_golden_batched(void) {
+    static const char *const names[] = {"stories260K", "stories260K-moe4", "llama-dense", "llama-tied", "llama-moe",
+                                        "qwen2-dense", "qwen2moe", "qwen3-dense", "qwen3moe"};
+    for (size_t mi = 0; mi < sizeof names / sizeof *names; mi++) {
+        char gguf[PATH_MAX], gj[PATH_MAX], args[PATH_MAX + 256], req[4096], script[16384];
+        snprintf(gguf, sizeof gguf, "%s/golden/%s.gguf", t_shared(), names[mi]);
+        snprintf(gj, sizeof gj, "%s/golden/%s.golden.json", t_shared(), names[mi]);
+        json_t *g = json_load_file(gj, 0, NULL);
+        json_t *prompt = json_object_get(json_array_get(json_object_get(g, "greedy"), 0), "prompt");
+        char *ps = json_is_array(prompt) ? json_dumps(prompt, JSON_COMPACT) : NULL;
+        json_decref(g);
+        CHECKF(ps, "%s: no greedy prompt", gj);
+        if (!ps) continue;
+        snprintf(args, sizeof args, "-m %s -np 16 -c 8192 -t 1 -ctk f32 -ctv f32", gguf);
+        srv s;
+        CHECKF(start(&s, names[mi], args) == 0, "%s", names[mi]);
+        snprintf(req, sizeof req, "{\"prompt\":%s,\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true}", ps);
+        free(ps);
+        CHECK(http_x(s.url, "POST", "/v1/completions", req, NULL, buf, sizeof buf) == 200);
+        json_t *alone = choice0(buf);
+        char *ids = json_dumps(json_object_get(alone, "tokens"), 0);
+        size_t n_alone = json_array_size(json_object_get(alone, "tokens"));
+        json_decref(alone);
+        int o = snprintf(script, sizeof script, "cd %s || exit 1; ", dir);
+        for (int i = 0; i < 15; i++)
+            o += snprintf(script + o, sizeof script - o,
+                          "curl -s -o gold%d -d '{\"prompt\":[%d,%d,%d,%d],\"max_tokens\":%d,\"temperature\":%s,\"stream\":%s,"
+                          "\"ignore_eos\":true}' %s/v1/completions & ",
+                          i, 1 + i, 20 + 7 * i, 3 + i, 90 + i, 8 + 3 * i, i % 3 ? "0" : "0.9", i % 2 ? "true" : "false", s.url);
+        o += snprintf(script + o, sizeof script - o, "curl -s -o gtarget -d '%s' %s/v1/completions & wait; cat gtarget", req, s.url);
+        CHECK(t_sh(script, buf, sizeof buf) == 0);
+        json_t *batched = choice0(buf);
+        char *bids = json_dumps(json_object_get(batched, "tokens"), 0);
+        json_decref(batched);
+        CHECKF(ids && bids && n_alone == 24 && !strcmp(ids, bids),
+               "%s: alone %s, among 15 others %s", names[mi], ids, bids);
+        free(ids), free(bids);
+        CHECK(stop(&s) == 0);
+    }
+}
+
+/* The generated ids of a completion of prompt [1] on srv s with the extra fields (NULL on error). */
+static json_t *ids_of(const srv *s, const char *extra) {
+    char req[1024];
+    snprintf(req, sizeof req, "{\"prompt\":[1],\"max_tokens\":24,\"ignore_eos\":true,\"return_tokens\":true%s}", extra);
+    if (http_x(s->url, "POST", "/v1/completions", req, NULL, buf, sizeof buf) != 200) return NULL;
+    json_t *c = choice0(buf), *ids = json_incref(json_object_get(c, "tokens"));
+    json_decref(c);
+    return json_array_size(ids) == 24 ? ids : (json_decref(ids), NULL);
+}
+static bool all_distinct(const json_t *ids) {
+    for (size_t i = 0; i < json_array_size(ids); i++)
+        for (size_t k = 0; k < i; k++)
+            if (json_integer_value(json_array_get(ids, i)) == json_integer_value(json_array_get(ids, k))) return false;
+    return json_array_size(ids) > 0;
+}
+
+/* The sampling fields reach the sampler, on a golden model whose greedy reply repeats itself:
+ * presence and frequency penalties over the whole context leave no id twice, repeat_penalty
+ * changes the reply; top_k 1, min_p 1 and a tiny top_p make a hot temperature greedy again, and
+ * without them the same temperature does not give the greedy reply. */
+static void test_sampling_params(void) {
+    char gguf[PATH_MAX], args[PATH_MAX + 128];
+    snprintf(gguf, sizeof gguf, "%s/golden/qwen2-dense.gguf", t_shared());
+    snprintf(args, sizeof args, "-m %s -np 1 -c 512 -t 1", gguf);
+    srv s;
+    CHECK(start(&s, "sampling", args) == 0);
+    json_t *greedy = ids_of(&s, ",\"temperature\":0");
+    CHECKF(greedy && !all_distinct(greedy), "the greedy reply should repeat an id (else the penalties are not tested): %s", buf);
+    static const char *const distinct[] = {",\"temperature\":0,\"presence_penalty\":100,\"repeat_last_n\":-1",
+                                           ",\"temperature\":0,\"frequency_penalty\":100,\"repeat_last_n\":-1"};
+    for (int i = 0; i < 2; i++) {
+        json_t *ids = ids_of(&s, distinct[i]);
+        CHECKF(ids && all_distinct(ids), "%s: %s", distinct[i], buf);
+        json_decref(ids);
+    }
+    json_t *rp = ids_of(&s, ",\"temperature\":0,\"repeat_penalty\":50,\"repeat_last_n\":-1");
+    CHECKF(rp && greedy && !json_equal(rp, greedy), "repeat_penalty 50 did not change the reply: %s", buf);
+    json_decref(rp);
+    static const char *const as_greedy[] = {",\"temperature\":1.5,\"seed\":7,\"top_k\":1", ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":1",
+                                            ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":0.000001"};
+    for (int i = 0; i < 3; i++) {
+        json_t *ids = ids_of(&s, as_greedy[i]);
+        CHECKF(ids && greedy && json_equal(ids, greedy), "%s: %s", as_greedy[i], buf);
+        json_decref(ids);
+    }
+    json_t *hot = ids_of(&s, ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":1");
+    CHECKF(hot && greedy && !json_equal(hot, greedy), "temperature 1.5 gave the greedy reply: %s", buf);
+    json_decref(hot);
+    /* max_completion_tokens (OpenAI's newer name) */
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":[1],\"max_completion_tokens\":3,\"ignore_eos\":true}", NULL, buf, sizeof buf) == 200);
+    json_t *mc = json_loads(buf, JSON_ALLOW_NUL, NULL), *length = json_string("length");
+    CHECKF(json_integer_value(json_object_get(json_object_get(mc, "usage"), "completion_tokens")) == 3 &&
+               json_equal(json_object_get(json_array_get(json_object_get(mc, "choices"), 0), "finish_reason"), length),
+           "%s", buf);
+    json_decref(mc), json_decref(length);
+    json_decref(greedy);
+    CHECK(stop(&s) == 0);
+}
+
 static void test_refuses_public_without_key(void) {
     char cmd[PATH_MAX * 2], out[1024];
     snprintf(cmd, sizeof cmd, "%s serve -m %s --host 0.0.0.0 --port 0 2>&1", bin, model);
@@ -733,6 +1022,9 @@ int main(void) {
     RUN(test_openai_npm);
     RUN(test_load);
     RUN(test_refuses_public_without_key);
+    RUN(test_engine_error_500);
+    RUN(test_golden_batched);
+    RUN(test_sampling_params);
     t_begin("test_sigterm_exits_0");
     CHECK(stop(&s) == 0);
     t_end();

@@ -37,8 +37,8 @@ static void help(void) {
          "--chat-template-file F (instead of the model's template). Extensions of the request body:\n"
          "ignore_eos, return_tokens (the generated ids in each choice), top_k, min_p, repeat_penalty,\n"
          "repeat_last_n, cache_prompt. Chat: 'tools' (tool_choice auto or none) and tool messages go to the\n"
-         "template when it renders them (else 400); a whole reply of <tool_call> blocks (templates that ask\n"
-         "for them) comes back as message.tool_calls, a streamed one as text.\n"
+         "template when it renders them (else 400); a reply of <tool_call> blocks (templates that ask for\n"
+         "them) comes back as message.tool_calls, or streamed as delta.tool_calls chunks.\n"
          "A prompt that extends what a slot's cache holds reuses it\n"
          "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);

@@ -4,8 +4,8 @@
  * refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
  * gives them with --jinja (a tool call's JSON-string arguments as an object); a template that
  * does not render them (srv_api_probe) gets the request refused with 400 rather than silently
- * dropping them. A whole (non-streamed) reply of <tool_call> blocks, for templates that ask for
- * them, comes back as message.tool_calls; streamed replies stay text. */
+ * dropping them. A reply of <tool_call> blocks, for templates that ask for them, comes back as
+ * message.tool_calls (whole responses) or delta.tool_calls chunks (streams, srv_sse). */
 #include "serve/api.h"
 
 #include <math.h>
@@ -569,24 +569,116 @@ json_t *srv_response_json(const srv_api *a, const srv_job *j, const char *id, lo
                      srv_usage_json(u->n_prompt, u->n_gen, u->n_cached));
 }
 
-json_t *srv_chunk_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
-                       const char *finish, bool first) {
+/* A chunk of one choice (stolen; NULL gives NULL). */
+static json_t *chunk_of(const srv_api *a, const srv_job *j, const char *id, long created, json_t *choice) {
+    if (!choice) return NULL;
+    json_t *c = json_pack("{s:s,s:s,s:i,s:s,s:[o]}", "id", id, "object", j->chat ? "chat.completion.chunk" : "text_completion",
+                          "created", (json_int_t)created, "model", a->model_id, "choices", choice);
+    if (c && j->include_usage) json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+/* null_content: chat's first chunk says content null when it has no text (a reply that may be
+ * only tool calls, as llama-server and OpenAI send it). */
+static json_t *text_chunk(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
+                          const char *finish, bool first, bool null_content) {
     json_t *choice;
     json_t *text = srv_json_text(u->text ? u->text : "", u->text_len);
     if (j->chat) {
         json_t *delta = json_object();
         if (first) json_object_set_new(delta, "role", json_string("assistant"));
-        if (u->text_len || first) json_object_set_new(delta, "content", text);
-        else json_decref(text);
+        if (u->text_len || (first && !null_content)) json_object_set_new(delta, "content", text);
+        else {
+            json_decref(text);
+            if (first) json_object_set_new(delta, "content", json_null());
+        }
         choice = json_pack("{s:i,s:o,s:s?}", "index", 0, "delta", delta, "finish_reason", finish);
     } else choice = json_pack("{s:i,s:o,s:s?}", "index", 0, "text", text, "finish_reason", finish);
     if (!choice) return NULL;
     json_object_set_new(choice, "logprobs", j->logprobs && u->n_lp ? logprobs_json(a, j, u->lp, u->n_lp) : json_null());
     if (j->return_tokens) json_object_set_new(choice, "tokens", ids_json(u->ids, u->n_ids));
-    json_t *c = json_pack("{s:s,s:s,s:i,s:s,s:[o]}", "id", id, "object", j->chat ? "chat.completion.chunk" : "text_completion",
-                          "created", (json_int_t)created, "model", a->model_id, "choices", choice);
-    if (c && j->include_usage) json_object_set_new(c, "usage", json_null());
-    return c;
+    return chunk_of(a, j, id, created, choice);
+}
+
+json_t *srv_chunk_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
+                       const char *finish, bool first) {
+    return text_chunk(a, j, id, created, u, finish, first, false);
+}
+
+void srv_sse_init(srv_sse *s, const srv_api *a, const srv_job *j, const char *id, long created) {
+    memset(s, 0, sizeof *s);
+    s->a = a;
+    s->j = j;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    s->created = created;
+    s->first = true;
+    s->split = j->chat && j->tools && a->caps.tool_call_tags;
+}
+
+void srv_sse_free(srv_sse *s) { srv_toolsplit_free(&s->ts); }
+
+static void sse_line(e0_strbuf *out, json_t *j) {
+    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!t) {
+        out->oom = 1; /* the stream ends with an error (the reader sees oom) */
+        return;
+    }
+    e0_sb_printf(out, "data: %s\n\n", t);
+    free(t);
+}
+
+void srv_sse_feed(srv_sse *s, const srv_update *u, e0_strbuf *out) {
+    const srv_api *a = s->a;
+    const srv_job *j = s->j;
+    if (s->ended) return;
+    srv_update v = *u; /* u with only the text that may go out now */
+    e0_strbuf content = {0};
+    json_t *calls = NULL;
+    if (s->split) {
+        if (srv_toolsplit_feed(&s->ts, u->text ? u->text : "", u->text_len, &content) < 0) out->oom = 1;
+        if (u->done) calls = srv_toolsplit_end(&s->ts, u->finish == SRV_FINISH_STOP, s->id, &content);
+        if (content.oom) out->oom = 1;
+        v.text = content.p ? content.p : "";
+        v.text_len = content.len;
+    }
+    /* a chunk when there is text, the role to send, or ids / logprobs the client asked for */
+    if (v.text_len || s->first || (v.n_ids && (j->return_tokens || (j->logprobs && v.n_lp)))) {
+        sse_line(out, text_chunk(a, j, s->id, s->created, &v, NULL, s->first, s->split));
+        s->first = false;
+    }
+    free(content.p);
+    if (!u->done) return;
+    const char *fin = srv_finish_name(u->finish);
+    if (!fin) {
+        const char *type = u->finish == SRV_FINISH_ERROR ? "server_error" : "unavailable_error";
+        int status = u->finish == SRV_FINISH_ERROR ? 500 : 503;
+        sse_line(out, srv_error_json(status, type,
+                                     u->finish == SRV_FINISH_TIMEOUT ? "the request's time limit passed"
+                                     : u->err[0]                     ? u->err
+                                                                     : "cancelled"));
+    } else {
+        size_t i;
+        json_t *call;
+        json_array_foreach(calls, i, call) {
+            json_t *tc = json_deep_copy(call);
+            if (tc) json_object_set_new(tc, "index", json_integer((json_int_t)i));
+            json_t *choice = tc ? json_pack("{s:i,s:{s:[o]},s:n,s:n}", "index", 0, "delta", "tool_calls", tc, "logprobs", "finish_reason")
+                                : NULL;
+            sse_line(out, chunk_of(a, j, s->id, s->created, choice));
+        }
+        srv_update end = {.text = "", .done = true};
+        sse_line(out, text_chunk(a, j, s->id, s->created, &end, calls ? "tool_calls" : fin, false, false));
+        if (j->include_usage) {
+            json_t *c = json_pack("{s:s,s:s,s:i,s:s,s:[],s:o}", "id", s->id, "object", j->chat ? "chat.completion.chunk" : "text_completion",
+                                  "created", (json_int_t)s->created, "model", a->model_id, "choices", "usage",
+                                  srv_usage_json(u->n_prompt, u->n_gen, u->n_cached));
+            sse_line(out, c);
+        }
+    }
+    json_decref(calls);
+    e0_sb_add(out, "data: [DONE]\n\n", 14);
+    s->ended = true;
 }
 
 json_t *srv_tokenize(const srv_api *a, const char *body, size_t len, srv_fail *f) {

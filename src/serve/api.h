@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "engine/model.h"
+#include "serve/output.h"
 #include "serve/sched.h"
 #include "text/tokenizer.h"
 
@@ -51,7 +52,7 @@ typedef struct srv_job {
     bool stream, include_usage;
     bool return_tokens;        /* extension: the generated ids in each choice ("tokens") */
     bool logprobs;             /* chat: logprobs=true; completions: logprobs=N given */
-    bool tools;                /* chat: tools went to the template (a whole reply's tool calls are parsed) */
+    bool tools;                /* chat: tools went to the template (the reply's tool calls are parsed, streamed or not) */
     int *ids;                  /* prompt [n] (malloc'd) */
     int n;
     srv_params p;              /* stop strings owned until handed to srv_req_new */
@@ -76,10 +77,32 @@ json_t *srv_error_json(int status, const char *type, const char *msg);
  * by valid tool-call blocks comes back as message.tool_calls with finish_reason "tool_calls". */
 json_t *srv_response_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
                           const int *ids, int n_ids, const srv_lp *lp, int n_lp);
-/* One stream chunk with the new text (and logprobs) of u; finish: NULL or "stop"/"length". first:
- * chat's first chunk carries the role. */
+/* One stream chunk with the new text (and logprobs) of u; finish: NULL or "stop"/"length"/
+ * "tool_calls". first: chat's first chunk carries the role. */
 json_t *srv_chunk_json(const srv_api *a, const srv_job *j, const char *id, long created, const srv_update *u,
                        const char *finish, bool first);
+/* The formatting of one streamed reply: its SSE `data:` lines, from the updates as they come. A
+ * chat request with tools, to a template with <tool_call> tags, streams its content while
+ * holding back what may be a tool call (srv_toolsplit); tool calls found at the end go out as
+ * OpenAI's delta.tool_calls chunks (index, id, type, function name and whole arguments, one chunk
+ * each) with finish_reason "tool_calls" — the same calls and content as the whole response. */
+typedef struct srv_sse {
+    const srv_api *a;
+    const srv_job *j;      /* must outlive this */
+    char id[64];
+    long created;
+    bool first;            /* no chunk sent yet (the first carries the role) */
+    bool ended;            /* [DONE] written */
+    bool split;            /* tool calls are looked for */
+    srv_toolsplit ts;
+} srv_sse;
+void srv_sse_init(srv_sse *s, const srv_api *a, const srv_job *j, const char *id, long created);
+/* Append to *out the lines for u: a chunk of new content (logprobs, ids), and when u is the end
+ * the tool-call chunks, the finish chunk, usage (include_usage) and [DONE] — or, for an error,
+ * timeout or cancel, an error event and [DONE]. */
+void srv_sse_feed(srv_sse *s, const srv_update *u, e0_strbuf *out);
+void srv_sse_free(srv_sse *s);
+
 /* The usage object. */
 json_t *srv_usage_json(int n_prompt, int n_gen, int n_cached);
 /* "stop" / "length" for a finished request (NULL for the others). */

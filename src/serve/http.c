@@ -121,57 +121,17 @@ typedef struct stream {
     srv_req *r;
     srv_cursor cur;
     int fd;
-    char id[64];
-    long created;
+    srv_sse fmt;          /* the chunks (api.h) */
     e0_strbuf out;        /* formatted bytes not yet handed to MHD */
     size_t off;
-    bool first, ended;
 } stream;
-
-static void sse(stream *st, json_t *j) {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    if (!s) return;
-    e0_sb_printf(&st->out, "data: %s\n\n", s);
-    free(s);
-}
-
-/* The SSE lines for update u. */
-static void stream_format(stream *st, const srv_update *u) {
-    const srv_api *a = st->h->api;
-    if (u->text_len || u->n_ids || st->first) {
-        sse(st, srv_chunk_json(a, &st->job, st->id, st->created, u, NULL, st->first));
-        st->first = false;
-    }
-    if (!u->done) return;
-    const char *fin = srv_finish_name(u->finish);
-    if (!fin) {
-        const char *type = u->finish == SRV_FINISH_ERROR ? "server_error" : "unavailable_error";
-        int status = u->finish == SRV_FINISH_ERROR ? 500 : 503;
-        sse(st, srv_error_json(status, type,
-                               u->finish == SRV_FINISH_TIMEOUT ? "the request's time limit passed"
-                               : u->err[0]                     ? u->err
-                                                               : "cancelled"));
-    } else {
-        srv_update end = {.text = "", .done = true};
-        sse(st, srv_chunk_json(a, &st->job, st->id, st->created, &end, fin, false));
-        if (st->job.include_usage) {
-            json_t *c = json_pack("{s:s,s:s,s:i,s:s,s:[],s:o}", "id", st->id, "object",
-                                  st->job.chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
-                                  "model", a->model_id, "choices", "usage", srv_usage_json(u->n_prompt, u->n_gen, u->n_cached));
-            sse(st, c);
-        }
-    }
-    e0_sb_add(&st->out, "data: [DONE]\n\n", 14);
-    st->ended = true;
-}
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *st = cls;
     while (st->off >= st->out.len) {
         st->out.len = st->off = 0;
-        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (st->fmt.ended) return MHD_CONTENT_READER_END_OF_STREAM;
         if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
         srv_update u;
         int rc = srv_wait(st->h->sched, st->r, &st->cur, WAIT_MS, &u);
@@ -183,7 +143,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             }
             continue;
         }
-        stream_format(st, &u);
+        srv_sse_feed(&st->fmt, &u, &st->out);
         srv_update_free(&u);
     }
     size_t n = st->out.len - st->off < max ? st->out.len - st->off : max;
@@ -197,6 +157,7 @@ static void stream_free(void *cls) {
     atomic_fetch_sub(&st->h->open_streams, 1);
     srv_cancel(st->h->sched, st->r, SRV_FINISH_CANCELLED); /* nothing when it has finished */
     srv_release(st->h->sched, st->r);
+    srv_sse_free(&st->fmt);
     srv_job_free(&st->job);
     free(st->out.p);
     free(st);
@@ -241,9 +202,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cs,
         st->job = j;
         st->r = r;
         st->fd = fd;
-        st->first = true;
-        st->created = created;
-        memcpy(st->id, id, sizeof id);
+        srv_sse_init(&st->fmt, a, &st->job, id, created);
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
         if (!resp) {
             stream_free(st);

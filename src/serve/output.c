@@ -89,8 +89,14 @@ static size_t skip_space(const char *t, size_t i, size_t n) {
     return i;
 }
 
-json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len) {
+/* srv_parse_tool_calls; on NULL, *later (when not NULL) says whether more text could still make
+ * it calls: it ends inside a block or inside a tag that may be "<tool_call>" (or memory ran out),
+ * rather than with a block that is not valid or text that is not a block. */
+static json_t *parse_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len, bool *later) {
     static const char open_tag[] = "<tool_call>", close_tag[] = "</tool_call>";
+    bool dummy;
+    if (!later) later = &dummy;
+    *later = true;
     const size_t ol = sizeof open_tag - 1, cl = sizeof close_tag - 1;
     const char *first = len >= ol ? memmem(text, len, open_tag, ol) : NULL;
     if (!first) return NULL;
@@ -100,14 +106,18 @@ json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix
     if (!calls) return NULL;
     size_t i = start;
     while (i < len) {
-        if (len - i < ol || memcmp(text + i, open_tag, ol)) goto bad; /* only blocks after the first */
+        if (len - i < ol || memcmp(text + i, open_tag, ol)) { /* only blocks after the first */
+            *later = len - i < ol && !memcmp(text + i, open_tag, len - i);
+            goto bad;
+        }
         i += ol;
         const char *end = memmem(text + i, len - i, close_tag, cl);
-        if (!end) goto bad;
+        if (!end) goto bad; /* not closed (yet) */
         json_t *o = json_loadb(text + i, (size_t)(end - (text + i)), JSON_REJECT_DUPLICATES, NULL);
         json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
         if (!json_is_object(o) || !json_is_string(name) || json_string_length(name) == 0 || (args && !json_is_object(args))) {
             json_decref(o);
+            *later = false;
             goto bad;
         }
         char *a = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
@@ -124,4 +134,68 @@ json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix
 bad:
     json_decref(calls);
     return NULL;
+}
+
+json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len) {
+    return parse_calls(text, len, id_prefix, content_len, NULL);
+}
+
+static const char tool_open[] = "<tool_call>";
+#define TOOL_OPEN_LEN (sizeof tool_open - 1)
+
+static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* In calls: held is whitespace, the first tag and what followed. Once no text to come can make it
+ * valid blocks (a block that is not a call, text after one), the whole reply is content. */
+static int check_calls(srv_toolsplit *t, e0_strbuf *out) {
+    size_t cl;
+    bool later;
+    json_t *calls = parse_calls(t->held.p, t->held.len, "x", &cl, &later);
+    if (calls || later) return json_decref(calls), 0;
+    t->plain = true;
+    t->in_calls = false;
+    int rc = e0_sb_add(out, t->held.p, t->held.len);
+    t->held.len = 0;
+    return rc;
+}
+
+int srv_toolsplit_feed(srv_toolsplit *t, const char *s, size_t n, e0_strbuf *out) {
+    if (t->plain) return e0_sb_add(out, s, n);
+    if (e0_sb_add(&t->held, s, n) < 0) return -1;
+    if (t->in_calls) return check_calls(t, out);
+    const char *h = t->held.p ? t->held.p : "";
+    size_t len = t->held.len, keep;
+    const char *tag = len >= TOOL_OPEN_LEN ? memmem(h, len, tool_open, TOOL_OPEN_LEN) : NULL;
+    if (tag) {
+        t->in_calls = true;
+        keep = (size_t)(tag - h);
+    } else {
+        /* the longest tail that is a proper prefix of the tag */
+        size_t k = TOOL_OPEN_LEN - 1 < len ? TOOL_OPEN_LEN - 1 : len;
+        for (; k > 0; k--)
+            if (!memcmp(h + len - k, tool_open, k)) break;
+        keep = len - k;
+    }
+    while (keep > 0 && is_space(h[keep - 1])) keep--; /* whitespace before a tag is not content */
+    if (keep > 0) {
+        if (e0_sb_add(out, h, keep) < 0) return -1;
+        memmove(t->held.p, h + keep, len - keep + 1);
+        t->held.len = len - keep;
+    }
+    return t->in_calls ? check_calls(t, out) : 0;
+}
+
+json_t *srv_toolsplit_end(srv_toolsplit *t, bool parse, const char *id_prefix, e0_strbuf *out) {
+    size_t content_len = 0;
+    json_t *calls = parse && t->in_calls ? srv_parse_tool_calls(t->held.p, t->held.len, id_prefix, &content_len) : NULL;
+    /* what is held starts with whitespace and the first tag: no content before the calls */
+    if (!calls && t->held.len) e0_sb_add(out, t->held.p, t->held.len);
+    t->held.len = 0;
+    t->in_calls = t->plain = false;
+    return calls;
+}
+
+void srv_toolsplit_free(srv_toolsplit *t) {
+    free(t->held.p);
+    memset(t, 0, sizeof *t);
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/strbuf.h"
 #include "serve/sched.h"
 
 /* text[0..len) is the generated text, of which [0..from) has been released. Returns how far the
@@ -30,5 +31,24 @@ json_t *srv_json_text(const char *s, size_t n);
  * whitespace dropped); NULL when the text is not content + complete, valid blocks (then it is all
  * content). Only whitespace may separate and follow the blocks. */
 json_t *srv_parse_tool_calls(const char *text, size_t len, const char *id_prefix, size_t *content_len);
+
+/* The same for a streamed reply, as its text comes: what can go out as content at once, and what
+ * is held until it can be decided — a tail that may be the start of "<tool_call>" (with the
+ * whitespace before it), and everything from the first "<tool_call>" on: held while it is valid
+ * blocks so far, then either the tool calls srv_parse_tool_calls finds at the end or, as soon as
+ * no more text can make it blocks (a block that is not a call, text after a block), released as
+ * content with everything after it. So the streamed content + calls equal the whole reply's, and
+ * plain text still streams as it comes (held back only while it could be a tag). Start from {0}. */
+typedef struct srv_toolsplit {
+    e0_strbuf held; /* text not yet released */
+    bool in_calls;  /* "<tool_call>" seen, valid blocks so far: held */
+    bool plain;     /* it can no longer be tool calls: all text goes out as it comes */
+} srv_toolsplit;
+/* Take s[0..n); appends to *out what may be released now. -1 when out of memory. */
+int srv_toolsplit_feed(srv_toolsplit *t, const char *s, size_t n, e0_strbuf *out);
+/* The reply is over. parse: it may be tool calls (it stopped by itself, tools were given). Returns
+ * the calls (the held text was them), or NULL with the held text appended to *out. */
+json_t *srv_toolsplit_end(srv_toolsplit *t, bool parse, const char *id_prefix, e0_strbuf *out);
+void srv_toolsplit_free(srv_toolsplit *t);
 
 #endif
