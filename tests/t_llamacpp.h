@@ -2,11 +2,12 @@
  * test_tokenizer_llamacpp.c) share: where the llama.cpp install and the reference cache are
  * (lb, ref_tool, cache), the install step that finds out whether llama.cpp is available at all
  * (t_llamacpp_setup: when not, `unavailable` says why and every case is reported skipped), the
- * cache counters, and small path helpers. Include after t.h. */
+ * cache counters, and small helpers (paths, directory listings, id lines). Include after t.h. */
 #ifndef E0_T_LLAMACPP_H
 #define E0_T_LLAMACPP_H
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,19 @@ static inline int list_dir(const char *dir, const char *suffix, char **names, in
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
+    return n;
+}
+
+/* Token ids of a whitespace-separated line; returns the count (at most cap). */
+static inline int parse_line_ids(const char *s, int32_t *ids, int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
     return n;
 }
 

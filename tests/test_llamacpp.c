@@ -139,19 +139,6 @@ static char *ids_csv(const int32_t *ids, int n) {
     return s;
 }
 
-/* Token ids of a whitespace-separated line; returns the count (at most cap). */
-static int parse_line_ids(const char *s, int32_t *ids, int cap) {
-    int n = 0;
-    while (*s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) break;
-        ids[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
-}
-
 typedef struct {
     const char *path;
     char sha[65];

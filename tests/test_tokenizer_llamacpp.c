@@ -30,18 +30,6 @@
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
-static int parse_ids(const char *s, int32_t *ids, int cap) {
-    int n = 0;
-    while (*s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) break;
-        ids[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
-}
-
 static int begin(const char *name) {
     t_begin(name);
     if (!unavailable[0]) return 1;
@@ -116,7 +104,7 @@ static void test_source_vocabs(void) {
             if (!m) break;
             char *nl = memchr(o, '\n', (size_t)(out + no - o));
             if (nl) *nl = 0;
-            int nw = o < out + no ? parse_ids(o, want, 1 << 16) : -1;
+            int nw = o < out + no ? parse_line_ids(o, want, 1 << 16) : -1;
             e0_tokens ids = {0};
             int rc = e0_tokenize(t, p, (size_t)(m - p), false, false, &ids, &e);
             bool same = rc == 0 && nw == (int)ids.n && (ids.n == 0 || !memcmp(ids.ids, want, ids.n * sizeof *want));
@@ -443,7 +431,7 @@ static void test_differential(void) {
             static int32_t ref[1 << 16];
             int bad = 0, total = 0;
             for (int i = 0; i < c.n && rf; i++) {
-                int nref = fgets(line, sizeof line, rf) ? parse_ids(line, ref, 1 << 16) : -1;
+                int nref = fgets(line, sizeof line, rf) ? parse_line_ids(line, ref, 1 << 16) : -1;
                 e0_tokens out = {0};
                 e0_err e;
                 int rc = e0_tokenize(t, c.text[i], c.len[i], mode == 0, mode == 1, &out, &e);
