@@ -103,6 +103,9 @@ $(BUILD)/tests/%: tests/%.c tests/t.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -Itests -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)
 
+# The tests' shared helper headers besides t.h (tests/t_*.h, e.g. t_rand.h): any test may include one.
+$(TEST_BIN): $(wildcard tests/t_*.h)
+
 $(BUILD)/tools/%: tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(LDFLAGS) $(LDFLAGS_SAN) -MMD -MP -MT $@ -MF $(BUILD)/obj/tools/$*.d -o $@ $< $(LIB) $(LDLIBS) $(LDLIBS_$*)

@@ -3,9 +3,10 @@
  * the fuzzer and in the seed builder) and reading small files.
  *
  * A target is `fuzz_NAME_init()` (once) + `fuzz_NAME_one(data, size)` (per input). Its libFuzzer
- * entry points are compiled only without FUZZ_NO_MAIN, so tests/test_fuzz_regress.c can include
- * every target into one binary and replay the committed inputs of tests/fuzz-regress/ with the
- * same code under the ordinary (gcc) build. */
+ * entry points (FUZZ_ENTRY_POINTS(NAME), at the end of its file) are compiled only without
+ * FUZZ_NO_MAIN, so tests/test_fuzz_regress.c can include every target into one binary and
+ * replay the committed inputs of tests/fuzz-regress/ with the same code under the ordinary (gcc)
+ * build. */
 #ifndef E0_FUZZ_COMMON_H
 #define E0_FUZZ_COMMON_H
 
@@ -144,5 +145,21 @@ static inline int fuzz_synth_tiny_tmpl(enum e0_arch arch, int moe, int tied, con
 static inline int fuzz_synth_tiny(enum e0_arch arch, int moe, int tied, const char *path, e0_err *e) {
     return fuzz_synth_tiny_tmpl(arch, moe, tied, NULL, path, e);
 }
+
+/* The libFuzzer entry points of target NAME: fuzz_NAME_init() once (a failure aborts: there is
+ * nothing to fuzz), fuzz_NAME_one(data, size) per input. Empty under FUZZ_NO_MAIN
+ * (tests/test_fuzz_regress.c includes every target into one binary). */
+#ifdef FUZZ_NO_MAIN
+#define FUZZ_ENTRY_POINTS(name)
+#else
+#define FUZZ_ENTRY_POINTS(name)                                                                               \
+    int LLVMFuzzerInitialize(int *argc, char ***argv) {                                                       \
+        (void)argc;                                                                                           \
+        (void)argv;                                                                                           \
+        if (fuzz_##name##_init() != 0) abort();                                                               \
+        return 0;                                                                                             \
+    }                                                                                                         \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_##name##_one(data, size); }
+#endif
 
 #endif

@@ -157,12 +157,4 @@ int fuzz_gguf_one(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    if (fuzz_gguf_init() != 0) abort();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_gguf_one(data, size); }
-#endif
+FUZZ_ENTRY_POINTS(gguf)

@@ -52,11 +52,4 @@ int fuzz_jinja_one(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    return fuzz_jinja_init();
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_jinja_one(data, size); }
-#endif
+FUZZ_ENTRY_POINTS(jinja)

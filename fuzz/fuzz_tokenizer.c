@@ -156,12 +156,4 @@ int fuzz_tokenizer_one(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    if (fuzz_tokenizer_init() != 0) abort();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_tokenizer_one(data, size); }
-#endif
+FUZZ_ENTRY_POINTS(tokenizer)

@@ -114,11 +114,4 @@ int fuzz_trace_one(const uint8_t *data, size_t size) {
     return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    return fuzz_trace_init();
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_trace_one(data, size); }
-#endif
+FUZZ_ENTRY_POINTS(trace)

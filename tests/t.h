@@ -84,6 +84,29 @@ static inline int t_sh(const char *cmd, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Seconds on the monotonic clock (for timeouts and waits). */
+#include <time.h>
+static inline double t_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The whole file at path, malloc'd (at least 1 byte) for the caller to free, its size in *n;
+ * NULL (and *n = 0) when it cannot be opened or the memory is not there. */
+static inline void *t_read_file(const char *path, size_t *n) {
+    *n = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    void *b = malloc(len > 0 ? (size_t)len : 1);
+    if (b) *n = fread(b, 1, len > 0 ? (size_t)len : 0, fp);
+    fclose(fp);
+    return b;
+}
+
 /* Paths: the build dir (for the CLI binaries) and ../shared. */
 static inline const char *t_build(void) {
     const char *b = getenv("E0_BUILD");

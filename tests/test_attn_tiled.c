@@ -205,18 +205,6 @@ static void test_exp(void) {
 
 /* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
 
-static float *read_floats(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    float *x = len > 0 ? malloc((size_t)len) : NULL;
-    *n = x && fread(x, 1, (size_t)len, f) == (size_t)len ? (size_t)len / 4 : 0;
-    fclose(f);
-    return x;
-}
-
 /* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
  * type. F32 KV: only the summation order differs, bound 1e-5 of max |logit| (measured ~5e-7).
  * Other types: a cache in a rounded type re-rounds the next layer's k / v, where a change of 1e-7
@@ -245,7 +233,8 @@ static void test_engine(void) {
                 CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
             }
             size_t na = 0, nb = 0;
-            float *x = read_floats(a, &na), *y = read_floats(b, &nb);
+            float *x = t_read_file(a, &na), *y = t_read_file(b, &nb);
+            na /= sizeof(float), nb /= sizeof(float);
             CHECKF(na && na == nb && na % 157 == 0, "%s %s: %zu and %zu logits", archs[m][0], kv[k], na, nb);
             if (na && na == nb) {
                 double mx = 0, d = 0;

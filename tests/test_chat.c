@@ -25,12 +25,6 @@ static char dir[1024], bin[1024], model[1024], tmpl[1100];
 
 #define TIMEOUT 60.0 /* seconds for anything to show up (the test machine may be busy) */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- a program in a pseudo-terminal: its stdin and stdout are the terminal, stderr a file ---- */
 typedef struct pty_proc {
     pid_t pid;
@@ -78,7 +72,7 @@ static void pty_pump(pty_proc *p, int ms) {
 
 /* Wait until the terminal shows `s` after the mark; the mark moves past it. */
 static bool pty_expect(pty_proc *p, const char *s) {
-    for (double t0 = now(); now() - t0 < TIMEOUT;) {
+    for (double t0 = t_now(); t_now() - t0 < TIMEOUT;) {
         const char *hit = strstr(p->out + p->mark, s);
         if (hit) {
             p->mark = (size_t)(hit - p->out) + strlen(s);
@@ -109,7 +103,7 @@ static const char *err_text(const pty_proc *p) {
 
 /* Wait until stderr shows `s` after its mark; returns where (in err_text's buffer), or NULL. */
 static const char *err_expect(pty_proc *p, const char *s) {
-    for (double t0 = now(); now() - t0 < TIMEOUT;) {
+    for (double t0 = t_now(); t_now() - t0 < TIMEOUT;) {
         const char *e = err_text(p);
         const char *hit = strlen(e) > p->err_mark ? strstr(e + p->err_mark, s) : NULL;
         if (hit) {
@@ -128,7 +122,7 @@ static const char *err_expect(pty_proc *p, const char *s) {
  * the terminal's modes. */
 static bool at_prompt(pty_proc *p, const char *s) {
     if (!pty_expect(p, s)) return false;
-    for (double t0 = now(); now() - t0 < TIMEOUT && p->status < 0;) {
+    for (double t0 = t_now(); t_now() - t0 < TIMEOUT && p->status < 0;) {
         struct termios tio;
         if (tcgetattr(p->fd, &tio) == 0 && !(tio.c_lflag & ICANON)) return true;
         pty_pump(p, 5);
@@ -143,7 +137,7 @@ static void pty_send(pty_proc *p, const char *keys) {
 
 /* Exit status within the timeout, or -1 (the program is then killed). */
 static int pty_wait(pty_proc *p) {
-    for (double t0 = now(); p->status < 0 && now() - t0 < TIMEOUT;) pty_pump(p, 50);
+    for (double t0 = t_now(); p->status < 0 && t_now() - t0 < TIMEOUT;) pty_pump(p, 50);
     if (p->status < 0) {
         kill(p->pid, SIGKILL);
         waitpid(p->pid, NULL, 0);
@@ -215,7 +209,7 @@ static void test_ctrl_c_mid_reply(void) {
     CHECK(err_expect(&P, "[end of prompt]"));
     CHECK(pty_expect(&P, "story\r\n")); /* the echo of the line */
     size_t start = P.mark;
-    for (double t0 = now(); P.n < start + 10 && now() - t0 < TIMEOUT && P.status < 0;) pty_pump(&P, 20);
+    for (double t0 = t_now(); P.n < start + 10 && t_now() - t0 < TIMEOUT && P.status < 0;) pty_pump(&P, 20);
     CHECKF(P.n >= start + 10, "no reply: %s", P.out + start);
     pty_send(&P, "\x03");
     CHECKF(err_expect(&P, "[reply stopped"), "Ctrl-C did not stop the reply: %s", err_text(&P));
@@ -227,7 +221,7 @@ static void test_ctrl_c_mid_reply(void) {
     const char *a = strstr(pr, "user: tell me a story\nassistant: "), *b = strstr(pr, "user: again\nassistant:");
     CHECKF(a && b && b > a + strlen("user: tell me a story\nassistant: ") + 5, "the second turn: %s", pr);
     CHECK(pty_expect(&P, "again\r\n")); /* past the echo: the 10 bytes below are the reply's (not a Ctrl-C in prefill) */
-    for (double t0 = now(); P.n < P.mark + 10 && now() - t0 < TIMEOUT && P.status < 0;) pty_pump(&P, 20);
+    for (double t0 = t_now(); P.n < P.mark + 10 && t_now() - t0 < TIMEOUT && P.status < 0;) pty_pump(&P, 20);
     pty_send(&P, "\x03"); /* stops the second reply */
     CHECK(err_expect(&P, "[reply stopped"));
     CHECK(at_prompt(&P, "> "));

@@ -48,23 +48,31 @@ static json_t *load_report(const char *name) {
 
 static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
 
-static void test_edge0_vs_llamacpp(void) {
+/* `compare` of edge0 against llama.cpp into DIR/NAME with FLAGS (then the small protocol every
+ * such test uses): its report, checked comparable; NULL when the test is skipped (no llama.cpp)
+ * or has failed. The caller json_decref's it. */
+static json_t *compare_llamacpp(const char *name, const char *flags) {
     if (ll_skip[0]) {
         t_skip("%s", ll_skip);
-        return;
+        return NULL;
     }
-    int rc = sh("'%s' compare --model '%s' --out '%s/ok' --engines edge0,llama.cpp --rounds 2 --warmup 1 --ntok 6 "
-                "--cooldown 0 --prompt short --threads 2 --llamacpp '%s' --simd avx2",
-                bench_bin, model, dir, ll_bin);
+    int rc = sh("'%s' compare --model '%s' --out '%s/%s' --engines edge0,llama.cpp %s --cooldown 0 --prompt short --threads 2 "
+                "--llamacpp '%s'",
+                bench_bin, model, dir, name, flags, ll_bin);
     CHECKF(rc == 0, "exit %d: %s", rc, out);
+    json_t *r = load_report(name);
+    if (r) CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
+    return r;
+}
+
+static void test_edge0_vs_llamacpp(void) {
+    json_t *r = compare_llamacpp("ok", "--simd avx2 --rounds 2 --warmup 1 --ntok 6");
+    if (!r) return;
     /* alternated: edge0 1/2, llama.cpp 1/2, edge0 2/2, llama.cpp 2/2 */
     const char *a = strstr(out, "edge0 1/2: running"), *b = a ? strstr(a, "llama.cpp 1/2: running") : NULL,
                *c = b ? strstr(b, "edge0 2/2: running") : NULL, *d = c ? strstr(c, "llama.cpp 2/2: running") : NULL;
     CHECKF(d != NULL, "processes not alternated: %s", out);
-    json_t *r = load_report("ok");
-    if (!r) return;
     CHECK(!strcmp(json_string_value(get(r, "kind")), "compare"));
-    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
     char sha[128] = "";
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "sha256sum '%s' | cut -c1-64", model);
@@ -377,17 +385,8 @@ static void test_server_mode_llamacpp(void) {
 }
 
 static void test_sustained_mode(void) {
-    if (ll_skip[0]) {
-        t_skip("%s", ll_skip);
-        return;
-    }
-    int rc = sh("'%s' compare --model '%s' --out '%s/sustained' --engines edge0,llama.cpp --mode sustained --duration 3 --warmup 1 "
-                "--ntok 8 --rounds 1 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
-                bench_bin, model, dir, ll_bin);
-    CHECKF(rc == 0, "exit %d: %s", rc, out);
-    json_t *r = load_report("sustained");
+    json_t *r = compare_llamacpp("sustained", "--mode sustained --duration 3 --warmup 1 --ntok 8 --rounds 1");
     if (!r) return;
-    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
     CHECK(json_number_value(get(get(r, "protocol"), "duration_seconds")) == 3);
     const json_t *cfgs = get(r, "configurations");
     CHECK(json_array_size(cfgs) == 2);
@@ -409,17 +408,8 @@ static void test_sustained_mode(void) {
 }
 
 static void test_depth_mode(void) {
-    if (ll_skip[0]) {
-        t_skip("%s", ll_skip);
-        return;
-    }
-    int rc = sh("'%s' compare --model '%s' --out '%s/depth' --engines edge0,llama.cpp --depth 0,96 --depth-prompt 32 --ntok 8 "
-                "--rounds 2 --cooldown 0 --prompt short --threads 2 --llamacpp '%s'",
-                bench_bin, model, dir, ll_bin);
-    CHECKF(rc == 0, "exit %d: %s", rc, out);
-    json_t *r = load_report("depth");
+    json_t *r = compare_llamacpp("depth", "--depth 0,96 --depth-prompt 32 --ntok 8 --rounds 2");
     if (!r) return;
-    CHECK(json_is_true(get(get(r, "comparison"), "comparable")));
     CHECK(!strcmp(json_string_value(get(get(r, "protocol"), "mode")), "depth"));
     const json_t *cfgs = get(r, "configurations");
     CHECK(json_array_size(cfgs) == 8); /* 2 engines x 2 depths x (pp, tg) */

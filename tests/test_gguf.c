@@ -54,18 +54,6 @@ static const char *mem_file(const char *fallback_name, const void *p, size_t n) 
     return path;
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(b, 1, (size_t)len, fp);
-    fclose(fp);
-    return b;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rng(void) {
     rng_state ^= rng_state << 13;
@@ -352,7 +340,7 @@ static void test_roundtrip(void) {
         }
         CHECKF(gguf_writer_close(w, &e) == 0, "%s", e.msg);
         size_t n1, n2;
-        uint8_t *b1 = slurp(path, &n1), *b2 = slurp(copy, &n2);
+        uint8_t *b1 = t_read_file(path, &n1), *b2 = t_read_file(copy, &n2);
         CHECK(b1 && b2 && n1 == n2 && !memcmp(b1, b2, n1));
         free(b1);
         free(b2);
@@ -597,7 +585,7 @@ static void test_open_errors(void) {
 static void test_truncation(void) {
     write_small(small_path());
     size_t n;
-    uint8_t *full = slurp(small_path(), &n);
+    uint8_t *full = t_read_file(small_path(), &n);
     CHECK(full && n > 100);
     for (size_t len = 0; len <= n; len++) {
         const char *path = mem_file("trunc.gguf", full, len);
@@ -674,7 +662,7 @@ static size_t walk_fields(const uint8_t *b, field *out, size_t max) {
 static void test_corruption(void) {
     write_small(small_path());
     size_t n;
-    uint8_t *full = slurp(small_path(), &n), *bad = malloc(n);
+    uint8_t *full = t_read_file(small_path(), &n), *bad = malloc(n);
     field fields[256];
     size_t nf = walk_fields(full, fields, 256);
     CHECKF(nf > 40 && nf < 256, "%zu fields", nf);

@@ -26,10 +26,8 @@
  *                    with types this engine cannot write yet); ftype-file/: written, read back, run
  *   tokenizer/VOCAB  llama_tokenize vs ours on tests/fixtures/tokenizer-corpus, with and
  *                    without special tokens */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +37,7 @@
 #include <unistd.h>
 
 #include "t.h"
+#include "t_llamacpp.h"
 #include "base/util.h"
 #include "gguf/gguf.h"
 #include "measure/sysinfo.h"
@@ -46,36 +45,10 @@
 #include "quant/quant_iq3.h"
 #include "text/tokenizer.h"
 
-#define PATH 1024
-#define CMD 16384
 #define GREEDY_N 64
 
-static char lb[PATH];             /* build dir with llamacpp/ and bin/llamacpp-ref */
-static char ref_tool[PATH];       /* LB/bin/llamacpp-ref */
-static char cache[PATH];          /* LB/llamacpp-ref */
-static char unavailable[256];     /* non-empty: why every case is skipped */
 static const char *eng_extra = "";  /* extra flags for the engine's commands (e.g. "-b 16"); the
                                      * references do not depend on them */
-static int n_computed, n_cached;  /* references computed this run / found in the cache */
-
-/* snprintf for paths and commands (all far below their buffers; a cut one fails to open). */
-static int sfmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sfmt(char *buf, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-    return n < 0 ? 0 : (size_t)n >= cap ? (int)(cap ? cap - 1 : 0) : n;
-}
-
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 static uint64_t fnv(const void *data, size_t n, uint64_t h) {
     const unsigned char *p = data;
@@ -164,19 +137,6 @@ static char *ids_csv(const int32_t *ids, int n) {
     s[0] = 0;
     for (int i = 0; i < n; i++) len += (size_t)sprintf(s + len, "%s%d", i ? "," : "", ids[i]);
     return s;
-}
-
-/* Token ids of a whitespace-separated line; returns the count (at most cap). */
-static int parse_line_ids(const char *s, int32_t *ids, int cap) {
-    int n = 0;
-    while (*s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) break;
-        ids[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
 }
 
 typedef struct {
@@ -319,30 +279,6 @@ static void check_greedy(const model_ref *m, const char *case_name, const int32_
     free(csv);
 }
 
-/* ---- setup ---- */
-
-static void setup(void) {
-    const char *env = getenv("E0_LLAMACPP");
-    char probe[PATH + 32];
-    sfmt(probe, sizeof probe, "%s/llamacpp", t_build());
-    sfmt(lb, sizeof lb, "%s", env && *env ? env : is_dir(probe) ? t_build() : "build");
-    sfmt(ref_tool, sizeof ref_tool, "%s/bin/llamacpp-ref", lb);
-    sfmt(cache, sizeof cache, "%s/llamacpp-ref", lb);
-    /* tools/llamacpp.sh is what `make llamacpp BUILD=LB` runs; called directly for its exit
-     * status: 3 = the registry cannot be reached (or no npm). Cheap when already installed. */
-    char cmd[PATH * 3];
-    mkdir(lb, 0755);
-    sfmt(cmd, sizeof cmd, "sh tools/llamacpp.sh '%s' >'%s/llamacpp-setup.log' 2>&1", lb, lb);
-    int rc = t_sh(cmd, NULL, 0);
-    t_begin("llamacpp/install");
-    if (rc == 3)
-        sfmt(unavailable, sizeof unavailable, "llama.cpp could not be installed: npm registry unreachable (see %s/llamacpp-setup.log)", lb);
-    if (unavailable[0]) t_skip("%s", unavailable);
-    else CHECKF(rc == 0 && is_file(ref_tool), "tools/llamacpp.sh %s failed (%d): see %s/llamacpp-setup.log", lb, rc, lb);
-    if (rc != 0 && !unavailable[0]) sfmt(unavailable, sizeof unavailable, "llama.cpp install failed");
-    t_end();
-}
-
 /* E0_LLAMACPP_ONLY (development): a comma-separated list of groups (tokenizer, real, synth,
  * hybrid: main runs only those), or else a substring: only the cases whose name contains it. */
 static int only_names_groups(const char *only) {
@@ -435,22 +371,6 @@ static void check_model(const char *label, const char *path, int with_text, int 
     t_end();
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Sorted names in dir ending with suffix; returns the count (names malloc'd). */
-static int list_dir(const char *dir, const char *suffix, char **names, int cap) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return 0;
-    for (struct dirent *de; (de = readdir(d)) && n < cap;) {
-        size_t l = strlen(de->d_name), s = strlen(suffix);
-        if (l > s && !strcmp(de->d_name + l - s, suffix)) names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    return n;
-}
-
 static void test_real_models(void) {
     char dir[PATH], *names[64];
     sfmt(dir, sizeof dir, "%s/real-models", t_shared());
@@ -493,16 +413,17 @@ static int type_selected(const char *type) {
     return 0;
 }
 
-/* path of the F32 synth model of arch a (written now: synth is fast and the file must follow
- * the current synth), and of its quantization to type q by llama.cpp (cached by the F32 sha). */
-static int synth_f32(int a, char *path, size_t cap, char sha[65]) {
+/* path of the F32 synth model NAME (`synth ARGS`, written now: synth is fast and the file must
+ * follow the current synth), and of its quantization to a type by llama.cpp (cached by the F32
+ * sha). */
+static int synth_f32(const char *name, const char *args, char *path, size_t cap, char sha[65]) {
     char dir[PATH], cmd[PATH * 3];
     sfmt(dir, sizeof dir, "%s/models", cache);
     mkdir(cache, 0755);
     mkdir(dir, 0755);
-    sfmt(path, cap, "%s/synth-%s-f32.gguf", dir, synth_archs[a].name);
-    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
-             synth_archs[a].args, path);
+    sfmt(path, cap, "%s/synth-%s-f32.gguf", dir, name);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(), args,
+         path);
     if (t_sh(cmd, NULL, 0) != 0) return -1;
     return model_sha(path, sha);
 }
@@ -519,6 +440,38 @@ static int synth_quant(const char *f32_path, const char *f32_sha, const char *ty
     sfmt(cmd, sizeof cmd, "'%s' quantize '%s' '%s.gguf' %s%s", ref_tool, f32_path, prefix, type,
          needs_imatrix(type) ? " --imatrix-synth" : "");
     return cache_fill(prefix, cmd);
+}
+
+/* The two steps of every synth group, each reporting its failure as the failed case LABEL
+ * (returns -1; the caller goes on with the next model or type). When llama.cpp is unavailable
+ * neither runs (returns 0): the cases then report their skips. */
+static int f32_model(const char *label, const char *name, const char *args, char *path, size_t cap, char sha[65]) {
+    path[0] = 0;
+    if (unavailable[0] || synth_f32(name, args, path, cap, sha) == 0) return 0;
+    t_begin(label);
+    CHECKF(0, "edge0-infer synth %s failed", args);
+    t_end();
+    return -1;
+}
+static int quantized_model(const char *label, const char *f32, const char *sha, const char *type, char *path, size_t cap) {
+    path[0] = 0;
+    if (unavailable[0] || synth_quant(f32, sha, type, path, cap) == 0) return 0;
+    t_begin(label);
+    CHECKF(0, "llamacpp-ref quantize to %s failed", type);
+    t_end();
+    return -1;
+}
+
+/* synth/NAME/TYPE for each of the n types: llama.cpp's quantization of the F32 model checked
+ * (logits, greedy ids), then dropped. */
+static void check_quantized(const char *name, const char *f32, const char *sha, const char *const *types, size_t n) {
+    for (size_t q = 0; q < n; q++) {
+        char label[256], qpath[PATH * 2];
+        sfmt(label, sizeof label, "synth/%s/%s", name, types[q]);
+        if (quantized_model(label, f32, sha, types[q], qpath, sizeof qpath)) continue;
+        check_model(label, qpath, 0, 1);
+        drop_model(qpath);
+    }
 }
 
 /* llamacpp-ref's --imatrix-synth importance of column c of expert e (same formula as there). */
@@ -617,25 +570,14 @@ static void check_dequant(const char *label, const char *path) {
 static void test_synth(void) {
     for (int a = 0; a < N_ARCH; a++) {
         char f32[PATH], sha[65] = "", label[256];
-        int ok = unavailable[0] ? 0 : synth_f32(a, f32, sizeof f32, sha) == 0;
         sfmt(label, sizeof label, "synth/%s/f32", synth_archs[a].name);
-        if (!unavailable[0] && !ok) {
-            t_begin(label);
-            CHECKF(0, "edge0-infer synth %s failed", synth_archs[a].args);
-            t_end();
-            continue;
-        }
+        if (f32_model(label, synth_archs[a].name, synth_archs[a].args, f32, sizeof f32, sha)) continue;
         check_model(label, f32, 0, 1);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
             if (!type_selected(quant_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, quant_types[q]);
-            if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
-                t_begin(label);
-                CHECKF(0, "llamacpp-ref quantize to %s failed", quant_types[q]);
-                t_end();
-                continue;
-            }
+            if (quantized_model(label, f32, sha, quant_types[q], qpath, sizeof qpath)) continue;
             check_model(label, qpath, 0, 1);
             /* dequantization of llama.cpp's blocks: one dense and one MoE model per type */
             if (!strcmp(synth_archs[a].name, "llama") || !strcmp(synth_archs[a].name, "qwen3moe")) {
@@ -688,11 +630,10 @@ static const struct {
 static const char *const few_presets[] = {"q4_k_m", "q3_k_m", "iq3_xxs", "iq2_xxs", "iq4_xs", "mxfp4_moe", "q5_k_m"};
 
 /* Sorted "NAME TYPE" lines of a command's output, compared line by line: 0 if equal. */
-static int cmp_lines(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static int sorted_lines(char *text, char **lines, int cap) {
     int n = 0;
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < cap; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
-    qsort(lines, (size_t)n, sizeof *lines, cmp_lines);
+    qsort(lines, (size_t)n, sizeof *lines, cmp_str);
     return n;
 }
 
@@ -803,7 +744,7 @@ static void test_synth_iq2(void) {
         int a = 0;
         while (a < N_ARCH && strcmp(synth_archs[a].name, archs[ai])) a++;
         char f32[PATH], sha[65] = "", label[256];
-        int ok = unavailable[0] || a == N_ARCH ? 0 : synth_f32(a, f32, sizeof f32, sha) == 0;
+        int ok = unavailable[0] || a == N_ARCH ? 0 : synth_f32(synth_archs[a].name, synth_archs[a].args, f32, sizeof f32, sha) == 0;
         for (size_t q = 0; q < sizeof iq2_types / sizeof iq2_types[0]; q++) {
             char qpath[PATH * 2];
             sfmt(label, sizeof label, "synth/%s/%s", archs[ai], iq2_types[q]);
@@ -898,13 +839,8 @@ static void test_synth_new_types(void) {
     for (int a = 0; a < N_ARCH; a++) {
         if (strcmp(synth_archs[a].name, "llama") && strcmp(synth_archs[a].name, "qwen3moe")) continue;
         char f32[PATH], sha[65] = "", label[256];
-        if (!unavailable[0] && synth_f32(a, f32, sizeof f32, sha) != 0) {
-            sfmt(label, sizeof label, "synth/%s/f32", synth_archs[a].name);
-            t_begin(label);
-            CHECKF(0, "edge0-infer synth %s failed", synth_archs[a].args);
-            t_end();
-            continue;
-        }
+        sfmt(label, sizeof label, "synth/%s/f32", synth_archs[a].name);
+        if (f32_model(label, synth_archs[a].name, synth_archs[a].args, f32, sizeof f32, sha)) continue;
         for (int k = 0; k < (int)(sizeof new_types / sizeof new_types[0]); k++) {
             char qpath[PATH * 2];
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, new_types[k].name);
@@ -976,37 +912,11 @@ static void check_gptoss_mxfp4(const char *name, const char *f32, const char *sh
 
 static void test_synth_gptoss(void) {
     for (size_t a = 0; a < sizeof gptoss_shapes / sizeof gptoss_shapes[0]; a++) {
-        char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
+        char f32[PATH], sha[65] = "", label[256];
         sfmt(label, sizeof label, "synth/%s/f32", gptoss_shapes[a].name);
-        sfmt(dir, sizeof dir, "%s/models", cache);
-        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, gptoss_shapes[a].name);
-        int ok = 0;
-        if (!unavailable[0]) {
-            mkdir(cache, 0755);
-            mkdir(dir, 0755);
-            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
-                 gptoss_shapes[a].args, f32);
-            ok = t_sh(cmd, NULL, 0) == 0 && model_sha(f32, sha) == 0;
-            if (!ok) {
-                t_begin(label);
-                CHECKF(0, "edge0-infer synth %s failed", gptoss_shapes[a].args);
-                t_end();
-                continue;
-            }
-        }
+        if (f32_model(label, gptoss_shapes[a].name, gptoss_shapes[a].args, f32, sizeof f32, sha)) continue;
         check_model(label, f32, 0, 1);
-        for (size_t q = 0; q < sizeof gptoss_types / sizeof gptoss_types[0]; q++) {
-            char qpath[PATH * 2];
-            sfmt(label, sizeof label, "synth/%s/%s", gptoss_shapes[a].name, gptoss_types[q]);
-            if (!unavailable[0] && synth_quant(f32, sha, gptoss_types[q], qpath, sizeof qpath)) {
-                t_begin(label);
-                CHECKF(0, "llamacpp-ref quantize to %s failed", gptoss_types[q]);
-                t_end();
-                continue;
-            }
-            check_model(label, qpath, 0, 1);
-            drop_model(qpath);
-        }
+        check_quantized(gptoss_shapes[a].name, f32, sha, gptoss_types, sizeof gptoss_types / sizeof gptoss_types[0]);
         check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
         drop_model(f32);
     }
@@ -1042,33 +952,16 @@ static void test_synth_mla(void) {
     const int n_models = (int)(sizeof mla_models / sizeof mla_models[0]);
     setenv("LLAMACPP_REF_NO_REPACK", "1", 1);
     for (int a = 0; a < n_models; a++) {
-        char dir[PATH], f32[PATH], cmd[PATH * 3], sha[65] = "", label[256];
-        sfmt(dir, sizeof dir, "%s/models", cache);
-        mkdir(cache, 0755);
-        mkdir(dir, 0755);
-        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, mla_models[a].name);
-        sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
-             mla_models[a].args, f32);
-        int ok = unavailable[0] ? 0 : t_sh(cmd, NULL, 0) == 0 && model_sha(f32, sha) == 0;
+        char f32[PATH], sha[65] = "", label[256];
         sfmt(label, sizeof label, "synth/%s/f32", mla_models[a].name);
-        if (!unavailable[0] && !ok) {
-            t_begin(label);
-            CHECKF(0, "edge0-infer synth %s failed", mla_models[a].args);
-            t_end();
-            continue;
-        }
+        if (f32_model(label, mla_models[a].name, mla_models[a].args, f32, sizeof f32, sha)) continue;
         /* no q8_0 keys: llama.cpp's MLA cache has one type for K and V, and a quantized V needs flash
          * attention, which the references keep off */
         check_model(label, f32, 0, 0);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
             sfmt(label, sizeof label, "synth/%s/%s", mla_models[a].name, quant_types[q]);
-            if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
-                t_begin(label);
-                CHECKF(0, "llamacpp-ref quantize to %s failed", quant_types[q]);
-                t_end();
-                continue;
-            }
+            if (quantized_model(label, f32, sha, quant_types[q], qpath, sizeof qpath)) continue;
             /* Group-limited routing, quantized weights, f16 KV: E0_TEST_MLA_GROUPS_F16=1 only for now.
              * On deepseek2-groups/q5_k one row (11) differs (rel_rms 0.18): in layer 2 our group
              * scores are 0.0021 apart (a tie) where llama.cpp's are ~0.014 apart, 0.024 in the
@@ -1131,35 +1024,11 @@ static const char *const moe2_types[] = {"q8_0", "q4_0", "f16"};
 
 static void test_synth_moe2(void) {
     for (size_t a = 0; a < sizeof moe2_models / sizeof moe2_models[0]; a++) {
-        char f32[PATH], sha[65] = "", label[256], cmd[PATH * 3], dir[PATH];
+        char f32[PATH], sha[65] = "", label[256];
         sfmt(label, sizeof label, "synth/%s/f32", moe2_models[a].name);
-        sfmt(dir, sizeof dir, "%s/models", cache);
-        sfmt(f32, sizeof f32, "%s/synth-%s-f32.gguf", dir, moe2_models[a].name);
-        if (!unavailable[0]) {
-            mkdir(cache, 0755);
-            mkdir(dir, 0755);
-            sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
-                 moe2_models[a].args, f32);
-            if (t_sh(cmd, NULL, 0) != 0 || model_sha(f32, sha) != 0) {
-                t_begin(label);
-                CHECKF(0, "edge0-infer synth %s failed", moe2_models[a].args);
-                t_end();
-                continue;
-            }
-        }
+        if (f32_model(label, moe2_models[a].name, moe2_models[a].args, f32, sizeof f32, sha)) continue;
         check_model(label, f32, 0, 1);
-        for (size_t q = 0; q < sizeof moe2_types / sizeof moe2_types[0]; q++) {
-            char qpath[PATH * 2];
-            sfmt(label, sizeof label, "synth/%s/%s", moe2_models[a].name, moe2_types[q]);
-            if (!unavailable[0] && synth_quant(f32, sha, moe2_types[q], qpath, sizeof qpath)) {
-                t_begin(label);
-                CHECKF(0, "llamacpp-ref quantize to %s failed", moe2_types[q]);
-                t_end();
-                continue;
-            }
-            check_model(label, qpath, 0, 1);
-            drop_model(qpath);
-        }
+        check_quantized(moe2_models[a].name, f32, sha, moe2_types, sizeof moe2_types / sizeof moe2_types[0]);
         drop_model(f32);
     }
 }
@@ -1298,17 +1167,11 @@ static void check_hybrid(const char *label, const char *path) {
 static void test_hybrid(void) {
     const int n = (int)(sizeof hybrid_archs / sizeof hybrid_archs[0]);
     for (int a = 0; a < n; a++) {
-        char dir[PATH], path[PATH * 2], cmd[PATH * 4], sha[65], label[256];
-        sfmt(dir, sizeof dir, "%s/models", cache);
-        mkdir(cache, 0755);
-        mkdir(dir, 0755);
-        sfmt(path, sizeof path, "%s/synth-%s-f32.gguf", dir, hybrid_archs[a].name);
-        sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
-             hybrid_archs[a].args, path);
+        char path[PATH * 2], sha[65], label[256];
         sfmt(label, sizeof label, "synth/%s/f32", hybrid_archs[a].name);
-        if (t_sh(cmd, NULL, 0) != 0 || model_sha(path, sha)) {
+        if (synth_f32(hybrid_archs[a].name, hybrid_archs[a].args, path, sizeof path, sha)) { /* also when unavailable */
             t_begin(label);
-            CHECKF(0, "%s: synth failed: %s", label, cmd);
+            CHECKF(0, "%s: edge0-infer synth %s failed", label, hybrid_archs[a].args);
             t_end();
             continue;
         }
@@ -1340,7 +1203,7 @@ static void test_hybrid(void) {
 
 int main(void) {
     if (!t_need_shared("real-models", "tokenizer", NULL)) return T_DONE();
-    setup();
+    t_llamacpp_setup();
     /* E0_LLAMACPP_ONLY=tokenizer,real,synth,hybrid runs only the named groups (development; see begin) */
     const char *only = getenv("E0_LLAMACPP_ONLY");
 #define GROUP(g) (!only || !*only || !only_names_groups(only) || strstr(only, g))

@@ -17,24 +17,8 @@
 static const int iq_types[] = {E0_TYPE_IQ2_XXS, E0_TYPE_IQ2_XS, E0_TYPE_IQ2_S, E0_TYPE_IQ1_S, E0_TYPE_IQ1_M};
 #define N_IQ 5
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rng_u64(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) / 9007199254740992.0; }
-static float rng_gauss(void) {
-    double u1 = rng_unit(), u2 = rng_unit();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-static void *xalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    return p;
-}
+#define T_RNG_SEED 0x2545F4914F6CDD1Dull
+#include "t_rand.h"
 
 /* ---- grids ---- */
 

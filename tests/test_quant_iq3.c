@@ -16,34 +16,9 @@
 
 static const int iq3_types[2] = {E0_TYPE_IQ3_XXS, E0_TYPE_IQ3_S};
 
-static uint64_t rng_state = 0x5851F42D4C957F2Dull;
-static uint64_t rng_u64(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) / 9007199254740992.0; }
-static float rng_gauss(void) {
-    double u1 = rng_unit(), u2 = rng_unit();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-static void fill_row(float *x, int64_t n, int kind) {
-    for (int64_t i = 0; i < n; i++) {
-        switch (kind) {
-        case 0: x[i] = rng_gauss(); break;
-        case 1: x[i] = 0.3f + 0.1f * rng_gauss(); break;
-        case 2: x[i] = (float)(2 * rng_unit() - 1) * 0.02f; break;
-        default: x[i] = rng_gauss() * (rng_unit() < 0.02 ? 20.0f : 1.0f); break;
-        }
-    }
-}
-static void *xalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    return p;
-}
+#define T_RNG_SEED 0x5851F42D4C957F2Dull
+#include "t_rand.h"
+
 static int byte_of(uint32_t pt, int j) { return (int)((pt >> (8 * j)) & 0xff); }
 
 static void test_table(void) {

@@ -14,43 +14,8 @@
 static const int k_types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
 #define N_KTYPES 5
 
-/* ---- deterministic random numbers ---- */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_u64(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) / 9007199254740992.0; }
-static float rng_gauss(void) {
-    double u1 = rng_unit(), u2 = rng_unit();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-/* Row kinds: gaussian, gaussian with an offset (exercises the mins), uniform, heavy outliers. */
-static void fill_row(float *x, int64_t n, int kind) {
-    for (int64_t i = 0; i < n; i++) {
-        switch (kind) {
-        case 0: x[i] = rng_gauss(); break;
-        case 1: x[i] = 0.3f + 0.1f * rng_gauss(); break;
-        case 2: x[i] = (float)(2 * rng_unit() - 1) * 0.02f; break;
-        default: x[i] = rng_gauss() * (rng_unit() < 0.02 ? 20.0f : 1.0f); break;
-        }
-    }
-}
-
-static void *xalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    return p;
-}
-
-static void le16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
+#define T_RNG_SEED 0x9E3779B97F4A7C15ull
+#include "t_rand.h"
 
 /* fp16 bit patterns of exactly representable values, written out by hand */
 #define H_HALF 0x3800    /* 0.5 */

@@ -45,12 +45,6 @@ static char bin[PATH_MAX], dir[PATH_MAX], model[PATH_MAX];
 static int port;
 static pid_t server;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- a minimal HTTP/1.1 client ---- */
 
 typedef struct resp {
@@ -333,14 +327,14 @@ static double run_load(load *L, int n_requests) {
     pthread_mutex_init(&L->mu, NULL);
     L->n_requests = n_requests;
     pthread_t th[N_CLIENTS];
-    double t0 = now_s();
+    double t0 = t_now();
     int started = 0;
     for (int k = 0; k < N_CLIENTS; k++)
         if (pthread_create(&th[k], NULL, client, L) == 0) started++;
         else break;
     for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
     pthread_mutex_destroy(&L->mu);
-    return started == N_CLIENTS ? now_s() - t0 : -1;
+    return started == N_CLIENTS ? t_now() - t0 : -1;
 }
 
 /* Wait (up to 10 s) until the server has let go of every request. */

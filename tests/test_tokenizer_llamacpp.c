@@ -16,8 +16,6 @@
  * registry cannot be reached every case is reported skipped, never passed. References are cached
  * in LB/llamacpp-ref/<sha256 of the vocabulary>/ keyed by the corpus hash; the vocabularies are
  * written to $E0_BUILD/tok-synth/. */
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,83 +23,12 @@
 #include <sys/stat.h>
 
 #include "t.h"
+#include "t_llamacpp.h"
 #include "base/util.h"
 #include "gguf/gguf.h"
 #include "measure/sysinfo.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
-
-#define PATH 1024
-#define CMD 16384
-
-static char lb[PATH], ref_tool[PATH], cache[PATH], unavailable[256];
-static int n_computed, n_cached;
-
-/* snprintf for paths and commands (all far below their buffers; a cut one fails to open). */
-static int sfmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sfmt(char *buf, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-    return n < 0 ? 0 : (size_t)n >= cap ? (int)(cap ? cap - 1 : 0) : n;
-}
-
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Sorted names in dir ending in suffix (malloc'd). */
-static int list_dir(const char *dir, const char *suffix, char **names, int cap) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return 0;
-    for (struct dirent *de; (de = readdir(d)) && n < cap;) {
-        size_t l = strlen(de->d_name), s = strlen(suffix);
-        if (l > s && !strcmp(de->d_name + l - s, suffix)) names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    return n;
-}
-
-static int parse_ids(const char *s, int32_t *ids, int cap) {
-    int n = 0;
-    while (*s && n < cap) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) break;
-        ids[n++] = (int32_t)v;
-        s = end;
-    }
-    return n;
-}
-
-static void setup(void) {
-    const char *env = getenv("E0_LLAMACPP");
-    char probe[PATH + 32], cmd[PATH * 3];
-    sfmt(probe, sizeof probe, "%s/llamacpp", t_build());
-    sfmt(lb, sizeof lb, "%s", env && *env ? env : is_dir(probe) ? t_build() : "build");
-    sfmt(ref_tool, sizeof ref_tool, "%s/bin/llamacpp-ref", lb);
-    sfmt(cache, sizeof cache, "%s/llamacpp-ref", lb);
-    mkdir(lb, 0755);
-    sfmt(cmd, sizeof cmd, "sh tools/llamacpp.sh '%s' >'%s/llamacpp-setup.log' 2>&1", lb, lb);
-    int rc = t_sh(cmd, NULL, 0);
-    t_begin("llamacpp/install");
-    if (rc == 3)
-        sfmt(unavailable, sizeof unavailable, "llama.cpp could not be installed: npm registry unreachable (see %s/llamacpp-setup.log)", lb);
-    if (unavailable[0]) t_skip("%s", unavailable);
-    else CHECKF(rc == 0 && is_file(ref_tool), "tools/llamacpp.sh %s failed (%d): see %s/llamacpp-setup.log", lb, rc, lb);
-    if (rc != 0 && !unavailable[0]) sfmt(unavailable, sizeof unavailable, "llama.cpp install failed");
-    t_end();
-}
 
 static int begin(const char *name) {
     t_begin(name);
@@ -177,7 +104,7 @@ static void test_source_vocabs(void) {
             if (!m) break;
             char *nl = memchr(o, '\n', (size_t)(out + no - o));
             if (nl) *nl = 0;
-            int nw = o < out + no ? parse_ids(o, want, 1 << 16) : -1;
+            int nw = o < out + no ? parse_line_ids(o, want, 1 << 16) : -1;
             e0_tokens ids = {0};
             int rc = e0_tokenize(t, p, (size_t)(m - p), false, false, &ids, &e);
             bool same = rc == 0 && nw == (int)ids.n && (ids.n == 0 || !memcmp(ids.ids, want, ids.n * sizeof *want));
@@ -504,7 +431,7 @@ static void test_differential(void) {
             static int32_t ref[1 << 16];
             int bad = 0, total = 0;
             for (int i = 0; i < c.n && rf; i++) {
-                int nref = fgets(line, sizeof line, rf) ? parse_ids(line, ref, 1 << 16) : -1;
+                int nref = fgets(line, sizeof line, rf) ? parse_line_ids(line, ref, 1 << 16) : -1;
                 e0_tokens out = {0};
                 e0_err e;
                 int rc = e0_tokenize(t, c.text[i], c.len[i], mode == 0, mode == 1, &out, &e);
@@ -531,7 +458,7 @@ static void test_differential(void) {
 }
 
 int main(void) {
-    setup();
+    t_llamacpp_setup();
     test_source_vocabs();
     test_differential();
     printf("# llama.cpp references: %d computed, %d from the cache (%s)\n", n_computed, n_cached, cache);

@@ -520,56 +520,21 @@ static const struct {
     {"nvfp4", LLAMA_FTYPE_MOSTLY_NVFP4},     {"q1_0", LLAMA_FTYPE_MOSTLY_Q1_0},       {"q2_0", LLAMA_FTYPE_MOSTLY_Q2_0},
 };
 
-/* llama.cpp refuses the IQ2 / IQ1 types without an importance matrix (and ggml asserts one for
- * IQ2_XXS, IQ2_XS, IQ1_S on every tensor). For those a synthetic one: every tensor of IN with 2+
- * dimensions gets ne0 * ne2 deterministic values in [0.5, 1.5) (a fixed hash of the column), like
- * per-column activation energies. Returns the NULL-terminated list (owned by *keep), or NULL. */
-typedef struct {
-    struct llama_model_imatrix_data *list;
-    int n;
-} imatrix_keep;
-
-static struct llama_model_imatrix_data *synth_imatrix(const char *in, imatrix_keep *keep) {
-    struct ggml_context *ctx = NULL;
-    struct gguf_init_params gp = {.no_alloc = true, .ctx = &ctx};
-    struct gguf_context *g = gguf_init_from_file(in, gp);
-    if (!g) return NULL;
-    const int64_t nt = gguf_get_n_tensors(g);
-    keep->list = calloc((size_t)nt + 1, sizeof *keep->list);
-    keep->n = 0;
-    for (int64_t i = 0; keep->list && i < nt; i++) {
-        const char *name = gguf_get_tensor_name(g, i);
-        const struct ggml_tensor *t = ggml_get_tensor(ctx, name);
-        if (!t || ggml_n_dims(t) < 2) continue;
-        const size_t n = (size_t)(t->ne[0] * t->ne[2]);
-        float *v = malloc(n * sizeof *v);
-        char *nm = strdup(name);
-        if (!v || !nm) {
-            free(v);
-            free(nm);
-            continue;
-        }
-        for (size_t k = 0; k < n; k++) v[k] = 0.5f + (float)((k * 2654435761u + 12345u) % 1000u) / 1000.0f;
-        keep->list[keep->n++] = (struct llama_model_imatrix_data){nm, v, n};
-    }
-    gguf_free(g);
-    ggml_free(ctx);
-    return keep->list;
+/* Synthetic importance matrices: every tensor of IN with 2+ dimensions gets ne0 * ne2 values
+ * (entry k: column k % ne0 of expert k / ne0), from one of two fixed patterns:
+ *   imatrix_auto_value: for the IQ2 / IQ1 types, which llama.cpp refuses without an importance
+ *     matrix (and ggml asserts one for IQ2_XXS, IQ2_XS, IQ1_S on every tensor): values in
+ *     [0.5, 1.5) from a fixed hash of k, like per-column activation energies;
+ *   imatrix_synth_value (--imatrix-synth): so that the imatrix code paths of ggml's quantizers
+ *     (and the recipes' "with imatrix" branches) can be compared with ours;
+ *     tests/test_llamacpp.c computes the same values. Entry c of expert e:
+ *     0.5 + ((37 c + 11 e) mod 16) / 8. */
+static float imatrix_auto_value(int64_t k, int64_t ne0) {
+    (void)ne0;
+    return 0.5f + (float)(((size_t)k * 2654435761u + 12345u) % 1000u) / 1000.0f;
 }
-
-static void imatrix_free(imatrix_keep *keep) {
-    for (int i = 0; keep->list && i < keep->n; i++) {
-        free((void *)keep->list[i].name);
-        free((void *)keep->list[i].data);
-    }
-    free(keep->list);
-}
-
-/* --imatrix-synth: an importance matrix for every matrix of IN, of the fixed pattern below, so
- * that the imatrix code paths of ggml's quantizers (and the recipes' "with imatrix" branches)
- * can be compared with ours; tests/test_llamacpp.c computes the same values. Entry c of expert e
- * of a tensor with rows of n: 0.5 + ((37 c + 11 e) mod 16) / 8. */
 static float imatrix_synth_value(int64_t c, int64_t e) { return 0.5f + (float)((37 * c + 11 * e) % 16) / 8.0f; }
+static float imatrix_synth_entry(int64_t k, int64_t ne0) { return imatrix_synth_value(k % ne0, k / ne0); }
 
 typedef struct {
     struct llama_model_imatrix_data *entries; /* NULL-name terminated */
@@ -581,9 +546,12 @@ typedef struct {
 static void imatrix_synth_free(imatrix_synth *m) {
     for (int64_t i = 0; i < m->n; i++) free(m->names[i]), free(m->data[i]);
     free(m->entries), free(m->names), free(m->data);
+    memset(m, 0, sizeof *m);
 }
 
-static int imatrix_synth_make(const char *path, imatrix_synth *m) {
+/* The importance matrix of the tensors of path with entry k = value(k, ne0) into *m (freed with
+ * imatrix_synth_free); nonzero (reported) on failure. */
+static int imatrix_synth_make(const char *path, float (*value)(int64_t k, int64_t ne0), imatrix_synth *m) {
     memset(m, 0, sizeof *m);
     struct ggml_context *gctx = NULL;
     struct gguf_init_params gp = {.no_alloc = true, .ctx = &gctx};
@@ -605,7 +573,7 @@ static int imatrix_synth_make(const char *path, imatrix_synth *m) {
             rc = fail("out of memory");
             break;
         }
-        for (int64_t k = 0; k < n; k++) v[k] = imatrix_synth_value(k % t->ne[0], k / t->ne[0]);
+        for (int64_t k = 0; k < n; k++) v[k] = value(k, t->ne[0]);
         m->names[m->n] = name;
         m->data[m->n] = v;
         m->entries[m->n] = (struct llama_model_imatrix_data){name, v, (size_t)n};
@@ -656,19 +624,17 @@ static int cmd_quantize(int argc, char **argv) {
     ov[n_ov].pattern = NULL;
     ov[n_ov].type = GGML_TYPE_COUNT;
     if (n_ov) qp.tt_overrides = ov;
-    imatrix_keep keep = {NULL, 0};
     /* the IQ2 / IQ1 types llama.cpp refuses without an importance matrix, quantized pure (no
-     * --mix) and without --imatrix-synth, get synth_imatrix's (the references of those cases) */
+     * --mix) and without --imatrix-synth, get imatrix_auto_value's (the references of those cases) */
     static const char *const needs_synth[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"};
     bool auto_imat = false;
     for (size_t k = 0; k < sizeof needs_synth / sizeof *needs_synth; k++) auto_imat |= !strcasecmp(type, needs_synth[k]);
     auto_imat &= !mix && !imat;
-    if (!rc && auto_imat && !(qp.imatrix = synth_imatrix(in, &keep))) rc = fail("cannot read %s", in);
     imatrix_synth im = {0};
-    if (!rc && imat && !(rc = imatrix_synth_make(in, &im))) qp.imatrix = im.entries;
+    if (!rc && (auto_imat || imat) && !(rc = imatrix_synth_make(in, imat ? imatrix_synth_entry : imatrix_auto_value, &im)))
+        qp.imatrix = im.entries;
     if (!rc && llama_model_quantize(in, out, &qp) != 0) rc = fail("llama_model_quantize %s -> %s (%s) failed", in, out, type);
-    imatrix_free(&keep);
-    if (imat) imatrix_synth_free(&im);
+    imatrix_synth_free(&im);
     free(copy);
     return rc;
 }

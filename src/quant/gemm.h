@@ -14,10 +14,10 @@ void e0_gemm_q6_K_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, in
                        float *s, size_t s_stride);
 void e0_gemm_q8_0_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                        float *s, size_t s_stride);
-void e0_gemm_iq3_xxs_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
-                          float *s, size_t s_stride);
 
 /* x86/gemm_iq3_avx2.c */
+void e0_gemm_iq3_xxs_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
+                          float *s, size_t s_stride);
 void e0_gemm_iq3_s_avx2(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                         float *s, size_t s_stride);
 

@@ -1,5 +1,5 @@
 /* gemm_avx2.c — AVX2+FMA prefill kernels (e0_gemm_fn, see kernel.h): up to E0_GEMM_ROWS q4_K /
- * q5_K / q6_K / q8_0 / iq3_xxs weight rows against up to E0_GEMM_TOKENS activation rows (Q8_K / Q8_0), on
+ * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS activation rows (Q8_K / Q8_0), on
  * the plain (not repacked) weight layout.
  *
  * Loop order, per super-block (q8_0: per group of 4 blocks):
@@ -23,7 +23,6 @@
  * bit-identical to e0_vec_dot_*_avx2 (tests/test_gemm.c checks it with memcmp). */
 #include "quant/gemm.h"
 #include "quant/quant_basic.h"
-#include "quant/x86/quant_iq3_simd.h"
 #include "quant/x86/quant_k_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
@@ -31,18 +30,7 @@ _Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
 
-/* Makes the compiler treat buffer p as read and written here: the scale vectors stay in memory
- * (used as memory operands) instead of taking 8 more registers and being spilled anyway. */
-#define IN_MEMORY(p) __asm__ volatile("" : : "r"(p) : "memory")
-
-/* Zeroes n accumulators with plain vector stores: GCC turns the loop into a memset call per row
- * otherwise (1.3% of prefill cycles for a few hundred bytes). */
-AI void zero_acc(__m256 *acc, int n) {
-    for (int k = 0; k < n; k++) {
-        acc[k] = _mm256_setzero_ps();
-        IN_MEMORY(acc);
-    }
-}
+/* IN_MEMORY (keeps the scale vectors as memory operands) and zero_acc: x86/simd.h. */
 
 /* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them), which
  * the hardware prefetcher follows poorly: while a row's block i is used, its block i + 1 is asked
@@ -292,39 +280,4 @@ void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt
     const float summs = 0; /* the one-token loop adds its (here zero) min terms: keeps -0 + 0 = +0 */
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]) + summs;
-}
-
-/* ---- iq3_xxs (scheme of e0_vec_dot_iq3_xxs_avx2, quant_iq3_simd.h): per row the 8 grid vectors
- * stay in registers, the sign and scale vectors in a stack buffer (memory operands) ---- */
-
-void e0_gemm_iq3_xxs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride,
-                          float *s, size_t s_stride) {
-    const uint8_t *w = vw, *a = va;
-    __m256 acc[MAXR][MAXT];
-    __m256i sg[8], sc[8];
-    float yd[MAXT] = {0}, d[MAXT];
-    for (int r = 0; r < nr; r++)
-        zero_acc(acc[r], nt);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * IQ3_XXS_SIZE;
-            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
-                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(h2f(x))));
-            __m256i u[8];
-            #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) iq3_xxs_unpack(x, j, &u[j], &sg[j], &sc[j]);
-            IN_MEMORY(sg);
-            IN_MEMORY(sc);
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                __m256i sum = _mm256_setzero_si256();
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) sum = _mm256_add_epi32(sum, iq3_dot32(u[j], sg[j], sc[j], q8 + 32 * j));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
-            }
-        }
-    }
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = 0.25f * hsum_ps(acc[r][t]);
 }

@@ -490,6 +490,30 @@ static const char *end_tag(parser *P) {
     return nm;
 }
 
+/* The rest of a block tag whose body runs to {% END %}: the tag's '%}', the body (into n->body),
+ * the end tag and its '%}'. Returns n. */
+static jnode *block_body(parser *P, jnode *n, const char *end) {
+    expect_block_end(P);
+    const char *const ends[] = {end, NULL};
+    n->body = parse_body(P, ends);
+    end_tag(P);
+    expect_block_end(P);
+    return n;
+}
+
+/* After the body of an if / for, ended by the tag named tag: on "else" the else branch up to
+ * {% END %} (into n->orelse); then the last '%}'. Returns n. */
+static jnode *else_branch(parser *P, jnode *n, const char *tag, const char *end) {
+    if (!strcmp(tag, "else")) {
+        expect_block_end(P);
+        const char *const ends[] = {end, NULL};
+        n->orelse = parse_body(P, ends);
+        end_tag(P);
+    }
+    expect_block_end(P);
+    return n;
+}
+
 static jnode *parse_statement(parser *P) {
     int line = cur(P)->line;
     if (cur(P)->k != TK_NAME) unexpected(P, "a tag name");
@@ -510,15 +534,7 @@ static jnode *parse_statement(parser *P) {
             n->orelse.n = 1;
             return n;
         }
-        const char *e = end_tag(P);
-        if (!strcmp(e, "else")) {
-            expect_block_end(P);
-            static const char *const ends2[] = {"endif", NULL};
-            n->orelse = parse_body(P, ends2);
-            end_tag(P);
-        }
-        expect_block_end(P);
-        return n;
+        return else_branch(P, n, end_tag(P), "endif");
     }
     if (!strcmp(tag, "for")) {
         n = mk(P, N_FOR);
@@ -534,14 +550,7 @@ static jnode *parse_statement(parser *P) {
         P->loops++;
         n->body = parse_body(P, ends);
         P->loops--;
-        if (!strcmp(end_tag(P), "else")) {
-            expect_block_end(P);
-            static const char *const ends2[] = {"endfor", NULL};
-            n->orelse = parse_body(P, ends2);
-            end_tag(P);
-        }
-        expect_block_end(P);
-        return n;
+        return else_branch(P, n, end_tag(P), "endfor");
     }
     if (!strcmp(tag, "set")) {
         jnode *target = parse_target(P, true);
@@ -558,12 +567,7 @@ static jnode *parse_statement(parser *P) {
         n->line = line;
         n->a = target;
         while (is_op(cur(P), "|")) { next(P); n->c = parse_filter(P, n->c); }
-        expect_block_end(P);
-        static const char *const ends[] = {"endset", NULL};
-        n->body = parse_body(P, ends);
-        end_tag(P);
-        expect_block_end(P);
-        return n;
+        return block_body(P, n, "endset");
     }
     if (!strcmp(tag, "macro")) {
         n = mk(P, N_MACRO);
@@ -601,12 +605,7 @@ static jnode *parse_statement(parser *P) {
     if (!strcmp(tag, "generation")) {
         n = mk(P, N_SCOPE);
         n->line = line;
-        expect_block_end(P);
-        static const char *const ends[] = {"endgeneration", NULL};
-        n->body = parse_body(P, ends);
-        end_tag(P);
-        expect_block_end(P);
-        return n;
+        return block_body(P, n, "endgeneration");
     }
     if (!strcmp(tag, "with")) {
         /* {% with a = 1, b = x %}: values evaluated outside, visible only inside */
@@ -618,24 +617,14 @@ static jnode *parse_statement(parser *P) {
             expect_op(P, "=");
             nodes_push(P, &n->kwargs, parse_expr(P, true));
         }
-        expect_block_end(P);
-        static const char *const ends[] = {"endwith", NULL};
-        n->body = parse_body(P, ends);
-        end_tag(P);
-        expect_block_end(P);
-        return n;
+        return block_body(P, n, "endwith");
     }
     if (!strcmp(tag, "filter")) {
         n = mk(P, N_FILTERBLOCK);
         n->line = line;
         n->c = parse_filter(P, NULL);
         while (is_op(cur(P), "|")) { next(P); n->c = parse_filter(P, n->c); }
-        expect_block_end(P);
-        static const char *const ends[] = {"endfilter", NULL};
-        n->body = parse_body(P, ends);
-        end_tag(P);
-        expect_block_end(P);
-        return n;
+        return block_body(P, n, "endfilter");
     }
     jfail_at(P->c, line, "unsupported tag '%s'", tag);
 }
