@@ -101,8 +101,10 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
 void e0_experts_release(e0_experts *x, int layer);
 /* Queue background reads of those ids of `layer` that are neither resident nor being read, into
  * empty slots or by evicting unpinned, idle experts (never a pinned one, never one a read is
- * filling); ids beyond what fits are skipped, invalid ids ignored. Does not wait. A read error
- * here is silent: the expert is read again (and the error reported) by acquire. */
+ * filling, and with protect_predicted never one this call names: the call's ids become the
+ * layer's predicted set, replacing the previous one); ids beyond what fits are skipped, invalid
+ * ids ignored. Does not wait. A read error here is silent: the expert is read again (and the
+ * error reported) by acquire. */
 void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n);
 const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
 void e0_experts_reset_stats(e0_experts *x);
