@@ -38,6 +38,10 @@ static void run_capped(const char *routing) {
         CHECKF(!strcmp(json_string_value(json_object_get(cfg, "routing")), routing), "routing");
         CHECKF(json_integer_value(json_object_get(io, "bytes_read")) > 0, "experts were read from the file");
         CHECKF(json_integer_value(json_object_get(row, "n_decode")) == 16, "16 decode steps");
+        /* memory budget honesty: every buffer the engine allocated fits the budget it derived */
+        long long ledger = json_integer_value(json_object_get(json_object_get(mem, "ledger_peak_bytes"), "total"));
+        long long budget = json_integer_value(json_object_get(json_object_get(row, "memory_budget"), "bytes"));
+        CHECKF(ledger > 0 && budget > 0 && ledger <= budget, "ledger peak %lld above the memory budget %lld", ledger, budget);
         printf("  routing=%s: limit %.0f MiB, peak RSS %.0f MiB, cgroup peak %.0f MiB, %lld slots, decode %.2f tok/s, "
                "%.1f MB read per token, cache hit rate %s\n",
                routing, limit / 1048576.0, peak / 1048576.0, cg_peak / 1048576.0,

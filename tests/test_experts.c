@@ -4,6 +4,7 @@
  * prefetch turns misses into hits, the counters add up, eviction follows the policy, and the
  * error paths (bad slots, too many experts, bad ids, a file truncated after load) are clear. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,7 +164,7 @@ static void test_random_sets(void) {
             int io_threads[4] = {1, 0, 3, 16}; /* 0 = the default */
             for (int si = 0; si < 4; si++)
                 for (int mode = 0; mode < 2; mode++)
-                    for (int ev = 0; ev < 2; ev++) exercise(&p, slot_values[si], mode, ev, io_threads[(si + mode) % 4], 150);
+                    for (int ev = 0; ev < E0_EVICT_COUNT; ev++) exercise(&p, slot_values[si], mode, ev, io_threads[(si + mode) % 4], 150);
             uint64_t eb = 0;
             for (int il = 0; il < hp->n_layer; il++) {
                 const e0_layer *L = &p.str->layers[il];
@@ -213,6 +214,125 @@ static void test_eviction_order(void) {
             CHECK(!e0_experts_resident(x, 1, 0)); /* layers are separate */
             e0_experts_reset_stats(x);
             CHECK(e0_experts_get_stats(x)->requests == 0);
+            e0_experts_free(x);
+        }
+    }
+    free_pair(&p);
+}
+
+/* Every policy against a reference written from its definition (experts.h): one expert per
+ * acquire (so no two residents share a last use), skewed random ids on one layer; after each
+ * acquire the resident set must be the reference's. */
+static void test_policy_reference(void) {
+    pair p;
+    if (load_pair("qwen3moe.gguf", &p) == 0) {
+        const int X = (int)p.str->hp.n_expert;
+        CHECK(X <= 64);
+        for (int ev = 0; ev < E0_EVICT_COUNT && X <= 64; ev++)
+            for (int S = 2; S <= 5; S += 3) {
+                e0_experts *x = new_cache(p.str, S, E0_READ_CACHED, ev);
+                if (!x) continue;
+                bool res[64] = {0};
+                uint32_t freq[64] = {0};
+                uint64_t last[64] = {0}, crf_at[64] = {0}, requests = 0;
+                double crf[64] = {0};
+                int n_res = 0, bad = -1;
+                for (uint64_t clock = 1; clock <= 400 && bad < 0; clock++) {
+                    int id = rnd(3) ? (int)rnd((uint32_t)(X / 3 + 1)) : (int)rnd((uint32_t)X); /* skewed */
+                    /* the use is counted first (hit or miss), as acquire does */
+                    crf[id] = crf[id] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[id])) + 1;
+                    crf_at[id] = clock;
+                    freq[id]++;
+                    if (++requests >= 4 * (uint64_t)X) {
+                        for (int i = 0; i < X; i++) freq[i] >>= 1;
+                        requests = 0;
+                    }
+                    if (!res[id] && n_res == S) {
+                        int victim = -1;
+                        bool vpin = false;
+                        for (int i = 0; i < X; i++) {
+                            if (!res[i]) continue;
+                            int above = 0;
+                            for (int j = 0; j < X; j++) above += freq[j] > freq[i];
+                            bool pin = ev == E0_EVICT_PIN && freq[i] && above < S * 3 / 4;
+                            bool better = victim < 0;
+                            if (!better && ev == E0_EVICT_LFU && freq[i] != freq[victim]) better = freq[i] < freq[victim];
+                            else if (!better && ev == E0_EVICT_LRFU) {
+                                double si = crf[i] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[i]));
+                                double sv = crf[victim] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[victim]));
+                                better = si != sv ? si < sv : last[i] < last[victim];
+                            } else if (!better && ev == E0_EVICT_PIN && pin != vpin) better = vpin;
+                            else if (!better) better = last[i] < last[victim];
+                            if (better) victim = i, vpin = pin;
+                        }
+                        res[victim] = false;
+                        n_res--;
+                    }
+                    if (!res[id]) res[id] = true, n_res++;
+                    last[id] = clock;
+                    if (acquire1(x, 0, id) < 0) break;
+                    for (int i = 0; i < X && bad < 0; i++)
+                        if (e0_experts_resident(x, 0, i) != res[i]) bad = i;
+                    CHECKF(bad < 0, "%s, %d slots, step %llu: expert %d resident %d, reference %d", e0_evict_name(ev), S,
+                           (unsigned long long)clock, bad, bad >= 0 && e0_experts_resident(x, 0, bad), bad >= 0 && res[bad]);
+                }
+                e0_experts_free(x);
+            }
+    }
+    free_pair(&p);
+}
+
+/* Wait (up to 10 s) until a prefetched expert is read. */
+static bool wait_resident(const e0_experts *x, int il, int id) {
+    for (int i = 0; i < 10000; i++) {
+        if (e0_experts_resident(x, il, id)) return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* Prediction-aware eviction: a prefetch never evicts an expert the layer's latest prefetch named
+ * (with LFU, unused prefetched experts have the lowest counts, so without the protection a
+ * prefetched expert evicts another one just predicted); an acquire takes them only when nothing
+ * else is left, and the next prediction replaces the protected set. */
+static void test_protect_predicted(void) {
+    pair p;
+    if (load_pair("qwen3moe.gguf", &p) == 0) {
+        for (int protect = 0; protect < 2; protect++) {
+            e0_err e = {0};
+            e0_experts *x = e0_experts_new(
+                p.str, &(e0_experts_params){.slots = 4, .evict = E0_EVICT_LFU, .protect_predicted = protect}, &e);
+            CHECKF(x, "%s", e.msg);
+            if (!x) continue;
+            for (int r = 0; r < 3; r++) acquire1(x, 0, 0), acquire1(x, 0, 1); /* 0 and 1: counts 3 */
+            int pred[3] = {4, 5, 6};
+            e0_experts_prefetch(x, 0, pred, 2); /* the 2 empty slots */
+            CHECK(wait_resident(x, 0, 4) && wait_resident(x, 0, 5));
+            e0_experts_prefetch(x, 0, pred, 3); /* 4, 5 resident; 6 needs a victim */
+            CHECK(wait_resident(x, 0, 6));
+            bool kept = e0_experts_resident(x, 0, 4) && e0_experts_resident(x, 0, 5);
+            if (!protect) {
+                CHECKF(!kept, "without protection LFU evicts the prefetched 4 or 5 (count 0)");
+                e0_experts_free(x);
+                continue;
+            }
+            CHECKF(kept && !e0_experts_resident(x, 0, 0) && e0_experts_resident(x, 0, 1), "the unpredicted 0 goes");
+            acquire1(x, 0, 7); /* evicts 1, the only unpredicted one */
+            CHECK(!e0_experts_resident(x, 0, 1) && e0_experts_resident(x, 0, 7));
+            CHECK(e0_experts_resident(x, 0, 4) && e0_experts_resident(x, 0, 5) && e0_experts_resident(x, 0, 6));
+            /* two misses at once: 7 goes first, then (nothing else left) one predicted expert */
+            int two[2] = {8, 9};
+            e0_expert_ptrs ptr[2];
+            CHECKF(e0_experts_acquire(x, 0, two, 2, ptr, &e) == 0, "%s", e.msg);
+            e0_experts_release(x, 0);
+            int left = e0_experts_resident(x, 0, 4) + e0_experts_resident(x, 0, 5) + e0_experts_resident(x, 0, 6);
+            CHECK(left == 2 && !e0_experts_resident(x, 0, 7) && e0_experts_resident(x, 0, 8) && e0_experts_resident(x, 0, 9));
+            /* a new prediction replaces the old one: a leftover of 4..6 (count 0) goes, not 8 or 9 */
+            int pred2[1] = {2};
+            e0_experts_prefetch(x, 0, pred2, 1);
+            CHECK(wait_resident(x, 0, 2));
+            left = e0_experts_resident(x, 0, 4) + e0_experts_resident(x, 0, 5) + e0_experts_resident(x, 0, 6);
+            CHECK(left == 1 && e0_experts_resident(x, 0, 8) && e0_experts_resident(x, 0, 9));
             e0_experts_free(x);
         }
     }
@@ -417,6 +537,8 @@ int main(void) {
         return T_DONE();
     RUN(test_random_sets);
     RUN(test_eviction_order);
+    RUN(test_policy_reference);
+    RUN(test_protect_predicted);
     RUN(test_prefetch);
     RUN(test_errors);
     RUN(test_direct_fallback);

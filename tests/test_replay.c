@@ -3,8 +3,10 @@
  *  - a well-formed trace: its table (steps, sparse layers, dropped rows filled, weights) and the
  *    layer mapping rule;
  *  - the engine's cache hit counts under replay equal tools/expert_policy_sim's for the same trace,
- *    policy and slot count, on a small synth qwen3moe model with a trace generated here (and the
- *    shared Mixtral trace, whose 8 experts make a cheap synth model);
+ *    policy (every e0_evict) and slot count, on a small synth qwen3moe model with a trace
+ *    generated here (and the shared Mixtral trace, whose 8 experts make a cheap synth model),
+ *    with actual routing and with replay_predict (prefetch, prediction-aware eviction on / off);
+ *  - a bad evict / protect_predicted value is one error naming the accepted ones;
  *  - replay's errors: expert count, k, option combinations;
  *  - replay_predict=P: P=1 predicts every expert, P=0 none, a seed repeats a run;
  *  - memory budget honesty: in a streamed run the ledger peak never exceeds memory_budget. */
@@ -165,14 +167,17 @@ static int synth(const char *out, int n_expert, int k, int n_layer) {
 
 /* Engine: a one-token prompt then n_tok - 1 decode steps under routing=replay, actual routing,
  * no prefetch; the cache's hits / requests. */
-static int engine_hits(const char *model, const char *trace, int slots, const char *evict, int n_tok, uint64_t *hits,
-                       uint64_t *requests, e0_err *e) {
+static int engine_run(const char *model, const char *trace, int slots, const char *evict, int n_tok,
+                      const char *const *extra, int n_extra, uint64_t *hits, uint64_t *requests, uint64_t *misses,
+                      e0_err *e) {
     e0_options o;
     e0_options_init(&o);
     char kv[1200];
     const char *opts[] = {"experts=stream", "routing=replay", "prefetch=off"};
     for (int i = 0; i < 3; i++)
         if (e0_options_parse(&o, opts[i], e) < 0) return -1;
+    for (int i = 0; i < n_extra; i++)
+        if (e0_options_parse(&o, extra[i], e) < 0) return -1;
     snprintf(kv, sizeof kv, "expert_slots=%d", slots);
     if (e0_options_parse(&o, kv, e) < 0) return -1;
     snprintf(kv, sizeof kv, "evict=%s", evict);
@@ -187,33 +192,51 @@ static int engine_hits(const char *model, const char *trace, int slots, const ch
     const e0_experts_stats *st = e0_experts_get_stats(s.xc);
     *hits = st->hits;
     *requests = st->requests;
+    *misses = st->misses;
     e0_close(&s);
     return 0;
 }
 
-/* Simulator: the row of (policy, slots). */
-static int sim_hits(const char *model, const char *trace, int slots, const char *policy, int n_tok, uint64_t *hits,
-                    uint64_t *requests) {
+static int engine_hits(const char *model, const char *trace, int slots, const char *evict, int n_tok, uint64_t *hits,
+                       uint64_t *requests, e0_err *e) {
+    uint64_t misses;
+    return engine_run(model, trace, slots, evict, n_tok, NULL, 0, hits, requests, &misses, e);
+}
+
+/* Simulator: the row of (policy, slots); sim_args are extra arguments ("" for none). */
+static int sim_run(const char *model, const char *trace, int slots, const char *policy, int n_tok, const char *sim_args,
+                   uint64_t *hits, uint64_t *requests, uint64_t *misses) {
     char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s/tools/expert_policy_sim %s %s --slots %d --tokens %d", t_build(), model, trace, slots, n_tok);
+    snprintf(cmd, sizeof cmd, "%s/tools/expert_policy_sim %s %s --slots %d --tokens %d %s", t_build(), model, trace, slots,
+             n_tok, sim_args);
     if (t_sh(cmd, out, sizeof out) != 0) return -1;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         char name[16];
         int sl;
         double rate;
-        unsigned long long h, r;
-        if (sscanf(line, "%15s %d %lf %llu %llu", name, &sl, &rate, &h, &r) == 5 && !strcmp(name, policy) && sl == slots) {
+        unsigned long long h, r, mi;
+        if (sscanf(line, "%15s %d %lf %llu %llu %llu", name, &sl, &rate, &h, &r, &mi) == 6 && !strcmp(name, policy) &&
+            sl == slots) {
             *hits = h;
             *requests = r;
+            *misses = mi;
             return 0;
         }
     }
     return -1;
 }
 
+static int sim_hits(const char *model, const char *trace, int slots, const char *policy, int n_tok, uint64_t *hits,
+                    uint64_t *requests) {
+    uint64_t misses;
+    return sim_run(model, trace, slots, policy, n_tok, "", hits, requests, &misses);
+}
+
+static const char *const policies[] = {"lru", "lfu", "lrfu", "pin"};
+#define N_POLICIES (int)(sizeof policies / sizeof policies[0])
+
 static void compare(const char *model, const char *trace, int slots, int n_tok, int n_layer, int k) {
-    const char *policies[] = {"lru", "lfu"};
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < N_POLICIES; p++) {
         uint64_t eh = 0, er = 0, sh = 0, sr = 0, bh = 0, br = 0;
         e0_err e = {{0}};
         CHECKF(engine_hits(model, trace, slots, policies[p], n_tok, &eh, &er, &e) == 0, "%s", e.msg);
@@ -236,6 +259,29 @@ static void test_engine_equals_simulator(void) {
     /* 4 model layers over 3 trace layers; 50 tokens cycle through the trace's 40 */
     compare(model, trace, 2, 50, 4, 2);
     compare(model, trace, 5, 50, 4, 2);
+    /* replay_predict: prefetch of the guesses, acquires of the guesses, prediction-aware eviction
+     * on and off; counts of hits and misses equal the simulator's --predict run */
+    uint64_t prot_misses[N_POLICIES] = {0}, open_misses[N_POLICIES] = {0};
+    for (int p = 0; p < N_POLICIES; p++)
+        for (int protect = 0; protect < 2; protect++) {
+            const char *extra[] = {"replay_predict=0.7", "replay_seed=5", protect ? "protect_predicted=on" : "protect_predicted=off"};
+            uint64_t eh = 0, er = 0, em = 0, sh = 0, sr = 0, sm = 0;
+            e0_err e = {{0}};
+            CHECKF(engine_run(model, trace, 5, policies[p], 50, extra, 3, &eh, &er, &em, &e) == 0, "%s", e.msg);
+            CHECKF(sim_run(model, trace, 5, policies[p], 50, protect ? "--predict 0.7 --seed 5 --protect on" : "--predict 0.7 --seed 5 --protect off",
+                           &sh, &sr, &sm) == 0, "simulator --predict failed");
+            CHECKF(eh == sh && er == sr && em == sm, "predicted, %s, protect %d: engine %llu/%llu hits %llu misses, simulator %llu/%llu %llu",
+                   policies[p], protect, (unsigned long long)eh, (unsigned long long)er, (unsigned long long)em,
+                   (unsigned long long)sh, (unsigned long long)sr, (unsigned long long)sm);
+            CHECKF(er == 50 * 4 * 2 && eh + em == er, "%llu requests", (unsigned long long)er);
+            (protect ? prot_misses : open_misses)[p] = em;
+            printf("  predicted 0.7 %s protect %s: hit rate %.4f, %llu misses\n", policies[p], protect ? "on" : "off",
+                   (double)eh / (double)er, (unsigned long long)em);
+        }
+    /* the protection must make a difference somewhere (else it is not wired in) */
+    bool differs = false;
+    for (int p = 0; p < N_POLICIES; p++) differs |= prot_misses[p] != open_misses[p];
+    CHECK(differs);
     /* the shared Mixtral trace (8 experts, k=2): an 8-expert synth model is cheap */
     char mix[1024], model8[600];
     snprintf(mix, sizeof mix, "%s/routing/mixtral-8x7b.csv", t_shared());
@@ -302,12 +348,33 @@ static void test_replay_errors(void) {
     CHECK(e0_options_parse(&o, "replay_predict=1.5", &e) < 0 && strstr(e.msg, "replay_predict"));
     CHECK(e0_options_parse(&o, "replay_predict=x", &e) < 0);
     CHECK(e0_options_parse(&o, "routing_trace=", &e) < 0);
+    /* a malformed policy value: one line naming the key, the value and every accepted one */
+    CHECK(e0_options_parse(&o, "evict=arc", &e) < 0 && strstr(e.msg, "evict") && strstr(e.msg, "'arc'") &&
+          strstr(e.msg, "lru, lfu, lrfu, pin") && !strchr(e.msg, '\n'));
+    CHECK(e0_options_parse(&o, "evict=", &e) < 0 && strstr(e.msg, "evict"));
+    CHECK(e0_options_parse(&o, "evict=LRU", &e) < 0);
+    CHECK(e0_options_parse(&o, "protect_predicted=yes", &e) < 0 && strstr(e.msg, "protect_predicted") &&
+          strstr(e.msg, "on, off"));
+    for (int p = 0; p < N_POLICIES; p++) {
+        char kvp[64];
+        snprintf(kvp, sizeof kvp, "evict=%s", policies[p]);
+        CHECKF(e0_options_parse(&o, kvp, &e) == 0 && o.evict == p && !strcmp(e0_evict_name(o.evict), policies[p]), "%s", kvp);
+    }
+    CHECK(!e0_evict_name(-1) && !e0_evict_name(E0_EVICT_COUNT));
+    /* the cache itself refuses an unknown policy */
+    e0_model *mm = e0_model_load(model, &(e0_model_params){.experts_resident = false}, true, &e);
+    CHECKF(mm, "%s", e.msg);
+    if (mm) {
+        CHECK(!e0_experts_new(mm, &(e0_experts_params){.slots = 4, .evict = E0_EVICT_COUNT}, &e) &&
+              strstr(e.msg, "eviction policy"));
+        e0_model_free(mm);
+    }
 }
 
 /* ---- replay_predict ---- */
 
 static int predict_run(const char *model, const char *trace, const char *p, const char *seed, uint64_t *hits,
-                       uint64_t *total, uint64_t *cache_hits, e0_err *e) {
+                       uint64_t *total, uint64_t *cache_hits, uint64_t *bytes, e0_err *e) {
     e0_options o;
     e0_options_init(&o);
     char kv[800];
@@ -327,7 +394,8 @@ static int predict_run(const char *model, const char *trace, const char *p, cons
         *hits += h;
         *total += t;
     }
-    *cache_hits = e0_experts_get_stats(s.xc)->hits;
+    *cache_hits = e0_experts_get_stats(s.xc)->prefetch_hits;
+    *bytes = e0_experts_get_stats(s.xc)->bytes_read;
     e0_close(&s);
     return 0;
 }
@@ -336,18 +404,23 @@ static void test_replay_predict(void) {
     char model[600], trace[600];
     snprintf(model, sizeof model, "%s/m16.gguf", dir);
     snprintf(trace, sizeof trace, "%s/t16.csv", dir);
-    uint64_t h1, t1, c1, h0, t0, c0, hh, th, ch, hh2, th2, ch2;
+    uint64_t h1, t1, c1, h0, t0, c0, hh, th, ch, hh2, th2, ch2, b1, b0, bh, bh2;
     e0_err e = {{0}};
-    CHECKF(predict_run(model, trace, "replay_predict=1", "replay_seed=3", &h1, &t1, &c1, &e) == 0, "%s", e.msg);
-    CHECKF(predict_run(model, trace, "replay_predict=0", "replay_seed=3", &h0, &t0, &c0, &e) == 0, "%s", e.msg);
-    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh, &th, &ch, &e) == 0, "%s", e.msg);
-    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh2, &th2, &ch2, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=1", "replay_seed=3", &h1, &t1, &c1, &b1, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0", "replay_seed=3", &h0, &t0, &c0, &b0, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh, &th, &ch, &bh, &e) == 0, "%s", e.msg);
+    CHECKF(predict_run(model, trace, "replay_predict=0.5", "replay_seed=3", &hh2, &th2, &ch2, &bh2, &e) == 0, "%s", e.msg);
     /* 40 one-token steps (the prompt is one) x layers 1..3 predicted x 2 experts */
     CHECKF(t1 == 40 * 3 * 2 && h1 == t1, "P=1: %llu of %llu", (unsigned long long)h1, (unsigned long long)t1);
     CHECKF(t0 == t1 && h0 == 0, "P=0: %llu of %llu", (unsigned long long)h0, (unsigned long long)t0);
     CHECKF(hh > t1 / 4 && hh < t1 * 3 / 4, "P=0.5: %llu of %llu", (unsigned long long)hh, (unsigned long long)th);
-    CHECK(hh == hh2 && th == th2 && ch == ch2); /* seeded */
-    CHECKF(c1 > c0, "a perfect predictor reads ahead: cache hits %llu vs %llu", (unsigned long long)c1, (unsigned long long)c0);
+    CHECK(hh == hh2 && th == th2 && ch == ch2 && bh == bh2); /* seeded */
+    /* Predicted routing computes with the guesses, read ahead: both predictors' reads are used
+     * (prefetch hits), but wrong guesses are random experts that rarely repeat, so the perfect
+     * predictor (the trace's skewed routing) reads fewer bytes. */
+    CHECKF(c1 > 0 && c0 > 0, "prefetch hits %llu and %llu", (unsigned long long)c1, (unsigned long long)c0);
+    CHECKF(b1 < b0, "a perfect predictor reads %llu bytes, an always wrong one %llu", (unsigned long long)b1,
+           (unsigned long long)b0);
 }
 
 /* ---- memory budget honesty ---- */

@@ -32,10 +32,11 @@ static void identical_to_resident(const char *name, int k, int x) {
 }
 
 static void identical_at(const char *model, const char *name, int k, int x) {
-    char ref[600], out[600], cmd[4096], ids_ref[8192], ids[8192];
+    char ref[600], out[600], err[600], cmd[4096], ids_ref[8192], ids[8192];
     const char *B = t_build();
     snprintf(ref, sizeof ref, "%s/stream-ref.bin", B);
     snprintf(out, sizeof out, "%s/stream-out.bin", B);
+    snprintf(err, sizeof err, "%s/stream-err.txt", B);
     const char *tokens = "1,17,99,200,3,45,511,260,7,8,9,10,300,301,302,44,45,46,47,1,2,3,4,5,6,100,101,102,103,104,105";
     const char *dec = "--tokens 1,17,99 -n 48 --temp 0 --print-ids";
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s --model-option experts=resident", B, model, tokens, ref);
@@ -55,12 +56,19 @@ static void identical_at(const char *model, const char *name, int k, int x) {
             snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model %s --tokens %s --out %s %s", B, model, tokens, out, opts);
             CHECKF(t_sh(cmd, NULL, 0) == 0, "%s", cmd);
             CHECKF(files_equal(ref, out), "%s: logits differ from resident with %s", name, opts);
-            snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s %s %s", B, model, dec, opts);
+            snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s %s %s 2>%s", B, model, dec, opts, err);
             CHECKF(t_sh(cmd, ids, sizeof ids) == 0, "%s", cmd);
             CHECKF(!strcmp(ids, ids_ref), "%s: greedy ids differ from resident with %s:\n%s\n%s", name, opts, ids, ids_ref);
+            /* memory budget honesty: the run summary says the ledger peak stayed within the budget */
+            char summary[8192] = "";
+            snprintf(cmd, sizeof cmd, "cat %s", err);
+            CHECK(t_sh(cmd, summary, sizeof summary) == 0);
+            CHECKF(strstr(summary, "ledger peak") && strstr(summary, "within the budget"),
+                   "%s with %s: no 'within the budget' in the summary:\n%s", name, opts, summary);
         }
     unlink(ref);
     unlink(out);
+    unlink(err);
 }
 
 /* Synth MoE models whose experts are of the types without a golden model (expert sizes that are

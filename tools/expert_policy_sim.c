@@ -1,10 +1,20 @@
 /* expert_policy_sim.c — replay a routing trace (the format of ../shared/routing, read by
  * src/engine/trace.c) through the expert cache to compare eviction policies and slot counts on
  * real routing. For each slot count it reports hit rate and bytes read per token of:
- *   lru, lfu   the engine's own policies (experts.h), run on the real cache (experts.c) reading
- *              the model file through the page cache, so the counts are exactly the engine's
+ *   lru, lfu, lrfu, pin   the engine's own policies (experts.h, e0_evict), run on the real cache
+ *              (experts.c) reading the model file through the page cache, so the counts are
+ *              exactly the engine's
  *   belady     the offline optimum (evict the expert needed again farthest in the future),
  *              computed here: the bound no online policy can beat at that slot count
+ * and each policy's bytes over Belady's (vs_belady).
+ * --predict P [--seed N] [--protect on|off]: the requests of routing=replay with replay_predict=P
+ * (predicted routing, predict_ahead 1, from layer 1): at model layer l the predictor's guess for
+ * layer l+1 (e0_trace_guess, seeded as the engine seeds it) is prefetched, then layer l acquires
+ * its own guess (layer 0: the trace's experts); bytes then include the prefetched experts, and
+ * Belady runs on the acquired experts without prefetch. --protect: prediction-aware eviction
+ * (the engine's protect_predicted, default on). --split-bound (actual routing): the best
+ * per-layer slot counts of the same total for Belady and lrfu, found on the trace itself
+ * (split_bound: an oracle's upper bound on what per-layer counts could buy).
  * The requests are those of decode under --model-option routing=replay: token after token, model
  * layer l takes the trace's layer floor(l * Lt / Lm) (e0_trace_layer_for), the first
  * n_expert_used experts of the row, acquired in id order (as forward.c's moe_ffn does); the
@@ -27,36 +37,54 @@
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-/* The request sequence: reqs [n_tok][n_layer][K] expert ids, sorted within each (token, layer). */
-static int *build_requests(const e0_trace *t, const e0_model *m, long n_tok) {
+/* The request sequence: reqs [n_tok][n_layer][K] expert ids, sorted within each (token, layer).
+ * With guesses (predicted routing) layers >= 1 request guess [n_tok][n_layer][K] instead. */
+static int *build_requests(const e0_trace *t, const e0_model *m, long n_tok, const int *guess) {
     const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used;
     int *r = malloc((size_t)n_tok * (size_t)L * (size_t)K * sizeof *r);
     if (!r) return NULL;
     for (long s = 0; s < n_tok; s++)
         for (int64_t l = 0; l < L; l++) {
-            int *dst = r + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K;
-            memcpy(dst, e0_trace_experts(t, (uint64_t)s, e0_trace_layer_for(t, l, L)), (size_t)K * sizeof *dst);
+            size_t at = ((size_t)s * (size_t)L + (size_t)l) * (size_t)K;
+            int *dst = r + at;
+            const int *src = guess && l >= 1 ? guess + at : e0_trace_experts(t, (uint64_t)s, e0_trace_layer_for(t, l, L));
+            memcpy(dst, src, (size_t)K * sizeof *dst);
             qsort(dst, (size_t)K, sizeof *dst, cmp_int);
         }
     return r;
 }
 
+/* The predictor's guesses [n_tok][n_layer][K] for layers 1.. (rank order), drawn in the engine's
+ * order: token after token, at layer l the guess for l + 1. */
+static int *build_guesses(const e0_trace *t, const e0_model *m, long n_tok, double p, uint64_t seed) {
+    const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used, X = m->hp.n_expert;
+    int *g = calloc((size_t)n_tok * (size_t)L * (size_t)K, sizeof *g);
+    if (!g) return NULL;
+    uint64_t rng = seed;
+    for (long s = 0; s < n_tok; s++)
+        for (int64_t l = 1; l < L; l++)
+            e0_trace_guess(e0_trace_experts(t, (uint64_t)s, e0_trace_layer_for(t, l, L)), K, X, p, &rng,
+                           g + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K);
+    return g;
+}
+
 /* Belady's optimum for one slot count: per layer, on a miss evict the resident expert (not
  * requested by the current step) whose next request is farthest away (never again = farthest;
  * ties: the lower id). Fills hits and misses; bytes = misses x the layer's expert bytes. */
-static void belady(const e0_model *m, const int *reqs, long n_tok, int64_t slots, uint64_t *hits, uint64_t *misses,
-                   uint64_t *bytes) {
+static void belady_split(const e0_model *m, const int *reqs, long n_tok, const int64_t *lslots, uint64_t *hits,
+                         uint64_t *misses, uint64_t *bytes, uint64_t *layer_misses) {
     const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used, X = m->hp.n_expert;
     long *next = malloc((size_t)n_tok * (size_t)K * sizeof *next); /* next step that requests the same id */
     long *upcoming = malloc((size_t)X * sizeof *upcoming);
-    int *res = malloc((size_t)slots * sizeof *res);
+    int *res = malloc((size_t)X * sizeof *res);
     *hits = *misses = *bytes = 0;
     if (!next || !upcoming || !res) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
     for (int64_t l = 0; l < L; l++) {
-        const uint64_t eb = e0_expert_bytes(m, (int)l);
+        const uint64_t eb = e0_expert_bytes(m, (int)l), misses0 = *misses;
+        const int64_t slots = lslots[l];
 #define REQ(s, k) reqs[((size_t)(s) * (size_t)L + (size_t)l) * (size_t)K + (size_t)(k)]
         for (int64_t x = 0; x < X; x++) upcoming[x] = n_tok; /* never */
         for (long s = n_tok - 1; s >= 0; s--)
@@ -95,30 +123,144 @@ static void belady(const e0_model *m, const int *reqs, long n_tok, int64_t slots
             for (int64_t k = 0; k < K; k++) upcoming[REQ(s, k)] = next[(size_t)s * (size_t)K + (size_t)k];
         }
 #undef REQ
+        if (layer_misses) layer_misses[l] = *misses - misses0;
     }
     free(next);
     free(upcoming);
     free(res);
 }
 
+static void belady(const e0_model *m, const int *reqs, long n_tok, int64_t slots, uint64_t *hits, uint64_t *misses,
+                   uint64_t *bytes) {
+    int64_t *ls = malloc((size_t)m->hp.n_layer * sizeof *ls);
+    if (!ls) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int64_t l = 0; l < m->hp.n_layer; l++) ls[l] = slots;
+    belady_split(m, reqs, n_tok, ls, hits, misses, bytes, NULL);
+    free(ls);
+}
+
+/* --split-bound: how much per-layer slot counts (one total, L x slots) could buy. For Belady and
+ * the engine's policy `ev`, the misses of every layer at every count from K to min(X, 3 x slots)
+ * (curve [count - K][L]), then counts given greedily, one slot at a time, to the layer whose
+ * curve drops most. Computed on the trace itself: an upper bound (an oracle split), not a policy
+ * any engine could run online. Prints rows "<name>-split". */
+static void split_bound(const e0_model *m, const int *reqs, long n_tok, int64_t slots, int ev, uint64_t bel_bytes) {
+    const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used, X = m->hp.n_expert;
+    const int64_t smax = 3 * slots < X ? 3 * slots : X, nc = smax - K + 1;
+    uint64_t *curve = malloc((size_t)nc * (size_t)L * sizeof *curve);
+    int64_t *ls = malloc((size_t)L * sizeof *ls), *alloc = malloc((size_t)L * sizeof *alloc);
+    e0_expert_ptrs *ptr = malloc((size_t)K * sizeof *ptr);
+    if (!curve || !ls || !alloc || !ptr) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int pass = 0; pass < 2; pass++) { /* 0: belady, 1: the policy */
+        double t0 = e0_now();
+        for (int64_t c = 0; c < nc; c++) {
+            uint64_t *cm = curve + (size_t)c * (size_t)L;
+            if (pass == 0) {
+                uint64_t h, mi, b;
+                for (int64_t l = 0; l < L; l++) ls[l] = K + c;
+                belady_split(m, reqs, n_tok, ls, &h, &mi, &b, cm);
+                continue;
+            }
+            e0_err e = {0};
+            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = K + c, .evict = ev}, &e);
+            if (!x) {
+                fprintf(stderr, "%s\n", e.msg);
+                exit(1);
+            }
+            for (int64_t l = 0; l < L; l++) { /* layers are independent: one after the other */
+                uint64_t m0 = e0_experts_get_stats(x)->misses;
+                for (long s = 0; s < n_tok; s++) {
+                    if (e0_experts_acquire(x, (int)l, reqs + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K, (int)K, ptr, &e) < 0) {
+                        fprintf(stderr, "%s\n", e.msg);
+                        exit(1);
+                    }
+                    e0_experts_release(x, (int)l);
+                }
+                cm[l] = e0_experts_get_stats(x)->misses - m0;
+            }
+            e0_experts_free(x);
+        }
+        for (int64_t l = 0; l < L; l++) alloc[l] = K;
+        for (int64_t left = L * (slots - K); left > 0; left--) {
+            int64_t best = -1;
+            uint64_t gain = 0;
+            for (int64_t l = 0; l < L; l++) {
+                if (alloc[l] >= smax) continue;
+                uint64_t a = curve[(size_t)(alloc[l] - K) * (size_t)L + (size_t)l];
+                uint64_t b = curve[(size_t)(alloc[l] + 1 - K) * (size_t)L + (size_t)l];
+                uint64_t g = a > b ? a - b : 0;
+                if (best < 0 || g > gain) best = l, gain = g;
+            }
+            if (best < 0) break;
+            alloc[best]++;
+        }
+        uint64_t misses = 0, bytes = 0, req = (uint64_t)n_tok * (uint64_t)L * (uint64_t)K;
+        int64_t lo = smax, hi = 0;
+        for (int64_t l = 0; l < L; l++) {
+            uint64_t mi = curve[(size_t)(alloc[l] - K) * (size_t)L + (size_t)l];
+            misses += mi;
+            bytes += mi * e0_expert_bytes(m, (int)l);
+            lo = alloc[l] < lo ? alloc[l] : lo;
+            hi = alloc[l] > hi ? alloc[l] : hi;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "%s-split", pass ? e0_evict_name(ev) : "belady");
+        printf("%-12s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %9.3f %8.2f  (per-layer slots %lld..%lld)\n", name,
+               (long long)slots, (double)(req - misses) / (double)req, (unsigned long long)(req - misses),
+               (unsigned long long)req, (unsigned long long)misses, (double)bytes / 1e6, (double)bytes / 1e6 / (double)n_tok,
+               bel_bytes ? (double)bytes / (double)bel_bytes : 0, e0_now() - t0, (long long)lo, (long long)hi);
+    }
+    free(curve);
+    free(ls);
+    free(alloc);
+    free(ptr);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N] [--predict P] [--seed N] "
+                        "[--protect on|off] [--split-bound]\n", argv[0]);
         return 1;
     }
     const char *slots_arg = NULL;
     long n_tok = 0;
+    double predict = -1;
+    uint64_t seed = 1;
+    bool protect = true, split = false;
     for (int i = 3; i < argc; i++) {
+        char *end;
         if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots_arg = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
-            char *end;
             n_tok = strtol(argv[++i], &end, 10);
             if (*end || n_tok < 1 || n_tok > 100000000) {
                 fprintf(stderr, "--tokens: expected a count from 1 to 100000000\n");
                 return 1;
             }
+        } else if (!strcmp(argv[i], "--predict") && i + 1 < argc) {
+            predict = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(predict >= 0 && predict <= 1)) {
+                fprintf(stderr, "--predict: expected a probability from 0 to 1\n");
+                return 1;
+            }
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 1) {
+                fprintf(stderr, "--seed: expected a positive integer\n");
+                return 1;
+            }
+            seed = (uint64_t)v;
+        } else if (!strcmp(argv[i], "--split-bound")) {
+            split = true;
+        } else if (!strcmp(argv[i], "--protect") && i + 1 < argc && (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
+            protect = !strcmp(argv[++i], "on");
         } else {
-            fprintf(stderr, "unknown argument '%s'\n", argv[i]);
+            fprintf(stderr, "unknown or incomplete argument '%s'\n", argv[i]);
             return 1;
         }
     }
@@ -151,52 +293,59 @@ int main(int argc, char **argv) {
             p = *end ? end + 1 : end;
         }
     }
-    int *reqs = build_requests(t, m, n_tok);
+    int *guess = predict >= 0 ? build_guesses(t, m, n_tok, predict, seed) : NULL;
+    int *reqs = predict < 0 || guess ? build_requests(t, m, n_tok, guess) : NULL;
     if (!reqs) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
     printf("# %s: E=%d k=%d, %d trace layers over %lld model layers, %ld tokens (trace steps %d, cycled), "
-           "%lld experts per token\n",
+           "%lld experts per token",
            t->name, t->n_expert, t->k, t->n_layer, (long long)L, n_tok, t->n_step, (long long)K);
-    printf("%-6s %6s %9s %10s %10s %10s %12s %12s %8s\n", "policy", "slots", "hit_rate", "hits", "requests", "misses",
-           "MB_read", "MB_per_token", "seconds");
+    if (predict >= 0) printf("; predicted routing, replay_predict=%g seed %llu, protect_predicted=%s", predict,
+                             (unsigned long long)seed, protect ? "on" : "off");
+    printf("\n%-12s %6s %9s %10s %10s %10s %12s %12s %9s %8s\n", "policy", "slots", "hit_rate", "hits", "requests", "misses",
+           "MB_read", "MB_per_token", "vs_belady", "seconds");
     e0_expert_ptrs *ptr = malloc((size_t)K * sizeof *ptr);
     for (int si = 0; si < n_slots && ptr; si++) {
         int64_t slots = slot_values[si];
         if (slots < K || slots > X) continue;
-        for (int ev = 0; ev < 2; ev++) {
-            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slots, .evict = ev}, &e);
+        uint64_t bh, bm, bb;
+        double t0 = e0_now();
+        belady(m, reqs, n_tok, slots, &bh, &bm, &bb);
+        printf("%-12s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %9.3f %8.2f\n", "belady", (long long)slots,
+               bh + bm ? (double)bh / (double)(bh + bm) : 0, (unsigned long long)bh, (unsigned long long)(bh + bm),
+               (unsigned long long)bm, (double)bb / 1e6, (double)bb / 1e6 / (double)n_tok, 1.0, e0_now() - t0);
+        for (int ev = 0; ev < E0_EVICT_COUNT; ev++) {
+            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slots, .evict = ev, .protect_predicted = protect}, &e);
             if (!x) {
                 fprintf(stderr, "%s\n", e.msg);
                 return 1;
             }
-            double t0 = e0_now();
+            t0 = e0_now();
             for (long s = 0; s < n_tok; s++)
                 for (int64_t l = 0; l < L; l++) {
-                    if (e0_experts_acquire(x, (int)l, reqs + ((size_t)s * (size_t)L + (size_t)l) * (size_t)K, (int)K, ptr, &e) < 0) {
+                    size_t at = ((size_t)s * (size_t)L + (size_t)l) * (size_t)K;
+                    if (guess && l + 1 < L) e0_experts_prefetch(x, (int)l + 1, guess + at + (size_t)K, (int)K);
+                    if (e0_experts_acquire(x, (int)l, reqs + at, (int)K, ptr, &e) < 0) {
                         fprintf(stderr, "%s\n", e.msg);
                         return 1;
                     }
                     e0_experts_release(x, (int)l);
                 }
             const e0_experts_stats *st = e0_experts_get_stats(x);
-            printf("%-6s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %8.2f\n", ev ? "lfu" : "lru", (long long)slots,
+            printf("%-12s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %9.3f %8.2f\n", e0_evict_name(ev), (long long)slots,
                    st->requests ? (double)st->hits / (double)st->requests : 0, (unsigned long long)st->hits,
                    (unsigned long long)st->requests, (unsigned long long)st->misses, (double)st->bytes_read / 1e6,
-                   (double)st->bytes_read / 1e6 / (double)n_tok, e0_now() - t0);
+                   (double)st->bytes_read / 1e6 / (double)n_tok, bb ? (double)st->bytes_read / (double)bb : 0,
+                   e0_now() - t0);
             e0_experts_free(x);
         }
-        uint64_t hits, misses, bytes;
-        double t0 = e0_now();
-        belady(m, reqs, n_tok, slots, &hits, &misses, &bytes);
-        printf("%-6s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %8.2f\n", "belady", (long long)slots,
-               hits + misses ? (double)hits / (double)(hits + misses) : 0, (unsigned long long)hits,
-               (unsigned long long)(hits + misses), (unsigned long long)misses, (double)bytes / 1e6,
-               (double)bytes / 1e6 / (double)n_tok, e0_now() - t0);
+        if (split && !guess) split_bound(m, reqs, n_tok, slots, E0_EVICT_LRFU, bb);
     }
     free(ptr);
     free(reqs);
+    free(guess);
     e0_trace_free(t);
     e0_model_free(m);
     return 0;

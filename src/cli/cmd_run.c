@@ -115,8 +115,11 @@ static int build_prompt(const run_args *a, const e0_model *m, const e0_tokenizer
     return 0;
 }
 
+static void print_stream_summary(const e0_session *ses, int n_tokens);
+
 /* Id mode: exactly n ids (greedy or sampled) after the prompt ids, never stopping at EOS. The
- * prompt is --tokens, or the text prompt's ids when tok is given (the model is already loaded). */
+ * prompt is --tokens, or the text prompt's ids when tok is given (the model is already loaded).
+ * When experts stream, the streaming summary (memory line included) follows on stderr. */
 static int run_ids(run_args *a) {
     e0_err e;
     int *ids = NULL, n = 0;
@@ -153,6 +156,7 @@ static int run_ids(run_args *a) {
         if (k + 1 < n_gen && e0_eval(c, &next, 1, NULL, &e) < 0) status = cli_error("%s", e.msg);
     }
     if (!status) putchar('\n');
+    if (!status && a->o.session.xc) print_stream_summary(&a->o.session, n + (int)n_gen);
     e0_sampler_free(s);
     free(ids);
     cli_unload(&a->o);

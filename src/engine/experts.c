@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ typedef struct slot {
     int pins;
     int pending;         /* read requests not finished yet */
     bool from_prefetch;  /* loaded by prefetch and not acquired since */
+    bool predicted;      /* named by the layer's latest prefetch, not acquired since (protect_predicted) */
     uint64_t last_use;
     int err_kind, err_errno; /* first failure of the current load */
     uint64_t err_offset;
@@ -37,8 +39,11 @@ typedef struct slot {
 typedef struct layer_cache {
     slot *slots;
     int *where;          /* [n_expert]: slot holding the expert, or -1 */
-    uint32_t *freq;      /* [n_expert]: LFU use counts (aged) */
+    uint32_t *freq;      /* [n_expert]: LFU use counts (aged); PIN ranks by them too */
     uint64_t requests;   /* since the last LFU aging */
+    double *crf;         /* [n_expert]: LRFU score at its last update */
+    uint64_t *crf_at;    /* [n_expert]: `clock` of that update */
+    uint64_t clock;      /* acquire calls of this layer (LRFU's time) */
     uint8_t *mem;
     size_t mem_bytes;
     size_t part_off[N_PARTS], part_len[N_PARTS]; /* in a slot; part_len = matrix bytes */
@@ -69,6 +74,7 @@ struct e0_experts {
     int n_layer;
     int64_t n_expert, slots;
     int read_mode, evict;
+    bool protect_predicted;
     const char *why;
     char why_buf[256];
     int fd_cached, fd_direct;
@@ -276,19 +282,42 @@ static void start_load(e0_experts *x, int layer, int si, int id, bool urgent) {
     pthread_cond_broadcast(&x->work_cv);
 }
 
-/* Is slot a better eviction victim than slot b under the policy? */
-static bool better_victim(const e0_experts *x, const layer_cache *lc, const slot *a, const slot *b) {
+/* LRFU: the score of expert id now (its last score decayed over the layer steps since). */
+static double lrfu_score(const layer_cache *lc, int id) {
+    return lc->crf[id] * exp2(-E0_LRFU_LAMBDA * (double)(lc->clock - lc->crf_at[id]));
+}
+
+/* PIN: is expert id among the layer's 3/4 * slots most used (fewer of them than that with a
+ * strictly higher count, and used at all)? */
+static bool pin_protected(const e0_experts *x, const layer_cache *lc, int id) {
+    const int64_t top = x->slots * 3 / 4;
+    if (!lc->freq[id] || top < 1) return false;
+    int64_t above = 0;
+    for (int64_t i = 0; i < x->n_expert && above < top; i++) above += lc->freq[i] > lc->freq[id];
+    return above < top;
+}
+
+/* Is slot a (with PIN protection pa) a better eviction victim than slot b (pb)? */
+static bool better_victim(const e0_experts *x, const layer_cache *lc, const slot *a, bool pa, const slot *b, bool pb) {
     if (x->evict == E0_EVICT_LFU) {
         uint32_t fa = lc->freq[a->expert], fb = lc->freq[b->expert];
         if (fa != fb) return fa < fb;
+    } else if (x->evict == E0_EVICT_LRFU) {
+        double sa = lrfu_score(lc, a->expert), sb = lrfu_score(lc, b->expert);
+        if (sa != sb) return sa < sb;
+    } else if (x->evict == E0_EVICT_PIN && pa != pb) {
+        return pb; /* the unprotected one goes first */
     }
     return a->last_use < b->last_use;
 }
 
 /* A slot to load into: an empty or failed one, else the policy's victim among unpinned, idle
- * experts. -1 if none; *busy tells whether an unpinned slot is being read (wait for it). */
-static int pick_slot(const e0_experts *x, const layer_cache *lc, bool *busy) {
+ * experts. -1 if none; *busy tells whether an unpinned slot is being read (wait for it).
+ * Predicted experts (protect_predicted) are taken only when no other is left, and never when
+ * spare_predicted (a prefetch). */
+static int pick_slot(const e0_experts *x, const layer_cache *lc, bool spare_predicted, bool *busy) {
     int best = -1;
+    bool best_pin = false, best_pred = false;
     *busy = false;
     for (int i = 0; i < (int)x->slots; i++) {
         const slot *s = &lc->slots[i];
@@ -298,12 +327,24 @@ static int pick_slot(const e0_experts *x, const layer_cache *lc, bool *busy) {
             *busy = true;
             continue;
         }
-        if (best < 0 || better_victim(x, lc, s, &lc->slots[best])) best = i;
+        bool pred = x->protect_predicted && s->predicted;
+        if (pred && spare_predicted) continue;
+        bool pin = x->evict == E0_EVICT_PIN && pin_protected(x, lc, s->expert);
+        if (best >= 0 && pred != best_pred) {
+            if (pred) continue; /* an unpredicted candidate is always preferred */
+        } else if (best >= 0 && !better_victim(x, lc, s, pin, &lc->slots[best], best_pin)) {
+            continue;
+        }
+        best = i;
+        best_pin = pin;
+        best_pred = pred;
     }
     return best;
 }
 
 static void count_use(e0_experts *x, layer_cache *lc, int id) {
+    lc->crf[id] = lrfu_score(lc, id) + 1;
+    lc->crf_at[id] = lc->clock;
     lc->freq[id] = lc->freq[id] < UINT32_MAX ? lc->freq[id] + 1 : UINT32_MAX;
     if (++lc->requests >= 4 * (uint64_t)x->n_expert) {
         for (int64_t i = 0; i < x->n_expert; i++) lc->freq[i] >>= 1;
@@ -354,6 +395,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
                        layer, pinned + new_pins, pinned, (long long)x->slots);
     }
     x->tick++;
+    lc->clock++;
 
     /* Hits first (pinned at once so that loading the misses cannot evict them). */
     for (int d = 0; d < nd; d++) {
@@ -366,6 +408,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         x->st.hits++;
         if (s->from_prefetch) x->st.prefetch_hits++;
         s->from_prefetch = false;
+        s->predicted = false;
         s->last_use = x->tick;
         s->pins++;
         x->call_slot[d] = si;
@@ -377,7 +420,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         int id = x->call_id[d], si = lc->where[id]; /* a failed earlier load of this id: reuse its slot */
         bool busy;
         while (si < 0) {
-            si = pick_slot(x, lc, &busy);
+            si = pick_slot(x, lc, false, &busy);
             if (si >= 0 || !busy) break;
             double w0 = e0_now();
             pthread_cond_wait(&x->done_cv, &x->mu);
@@ -391,6 +434,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         }
         x->st.misses++;
         start_load(x, layer, si, id, true);
+        lc->slots[si].predicted = false;
         lc->slots[si].pins++;
         x->call_slot[d] = si;
     }
@@ -431,23 +475,33 @@ void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n) {
     layer_cache *lc = &x->layers[layer];
     pthread_mutex_lock(&x->mu);
     x->tick++; /* prefetched experts count as the most recent, so the next prefetch does not evict them */
+    for (int i = 0; i < (int)x->slots; i++) lc->slots[i].predicted = false; /* this prediction replaces the last */
     for (int i = 0; i < n; i++) {
         int id = ids[i];
         if (id < 0 || id >= x->n_expert) continue;
         int si = lc->where[id];
-        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) continue; /* resident or being read */
+        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) { /* resident or being read */
+            lc->slots[si].predicted = true;
+            continue;
+        }
         if (si < 0) {
             bool busy;
-            si = pick_slot(x, lc, &busy);
+            si = pick_slot(x, lc, true, &busy);
             if (si < 0) break;
         }
         x->st.prefetched++;
         start_load(x, layer, si, id, false);
+        lc->slots[si].predicted = true;
     }
     pthread_mutex_unlock(&x->mu);
 }
 
 const e0_experts_stats *e0_experts_get_stats(const e0_experts *x) { return &x->st; }
+
+const char *e0_evict_name(int evict) {
+    static const char *const names[E0_EVICT_COUNT] = {"lru", "lfu", "lrfu", "pin"};
+    return evict >= 0 && evict < E0_EVICT_COUNT ? names[evict] : NULL;
+}
 
 void e0_experts_reset_stats(e0_experts *x) { memset(&x->st, 0, sizeof x->st); }
 
@@ -515,7 +569,7 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         e0_fail(e, "expert cache: unknown read mode %d", p->read_mode);
         return NULL;
     }
-    if (p->evict != E0_EVICT_LRU && p->evict != E0_EVICT_LFU) {
+    if (!e0_evict_name(p->evict)) {
         e0_fail(e, "expert cache: unknown eviction policy %d", p->evict);
         return NULL;
     }
@@ -535,6 +589,7 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
     x->slots = p->slots;
     x->read_mode = p->read_mode;
     x->evict = p->evict;
+    x->protect_predicted = p->protect_predicted;
     x->fd_cached = m->gguf->fd;
     x->fd_direct = -1;
     x->n_threads = p->n_io_threads ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
@@ -580,7 +635,9 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         lc->slots = calloc(ns, sizeof *lc->slots);
         lc->where = malloc(nx * sizeof *lc->where);
         lc->freq = calloc(nx, sizeof *lc->freq);
-        if (!lc->mem || !lc->slots || !lc->where || !lc->freq) {
+        lc->crf = calloc(nx, sizeof *lc->crf);
+        lc->crf_at = calloc(nx, sizeof *lc->crf_at);
+        if (!lc->mem || !lc->slots || !lc->where || !lc->freq || !lc->crf || !lc->crf_at) {
             e0_fail(e, "cannot allocate %zu bytes for the expert slots of layer %d", lc->mem_bytes, il);
             goto fail;
         }
@@ -658,6 +715,8 @@ void e0_experts_free(e0_experts *x) {
             free(lc->slots);
             free(lc->where);
             free(lc->freq);
+            free(lc->crf);
+            free(lc->crf_at);
         }
     if (x->fd_direct >= 0) close(x->fd_direct);
     free(x->layers);

@@ -35,15 +35,29 @@
 /* cached: pread through the page cache. direct: O_DIRECT; each matrix's covering 4096-aligned
  * range is read into an aligned staging buffer and the exact bytes are copied into the slot. */
 enum e0_expert_read { E0_READ_CACHED = 0, E0_READ_DIRECT = 1 };
-/* LRU: evict the unpinned expert used longest ago. LFU: evict the unpinned expert with the fewest
- * uses in this layer (counts kept per expert across evictions, halved every 4 * n_expert
- * requests of the layer so old popularity fades); ties go to the least recently used. */
-enum e0_evict { E0_EVICT_LRU = 0, E0_EVICT_LFU = 1 };
+/* Eviction policies, chosen by replaying the shared routing traces (docs/perf.md, "Expert-cache
+ * policies under real routing"). Each picks a victim among the unpinned, idle experts of a layer:
+ *   LRU   the expert used longest ago.
+ *   LFU   the fewest uses in this layer (counts kept per expert across evictions, halved every
+ *         4 * n_expert requests of the layer so old popularity fades); ties: least recently used.
+ *   LRFU  frequency and recency in one score: each use adds 1 to the expert's score, and the
+ *         score decays by 2^-E0_LRFU_LAMBDA per acquire call of the layer (a token in decode);
+ *         the lowest score goes (ties: least recently used). Lambda -> 0 is LFU, large is LRU.
+ *   PIN   the layer's most used experts (the top 3/4 of its slots by use count, counted as LFU
+ *         does) are never evicted while they stay on top; among the rest, least recently used.
+ * Prediction-aware eviction (e0_experts_params.protect_predicted, any policy): an expert named
+ * by the latest e0_experts_prefetch of its layer and not acquired since is not evicted by a
+ * prefetch, and by an acquire only when no other unpinned expert is left. */
+enum e0_evict { E0_EVICT_LRU = 0, E0_EVICT_LFU = 1, E0_EVICT_LRFU = 2, E0_EVICT_PIN = 3, E0_EVICT_COUNT };
+#define E0_LRFU_LAMBDA 0.05 /* decay per layer step; 0.03-0.1 measured best on every shared trace */
+/* "lru", "lfu", "lrfu", "pin" (NULL for an unknown value) */
+const char *e0_evict_name(int evict);
 
 typedef struct e0_experts_params {
     int64_t slots;          /* expert slots per layer, 1..n_expert (the forward pass needs >= n_expert_used) */
     int read_mode;          /* e0_expert_read */
     int evict;              /* e0_evict */
+    bool protect_predicted; /* prediction-aware eviction (see e0_evict) */
     int n_io_threads;       /* 0 = default (E0_EXPERTS_DEFAULT_IO_THREADS); at most E0_EXPERTS_MAX_IO_THREADS */
 } e0_experts_params;
 
@@ -87,8 +101,10 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
 void e0_experts_release(e0_experts *x, int layer);
 /* Queue background reads of those ids of `layer` that are neither resident nor being read, into
  * empty slots or by evicting unpinned, idle experts (never a pinned one, never one a read is
- * filling); ids beyond what fits are skipped, invalid ids ignored. Does not wait. A read error
- * here is silent: the expert is read again (and the error reported) by acquire. */
+ * filling, and with protect_predicted never one this call names: the call's ids become the
+ * layer's predicted set, replacing the previous one); ids beyond what fits are skipped, invalid
+ * ids ignored. Does not wait. A read error here is silent: the expert is read again (and the
+ * error reported) by acquire. */
 void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n);
 const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
 void e0_experts_reset_stats(e0_experts *x);

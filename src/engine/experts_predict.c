@@ -25,47 +25,11 @@
 
 /* ---- routing=replay ---- */
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* The trace's first K experts of model layer il for token i of the chunk. */
-static const int *replay_truth(const e0_ctx *c, int il, int i) {
-    const e0_trace *t = c->replay.trace;
-    return e0_trace_experts(t, c->replay.step + (uint64_t)i, e0_trace_layer_for(t, il, c->hp->n_layer));
-}
-
-/* The predictor's guess dst [K] for model layer il, token i: each of the trace's experts kept with
- * probability predict_p, else replaced by an expert uniformly drawn from those neither in the
- * trace's K nor already guessed (kept when there is none: K = n_expert). */
+/* The predictor's guess dst [K] for model layer il, token i of the chunk (e0_trace_guess). */
 static void replay_guess(e0_ctx *c, int il, int i, int *dst) {
-    const int64_t X = c->hp->n_expert, K = c->hp->n_expert_used;
-    const int *truth = replay_truth(c, il, i);
-    memcpy(dst, truth, (size_t)K * sizeof *dst);
-    for (int64_t s = 0; s < K; s++) {
-        double u = (double)(splitmix64(&c->replay.rng) >> 11) * 0x1.0p-53;
-        if (u < c->replay.predict_p) continue;
-        /* draw among the free experts: not in truth, not in dst */
-        int64_t n_free = 0;
-        for (int64_t x = 0; x < X; x++) {
-            bool used = false;
-            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
-            n_free += !used;
-        }
-        if (n_free == 0) continue;
-        int64_t pick = (int64_t)(splitmix64(&c->replay.rng) % (uint64_t)n_free);
-        for (int64_t x = 0; x < X; x++) {
-            bool used = false;
-            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
-            if (!used && pick-- == 0) {
-                dst[s] = (int)x;
-                break;
-            }
-        }
-    }
+    const e0_trace *t = c->replay.trace;
+    e0_trace_guess(e0_trace_experts(t, c->replay.step + (uint64_t)i, e0_trace_layer_for(t, il, c->hp->n_layer)),
+                   c->hp->n_expert_used, c->hp->n_expert, c->replay.predict_p, &c->replay.rng, dst);
 }
 
 void e0_replay_route(e0_ctx *c, int il, int n_tok) {

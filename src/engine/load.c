@@ -185,7 +185,8 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
     if (o->routing == E0_ROUTING_AUTO) o->routing = s->streamed ? E0_ROUTING_PREDICTED : E0_ROUTING_ACTUAL;
     if (!moe && o->routing == E0_ROUTING_PREDICTED) return e0_fail(e, "--model-option routing=predicted: %s has no routed experts", path);
     if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;
-    if (o->evict < 0) o->evict = E0_EVICT_LFU; /* 13-15% fewer bytes read than LRU: docs/perf.md */
+    if (o->evict < 0) o->evict = E0_EVICT_LRFU; /* the fewest bytes read on the shared traces: docs/perf.md */
+    if (o->protect_predicted == E0_AUTO) o->protect_predicted = E0_ON;
     if (o->predict_from_layer < 0) o->predict_from_layer = 1;
     if (o->predict_ahead <= 0) o->predict_ahead = 1; /* 2 measured worse: see docs/perf.md */
     if (o->prefill_ahead_min_tokens < 0) o->prefill_ahead_min_tokens = DEFAULT_PREFILL_AHEAD;
@@ -215,7 +216,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     if (!(s->m = e0_model_load(path, &p, true, e))) return -1;
     if (s->streamed) {
         e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read, .evict = o->evict,
-                                .n_io_threads = (int)o->io_threads};
+                                .protect_predicted = o->protect_predicted == E0_ON, .n_io_threads = (int)o->io_threads};
         if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
     }
     if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
@@ -285,7 +286,8 @@ json_t *e0_session_config_json(const e0_session *s) {
         int mode = s->xc ? e0_experts_read_mode(s->xc, &why) : o->expert_read;
         json_object_set_new(j, "expert_read", json_string(!s->streamed ? "n/a (resident)" : mode == E0_READ_DIRECT ? "direct" : "cached"));
         if (why) json_object_set_new(j, "expert_read_note", json_string(why));
-        json_object_set_new(j, "evict", json_string(o->evict == E0_EVICT_LFU ? "lfu" : "lru"));
+        json_object_set_new(j, "evict", json_string(e0_evict_name(o->evict) ? e0_evict_name(o->evict) : "?"));
+        json_object_set_new(j, "protect_predicted", json_string(o->protect_predicted == E0_OFF ? "off" : "on"));
         json_object_set_new(j, "predict_from_layer", json_integer(o->predict_from_layer));
         json_object_set_new(j, "predict_ahead", json_integer(o->predict_ahead));
         json_object_set_new(j, "prefetch", json_string(o->prefetch == E0_ON ? "on" : "off"));

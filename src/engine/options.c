@@ -30,7 +30,8 @@ const char *e0_options_help(void) {
            "  --model-option prefetch=on|off                actual routing: read predicted experts ahead\n"
            "  --model-option prefill_read=auto|off          overlap the next layer's reads in long prefills\n"
            "  --model-option prefill_ahead_min_tokens=N     chunk size from which prefill_read=auto overlaps\n"
-           "  --model-option evict=lru|lfu                  expert cache eviction policy (default lfu)\n"
+           "  --model-option evict=lru|lfu|lrfu|pin         expert cache eviction policy (default lrfu)\n"
+           "  --model-option protect_predicted=on|off       never evict an expert predicted for the next step\n"
            "  --model-option io_threads=N                   expert reader threads\n";
 }
 
@@ -94,9 +95,14 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         return pick(key, v, names, values, 2, &o->expert_read, e);
     }
     if (!strcmp(key, "evict")) {
-        static const char *const names[] = {"lru", "lfu"};
-        static const int values[] = {E0_EVICT_LRU, E0_EVICT_LFU};
-        return pick(key, v, names, values, 2, &o->evict, e);
+        static const char *const names[] = {"lru", "lfu", "lrfu", "pin"};
+        static const int values[] = {E0_EVICT_LRU, E0_EVICT_LFU, E0_EVICT_LRFU, E0_EVICT_PIN};
+        return pick(key, v, names, values, 4, &o->evict, e);
+    }
+    if (!strcmp(key, "protect_predicted")) {
+        static const char *const names[] = {"on", "off"};
+        static const int values[] = {E0_ON, E0_OFF};
+        return pick(key, v, names, values, 2, &o->protect_predicted, e);
     }
     if (!strcmp(key, "prefetch") || !strcmp(key, "prefill_read")) {
         static const char *const names[] = {"on", "off", "auto"};
@@ -140,7 +146,7 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
     }
     return e0_fail(e, "--model-option: unknown key '%s' (known: experts, expert_slots, memory_budget, expert_read, routing, "
                       "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads, "
-                      "routing_trace, replay_predict, replay_seed)", key);
+                      "routing_trace, replay_predict, replay_seed, protect_predicted)", key);
 }
 
 int e0_options_check_model(const e0_options *o, int64_t n_layer, e0_err *e) {

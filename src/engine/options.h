@@ -31,6 +31,7 @@ typedef struct e0_options {
     char routing_trace[1024];         /* routing=replay: the trace file ("" = none) */
     double replay_predict;            /* routing=replay: predictor accuracy 0..1; < 0 = no predictor */
     int64_t replay_seed;              /* seed of replay_predict's wrong guesses; 0 = default (1) */
+    int protect_predicted;            /* e0_tristate: prediction-aware eviction (experts.h); AUTO = on */
 } e0_options;
 
 void e0_options_init(e0_options *o);

@@ -415,3 +415,37 @@ const float *e0_trace_weights(const e0_trace *t, uint64_t s, int li) {
     if (!t->w) return NULL;
     return t->w + ((size_t)(s % (uint64_t)t->n_step) * (size_t)t->n_layer + (size_t)li) * (size_t)t->k;
 }
+
+/* ---- a simulated predictor (routing=replay with replay_predict; tools/expert_policy_sim) ---- */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void e0_trace_guess(const int *truth, int64_t K, int64_t X, double p, uint64_t *rng, int *dst) {
+    memcpy(dst, truth, (size_t)K * sizeof *dst);
+    for (int64_t s = 0; s < K; s++) {
+        double u = (double)(splitmix64(rng) >> 11) * 0x1.0p-53;
+        if (u < p) continue;
+        /* draw among the free experts: not in truth, not in dst */
+        int64_t n_free = 0;
+        for (int64_t x = 0; x < X; x++) {
+            bool used = false;
+            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
+            n_free += !used;
+        }
+        if (n_free == 0) continue;
+        int64_t pick = (int64_t)(splitmix64(rng) % (uint64_t)n_free);
+        for (int64_t x = 0; x < X; x++) {
+            bool used = false;
+            for (int64_t r = 0; r < K; r++) used |= truth[r] == x || dst[r] == x;
+            if (!used && pick-- == 0) {
+                dst[s] = (int)x;
+                break;
+            }
+        }
+    }
+}

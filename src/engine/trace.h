@@ -63,5 +63,10 @@ int e0_trace_layer_for(const e0_trace *t, int64_t l, int64_t n_model_layers);
 /* Experts (k of them) of step s mod n_step, trace layer li; weights the same (NULL when none). */
 const int *e0_trace_experts(const e0_trace *t, uint64_t s, int li);
 const float *e0_trace_weights(const e0_trace *t, uint64_t s, int li);
+/* A predictor right with probability p (routing=replay, replay_predict=p): dst [K] = truth [K]
+ * with each expert kept with probability p, else replaced by one drawn uniformly from the X
+ * experts neither in truth nor already guessed (kept when there is none: K = X). *rng is the
+ * seeded state (splitmix64), advanced by one draw per expert and one more per wrong one. */
+void e0_trace_guess(const int *truth, int64_t K, int64_t X, double p, uint64_t *rng, int *dst);
 
 #endif
