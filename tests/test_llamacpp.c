@@ -17,6 +17,10 @@
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
  *   synth/gpt-oss-SHAPE/mxfp4, mxfp4_moe-mix  ... with MXFP4 experts (llama.cpp's quantizer)
+ *   synth/gpt-oss-SHAPE/{f32,q8_0}-chunks  100-token prompts in chunks of 5 and 16 (the
+ *                    sliding-window rings wrap), 64 greedy steps through a ring of n_swa + 4
+ *   synth/gpt-oss-swa-array/*  sliding_window_pattern as a per-layer bool array (and refused
+ *                    when it differs from the period llama.cpp applies)
  *   synth/olmoe-*, granitemoe-*, glm4moe-*, minimax-m2-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
@@ -512,7 +516,7 @@ static int needs_imatrix(const char *type) { return !strcmp(type, "iq3_xxs") || 
 #define N_ARCH (int)(sizeof synth_archs / sizeof synth_archs[0])
 #define N_QT (int)(sizeof quant_types / sizeof quant_types[0])
 
-/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types (a development aid; unset: all). */
+/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types, in every group (a development aid; unset: all). */
 static int type_selected(const char *type) {
     const char *only = getenv("E0_TEST_QUANT");
     if (!only || !*only) return 1;
@@ -835,6 +839,7 @@ static void test_synth_iq2(void) {
         int ok = unavailable[0] || a == N_ARCH ? 0 : synth_f32(a, f32, sizeof f32, sha) == 0;
         for (size_t q = 0; q < sizeof iq2_types / sizeof iq2_types[0]; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(iq2_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", archs[ai], iq2_types[q]);
             if (!unavailable[0] && (!ok || synth_quant(f32, sha, iq2_types[q], qpath, sizeof qpath))) {
                 t_begin(label);
@@ -936,6 +941,7 @@ static void test_synth_new_types(void) {
         }
         for (int k = 0; k < (int)(sizeof new_types / sizeof new_types[0]); k++) {
             char qpath[PATH * 2];
+            if (!type_selected(new_types[k].name)) continue;
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, new_types[k].name);
             if (!unavailable[0] && synth_quant_new(f32, sha, k, qpath, sizeof qpath)) {
                 t_begin(label);
@@ -1062,6 +1068,7 @@ static void test_synth_gptoss(void) {
         check_swa_chunks(label, f32);
         for (size_t q = 0; q < sizeof gptoss_types / sizeof gptoss_types[0]; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(gptoss_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", gptoss_shapes[a].name, gptoss_types[q]);
             if (!unavailable[0] && synth_quant(f32, sha, gptoss_types[q], qpath, sizeof qpath)) {
                 t_begin(label);
@@ -1079,6 +1086,45 @@ static void test_synth_gptoss(void) {
         check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
         drop_model(f32);
     }
+}
+
+/* gpt-oss with attention.sliding_window_pattern written as one bool per layer (gguf-py's form for
+ * layer types; synth --swa-pattern-array). llama.cpp's openai-moe leaves an array unread and keeps
+ * period 2: an array of that pattern loads and matches llama.cpp (prompts in one chunk and across
+ * rings); an array of another pattern (period 3), which llama.cpp would run as period 2, is
+ * refused with the layer named (arch.c read_swa_pattern_array). */
+static void test_synth_gptoss_swa_array(void) {
+    static const char *const shape = "--arch gpt-oss --n-layer 5 --n-head 6 --n-head-kv 3 --n-swa 5 --swa-pattern-array";
+    char dir[PATH], f32[PATH], cmd[PATH * 3], out[4096];
+    sfmt(dir, sizeof dir, "%s/models", cache);
+    sfmt(f32, sizeof f32, "%s/synth-gpt-oss-swa-array-f32.gguf", dir);
+    if (!unavailable[0]) {
+        mkdir(cache, 0755);
+        mkdir(dir, 0755);
+        sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(), shape, f32);
+        if (t_sh(cmd, NULL, 0) != 0) {
+            t_begin("synth/gpt-oss-swa-array/f32");
+            CHECKF(0, "edge0-infer synth %s failed", shape);
+            t_end();
+            return;
+        }
+    }
+    check_model("synth/gpt-oss-swa-array/f32", f32, 0, 1);
+    check_swa_chunks("synth/gpt-oss-swa-array/f32-chunks", f32);
+    drop_model(f32);
+    if (!begin("synth/gpt-oss-swa-array-period3/refused")) return;
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --swa-period 3 --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+         shape, f32);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "edge0-infer synth %s --swa-period 3 failed", shape);
+    /* llama.cpp loads it (period 2, the array unread): the file is valid for the oracle */
+    sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens 1,2,3 --rows 2 --out /dev/null 2>&1", ref_tool, f32);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "llama.cpp does not load the period-3 array file");
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens 1,2,3 --out /dev/null 2>&1", t_build(), f32);
+    int rc = t_sh(cmd, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "sliding_window_pattern says layer 1 is sliding-window"),
+           "the period-3 array was not refused (exit %d): %.300s", rc, out);
+    drop_model(f32);
+    t_end();
 }
 
 /* ---- deepseek2 (multi-head latent attention, DeepSeek-V3-style routing) ---- */
@@ -1131,6 +1177,7 @@ static void test_synth_mla(void) {
         check_model(label, f32, 0, 0);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(quant_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", mla_models[a].name, quant_types[q]);
             if (!unavailable[0] && synth_quant(f32, sha, quant_types[q], qpath, sizeof qpath)) {
                 t_begin(label);
@@ -1219,6 +1266,7 @@ static void test_synth_moe2(void) {
         check_model(label, f32, 0, 1);
         for (size_t q = 0; q < sizeof moe2_types / sizeof moe2_types[0]; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(moe2_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", moe2_models[a].name, moe2_types[q]);
             if (!unavailable[0] && synth_quant(f32, sha, moe2_types[q], qpath, sizeof qpath)) {
                 t_begin(label);
@@ -1420,6 +1468,7 @@ int main(void) {
         test_synth_iq2();
         test_synth_new_types();
         test_synth_gptoss();
+        test_synth_gptoss_swa_array();
         test_synth_mla();
         test_synth_moe2();
     }
