@@ -19,7 +19,7 @@
  *   synth/gpt-oss-SHAPE/mxfp4, mxfp4_moe-mix  ... with MXFP4 experts (llama.cpp's quantizer)
  *   synth/gpt-oss-SHAPE/{f32,q8_0}-chunks  100-token prompts in chunks of 5 and 16 (the
  *                    sliding-window rings wrap), 64 greedy steps through a ring of n_swa + 4
- *   synth/gpt-oss-swa-array/*  sliding_window_pattern as a per-layer bool array (and refused
+ *   synth/gpt-oss-swa-array/...  sliding_window_pattern as a per-layer bool array (and refused
  *                    when it differs from the period llama.cpp applies)
  *   synth/olmoe-*, granitemoe-*, glm4moe-*, minimax-m2-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
