@@ -127,6 +127,9 @@ static void check_loads(const synth_params *p, const char *what) {
         CHECKF(hp->mla && hp->shared_expert == (p->n_expert_shared > 0) && hp->n_layer_dense_lead == p->n_layer_dense_lead &&
                    hp->kv_lora_rank == p->kv_lora_rank && hp->head_dim == p->kv_lora_rank + p->n_rot && hp->n_head_kv == 1,
                "%s: MLA hyperparameters", what);
+    if (a->mla) /* the compressed cache: one row of kv_lora_rank + rope values per token and layer, no V */
+        CHECKF(e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16) == (uint64_t)(p->n_layer * (p->kv_lora_rank + p->n_rot) * 2),
+               "%s: MLA KV bytes per token %llu", what, (unsigned long long)e0_kv_bytes_per_pos(hp, E0_TYPE_F16, E0_TYPE_F16));
     CHECKF(hp->n_expert == p->n_expert && hp->n_expert_used == p->n_expert_used, "%s: experts", what);
     CHECKF(hp->n_vocab == p->n_vocab && hp->n_layer == p->n_layer && hp->n_embd == p->n_embd, "%s: dims", what);
     CHECKF(m->tied_output == (p->tied_output != 0), "%s: tied %d", what, m->tied_output);
@@ -200,6 +203,33 @@ static void test_every_row_loads(void) {
     }
 }
 
+/* gpt-oss's sliding_window_pattern as one bool per layer (synth --swa-pattern-array): the pattern
+ * of llama.cpp's default period 2 loads as that period; another one (period 3) is refused with the
+ * layer named, since llama.cpp leaves the array unread and would run period 2. */
+static void test_swa_pattern_array(void) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/swa.gguf", tmpdir);
+    for (int period = 2; period <= 3; period++) {
+        synth_params p = small(E0_ARCH_GPTOSS, 1);
+        p.n_layer = 5, p.n_swa = 4, p.swa_period = period, p.swa_pattern_array = 1;
+        e0_err e = {{0}};
+        synth_stats st;
+        CHECKF(synth_write(&p, path, &st, &e) == 0, "synth: %s", e.msg);
+        e0_model *m = e0_model_load(path, NULL, false, &e);
+        if (period == 2) {
+            CHECKF(m, "period 2 array: %s", e.msg);
+            for (int64_t il = 0; m && il < 5; il++)
+                CHECKF(e0_layer_is_swa(&m->hp, il) == (il % 2 == 0), "layer %lld", (long long)il);
+        } else {
+            CHECK(m == NULL);
+            CHECKF(strstr(e.msg, "sliding_window_pattern says layer 1 is sliding-window") && strstr(e.msg, "period 2"), "%s",
+                   e.msg);
+        }
+        e0_model_free(m);
+    }
+    unlink(path);
+}
+
 /* A file naming an architecture the table lacks: one error naming it and the supported ones. */
 static void test_unknown_arch(void) {
     char path[128];
@@ -231,6 +261,7 @@ int main(void) {
     RUN(test_tensor_rows);
     RUN(test_every_row_loads);
     RUN(test_unknown_arch);
+    RUN(test_swa_pattern_array);
     rmdir(tmpdir);
     return T_DONE();
 }

@@ -183,6 +183,11 @@ static void test_truncate(void) {
     /* the KV cache is smaller than n_layer x n_ctx rows: 2 SWA layers keep 6 rows each */
     uint64_t row = 2 * e0_kv_row_bytes(&s.m->hp, E0_TYPE_F32);
     CHECKF(e0_ctx_kv_bytes(s.c) == row * (2 * 64 + 2 * 6), "kv bytes %llu", (unsigned long long)e0_ctx_kv_bytes(s.c));
+    /* ... = the full layers' bytes per token x n_ctx + the rings' fixed bytes, as info / bench report them */
+    uint64_t ring = e0_kv_bytes_swa_ring(&s.m->hp, E0_TYPE_F32, E0_TYPE_F32, e0_ctx_n_ctx(s.c), e0_ctx_n_batch(s.c));
+    CHECKF(ring == row * 2 * 6 && e0_ctx_kv_bytes(s.c) == 64 * e0_kv_bytes_per_pos(&s.m->hp, E0_TYPE_F32, E0_TYPE_F32) + ring,
+           "ring bytes %llu, per token %llu", (unsigned long long)ring,
+           (unsigned long long)e0_kv_bytes_per_pos(&s.m->hp, E0_TYPE_F32, E0_TYPE_F32));
     free(fresh);
     free(again);
     e0_close(&s);
@@ -196,6 +201,8 @@ static void test_info(void) {
     CHECKF(strstr(out, "1024 bytes per token at f16"), "%s", out);
     CHECKF(strstr(out, "sliding window:  4 positions on 2 of 4 layers"), "%s", out);
     CHECKF(strstr(out, "their KV: 4096 bytes at f16"), "%s", out);
+    /* as allocated: 2 rings of 4 + 512 - 1 rows of 512 bytes (K + V, 2 heads x 64 x 2 bytes each) */
+    CHECKF(strstr(out, "n_swa + chunk - 1 = 515 rows per layer: 527360 bytes at f16"), "%s", out);
     CHECKF(strstr(out, "rope scaling:    yarn, factor 8, original context 128"), "%s", out);
     CHECKF(strstr(out, "architecture:    gpt-oss"), "%s", out);
 }

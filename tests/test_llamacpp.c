@@ -17,6 +17,10 @@
  *                    llama.cpp's quantizer (llama_model_quantize) to each type: logits, greedy
  *   synth/gpt-oss-SHAPE/TYPE  gpt-oss in several shapes (sliding window, YaRN, sinks, biases)
  *   synth/gpt-oss-SHAPE/mxfp4, mxfp4_moe-mix  ... with MXFP4 experts (llama.cpp's quantizer)
+ *   synth/gpt-oss-SHAPE/{f32,q8_0}-chunks  100-token prompts in chunks of 5 and 16 (the
+ *                    sliding-window rings wrap), 64 greedy steps through a ring of n_swa + 4
+ *   synth/gpt-oss-swa-array/...  sliding_window_pattern as a per-layer bool array (and refused
+ *                    when it differs from the period llama.cpp applies)
  *   synth/olmoe-*, granitemoe-*, glm4moe-*, minimax-m2-*  the other MoE families in several shapes
  *   dequant/TYPE     our to_float on llama.cpp-quantized blocks == ggml's, bit for bit
  *   qbytes/TYPE      our reference quantizer's bytes == ggml's (IQ3_XXS with an importance
@@ -164,31 +168,60 @@ static int model_init(model_ref *m, const char *path) {
 /* The engine's logits for all positions vs llama.cpp's for every position (rows = all), both with
  * the KV cache type kv (f32: the model's own tolerance; another type rounds the cache in both
  * engines, so the quantized tolerance applies). */
+/* llama.cpp's logits and route gaps (PREFIX.logits, PREFIX.gaps) for the tokens csv at every row
+ * (rows), with the KV types kv / kv_v: from the cache, else computed now. 0 on success. */
+static int ref_logits(const model_ref *m, const char *csv, const char *rows, const char *kv, const char *kv_v, char *prefix,
+                      size_t cap) {
+    char key[128], cmd[CMD];
+    const int exact_kv = !strcmp(kv, "f32") && !strcmp(kv_v, "f32");
+    if (exact_kv) sfmt(key, sizeof key, "logits-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    else sfmt(key, sizeof key, "logits-kv%s-%s-%016llx", kv, kv_v, (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    if (cache_prefix(m->sha, key, prefix, cap)) {
+        n_cached++;
+        return 0;
+    }
+    sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --kv %s --kv-v %s",
+         ref_tool, m->path, csv, rows, prefix, prefix, kv, kv_v);
+    return cache_fill(prefix, cmd);
+}
+
 static void check_logits(const model_ref *m, const char *case_name, const int32_t *tok, int n, const char *kv,
                          const char *kv_v) {
     const int exact_kv = !strcmp(kv, "f32") && !strcmp(kv_v, "f32");
     const double R = exact_kv ? m->R : 0.05, M = exact_kv ? m->M : 0.5;
-    char *csv = ids_csv(tok, n), key[128], prefix[PATH], cmd[CMD];
+    char *csv = ids_csv(tok, n), prefix[PATH], cmd[CMD];
     char rows[CMD];
     size_t o = 0;
     for (int i = 0; i < n; i++) o += (size_t)sfmt(rows + o, sizeof rows - o, "%s%d", i ? "," : "", i);
-    if (exact_kv) sfmt(key, sizeof key, "logits-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
-    else sfmt(key, sizeof key, "logits-kv%s-%s-%016llx", kv, kv_v, (unsigned long long)fnv(csv, strlen(csv), FNV0));
-    if (cache_prefix(m->sha, key, prefix, sizeof prefix)) n_cached++;
-    else {
-        sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --kv %s --kv-v %s",
-                 ref_tool, m->path, csv, rows, prefix, prefix, kv, kv_v);
-        if (cache_fill(prefix, cmd)) {
-            CHECKF(0, "%s: llama.cpp reference failed", case_name);
-            free(csv);
-            return;
-        }
+    if (ref_logits(m, csv, rows, kv, kv_v, prefix, sizeof prefix)) {
+        CHECKF(0, "%s: llama.cpp reference failed", case_name);
+        free(csv);
+        return;
     }
     char rpath[PATH + 16], gpath[PATH + 16], out[PATH];
     sfmt(rpath, sizeof rpath, "%s.logits", prefix);
     sfmt(gpath, sizeof gpath, "%s.gaps", prefix);
     size_t nr = 0, ng = 0, nx = 0;
     float *r = read_floats(rpath, &nr), *g = read_floats(gpath, &ng);
+    /* A rounded KV cache (f16, q8_0) moves the router's inputs in both engines: a row whose routing
+     * is a near tie in llama.cpp's exact (f32 KV) run of the same tokens is one here too, though
+     * llama.cpp's rounded run may have moved to another expert set whose own gap is wider (seen on
+     * gpt-oss q8_0, prompt in chunks of 5, row 3: route gap 0.0075 with f32 KV, 0.028 with f16,
+     * and llama.cpp's two runs 0.29 apart there while ours stay 0.014 apart). The rows skipped are
+     * those of either of llama.cpp's runs. */
+    if (!exact_kv && g) {
+        char p32[PATH], g32path[PATH + 16];
+        size_t n32 = 0;
+        float *g32 = NULL;
+        if (ref_logits(m, csv, rows, "f32", "f32", p32, sizeof p32) == 0) {
+            sfmt(g32path, sizeof g32path, "%s.gaps", p32);
+            g32 = read_floats(g32path, &n32);
+        }
+        CHECKF(g32 && n32 == ng, "%s: no f32-KV route gaps from llama.cpp", case_name);
+        for (size_t i = 0; g32 && i < ng && n32 == ng; i++)
+            if (g32[i] < g[i]) g[i] = g32[i];
+        free(g32);
+    }
     sfmt(out, sizeof out, "%s/test-llamacpp-%d.bin", t_build(), (int)getpid());
     sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' -ctk %s -ctv %s %s 2>/dev/null", t_build(), m->path, csv, out,
          kv, kv_v, eng_extra);
@@ -321,8 +354,6 @@ static int32_t vocab_size(const char *path) {
     return n;
 }
 
-/* Set by test_synth_mla for quantized group-limited models (see there). */
-static int skip_f16_kv;
 
 /* logits on: BOS alone, BOS + a tokenized sentence (llama.cpp's tokenizer), BOS + random ids;
  * greedy from the sentence and from random ids. */
@@ -359,7 +390,7 @@ static void check_model(const char *label, const char *path, int with_text, int 
         rand_ids(fnv(label, strlen(label), FNV0), V, tok + 1, 23);
         sfmt(cname, sizeof cname, "%s ids24", label);
         check_logits(&m, cname, tok, 24, "f32", "f32");
-        if (!skip_f16_kv) check_logits(&m, cname, tok, 24, "f16", "f16"); /* the default KV type, against llama.cpp's own f16 cache */
+        check_logits(&m, cname, tok, 24, "f16", "f16"); /* the default KV type, against llama.cpp's own f16 cache */
         /* q8_0 keys (llama.cpp quantizes V only with flash attention, which the references keep off).
          * llama.cpp rotates q and k by a Hadamard matrix around a quantized K cache (kv_rot.c);
          * before the engine did too, rows differed by rel_rms up to 0.2 (0.14 on the F32
@@ -403,7 +434,7 @@ static int needs_imatrix(const char *type) { return !strcmp(type, "iq3_xxs") || 
 #define N_ARCH (int)(sizeof synth_archs / sizeof synth_archs[0])
 #define N_QT (int)(sizeof quant_types / sizeof quant_types[0])
 
-/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types (a development aid; unset: all). */
+/* E0_TEST_QUANT=TYPE,TYPE...: only these quantized types, in every group (a development aid; unset: all). */
 static int type_selected(const char *type) {
     const char *only = getenv("E0_TEST_QUANT");
     if (!only || !*only) return 1;
@@ -462,14 +493,21 @@ static int quantized_model(const char *label, const char *f32, const char *sha, 
     return -1;
 }
 
-/* synth/NAME/TYPE for each of the n types: llama.cpp's quantization of the F32 model checked
- * (logits, greedy ids), then dropped. */
-static void check_quantized(const char *name, const char *f32, const char *sha, const char *const *types, size_t n) {
+/* synth/NAME/TYPE for each of the n types (those E0_TEST_QUANT selects): llama.cpp's
+ * quantization of the F32 model checked (logits, greedy ids), then dropped; the first type's file
+ * also goes through first_extra(label "synth/NAME/TYPE-chunks", path) when given. */
+static void check_quantized(const char *name, const char *f32, const char *sha, const char *const *types, size_t n,
+                            void (*first_extra)(const char *label, const char *path)) {
     for (size_t q = 0; q < n; q++) {
         char label[256], qpath[PATH * 2];
+        if (!type_selected(types[q])) continue;
         sfmt(label, sizeof label, "synth/%s/%s", name, types[q]);
         if (quantized_model(label, f32, sha, types[q], qpath, sizeof qpath)) continue;
         check_model(label, qpath, 0, 1);
+        if (first_extra && q == 0) {
+            sfmt(label, sizeof label, "synth/%s/%s-chunks", name, types[q]);
+            first_extra(label, qpath);
+        }
         drop_model(qpath);
     }
 }
@@ -747,6 +785,7 @@ static void test_synth_iq2(void) {
         int ok = unavailable[0] || a == N_ARCH ? 0 : synth_f32(synth_archs[a].name, synth_archs[a].args, f32, sizeof f32, sha) == 0;
         for (size_t q = 0; q < sizeof iq2_types / sizeof iq2_types[0]; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(iq2_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", archs[ai], iq2_types[q]);
             if (!unavailable[0] && (!ok || synth_quant(f32, sha, iq2_types[q], qpath, sizeof qpath))) {
                 t_begin(label);
@@ -843,6 +882,7 @@ static void test_synth_new_types(void) {
         if (f32_model(label, synth_archs[a].name, synth_archs[a].args, f32, sizeof f32, sha)) continue;
         for (int k = 0; k < (int)(sizeof new_types / sizeof new_types[0]); k++) {
             char qpath[PATH * 2];
+            if (!type_selected(new_types[k].name)) continue;
             sfmt(label, sizeof label, "synth/%s/%s", synth_archs[a].name, new_types[k].name);
             if (!unavailable[0] && synth_quant_new(f32, sha, k, qpath, sizeof qpath)) {
                 t_begin(label);
@@ -910,16 +950,93 @@ static void check_gptoss_mxfp4(const char *name, const char *f32, const char *sh
     }
 }
 
+/* The sliding-window rings across chunks: a layer of the window keeps n_swa + n_batch - 1 rows
+ * (attn_ext.c), so with the default chunk of 512 the 24-token prompts above never wrap it. Here a
+ * 100-token prompt is prefilled in chunks of 5 and of 16 (rings of n_swa + 4 and n_swa + 15 rows,
+ * all shorter than the prompt: each is overwritten many times, and a chunk's first queries read
+ * rows the chunk itself did not write), with f32 and f16 KV, and 64 greedy steps decoded after an
+ * 8-token prompt through a ring of n_swa + 4 rows. */
+static void check_swa_chunks(const char *label, const char *path) {
+    if (!begin(label)) return;
+    model_ref m;
+    if (model_init(&m, path)) {
+        CHECKF(0, "%s: cannot read %s", label, path);
+        t_end();
+        return;
+    }
+    int32_t V = vocab_size(path), tok[100];
+    CHECKF(V > 2, "%s: no token_embd.weight", label);
+    if (V > 2) {
+        char cname[PATH + 32];
+        tok[0] = 1;
+        rand_ids(fnv(label, strlen(label), FNV0), V, tok + 1, 99);
+        sfmt(cname, sizeof cname, "%s ids100 -b 5", label);
+        eng_extra = "-b 5";
+        check_logits(&m, cname, tok, 100, "f32", "f32");
+        check_logits(&m, cname, tok, 100, "f16", "f16");
+        sfmt(cname, sizeof cname, "%s greedy-ids -b 5", label);
+        check_greedy(&m, cname, tok, 8);
+        sfmt(cname, sizeof cname, "%s ids100 -b 16", label);
+        eng_extra = "-b 16";
+        check_logits(&m, cname, tok, 100, "f32", "f32");
+        eng_extra = "";
+    }
+    t_end();
+}
+
 static void test_synth_gptoss(void) {
     for (size_t a = 0; a < sizeof gptoss_shapes / sizeof gptoss_shapes[0]; a++) {
         char f32[PATH], sha[65] = "", label[256];
         sfmt(label, sizeof label, "synth/%s/f32", gptoss_shapes[a].name);
         if (f32_model(label, gptoss_shapes[a].name, gptoss_shapes[a].args, f32, sizeof f32, sha)) continue;
         check_model(label, f32, 0, 1);
-        check_quantized(gptoss_shapes[a].name, f32, sha, gptoss_types, sizeof gptoss_types / sizeof gptoss_types[0]);
+        sfmt(label, sizeof label, "synth/%s/f32-chunks", gptoss_shapes[a].name);
+        check_swa_chunks(label, f32);
+        /* one quantized type through the rings too */
+        check_quantized(gptoss_shapes[a].name, f32, sha, gptoss_types, sizeof gptoss_types / sizeof gptoss_types[0],
+                        check_swa_chunks);
         check_gptoss_mxfp4(gptoss_shapes[a].name, f32, sha);
         drop_model(f32);
     }
+}
+
+/* gpt-oss with attention.sliding_window_pattern written as one bool per layer (gguf-py's form for
+ * layer types; synth --swa-pattern-array). llama.cpp's openai-moe leaves an array unread and keeps
+ * period 2: an array of that pattern loads and matches llama.cpp (prompts in one chunk and across
+ * rings); an array of another pattern (period 3), which llama.cpp would run as period 2, is
+ * refused with the layer named (arch.c read_swa_pattern_array). */
+static void test_synth_gptoss_swa_array(void) {
+    static const char *const shape = "--arch gpt-oss --n-layer 5 --n-head 6 --n-head-kv 3 --n-swa 5 --swa-pattern-array";
+    char dir[PATH], f32[PATH], cmd[PATH * 3], out[4096];
+    sfmt(dir, sizeof dir, "%s/models", cache);
+    sfmt(f32, sizeof f32, "%s/synth-gpt-oss-swa-array-f32.gguf", dir);
+    if (!unavailable[0]) {
+        mkdir(cache, 0755);
+        mkdir(dir, 0755);
+        sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(), shape, f32);
+        if (t_sh(cmd, NULL, 0) != 0) {
+            t_begin("synth/gpt-oss-swa-array/f32");
+            CHECKF(0, "edge0-infer synth %s failed", shape);
+            t_end();
+            return;
+        }
+    }
+    check_model("synth/gpt-oss-swa-array/f32", f32, 0, 1);
+    check_swa_chunks("synth/gpt-oss-swa-array/f32-chunks", f32);
+    drop_model(f32);
+    if (!begin("synth/gpt-oss-swa-array-period3/refused")) return;
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer synth %s --swa-period 3 --type f32 --seed 7 --out '%s' >/dev/null 2>&1", t_build(),
+         shape, f32);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "edge0-infer synth %s --swa-period 3 failed", shape);
+    /* llama.cpp loads it (period 2, the array unread): the file is valid for the oracle */
+    sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens 1,2,3 --rows 2 --out /dev/null 2>&1", ref_tool, f32);
+    CHECKF(t_sh(cmd, NULL, 0) == 0, "llama.cpp does not load the period-3 array file");
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens 1,2,3 --out /dev/null 2>&1", t_build(), f32);
+    int rc = t_sh(cmd, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "sliding_window_pattern says layer 1 is sliding-window"),
+           "the period-3 array was not refused (exit %d): %.300s", rc, out);
+    drop_model(f32);
+    t_end();
 }
 
 /* ---- deepseek2 (multi-head latent attention, DeepSeek-V3-style routing) ---- */
@@ -960,23 +1077,19 @@ static void test_synth_mla(void) {
         check_model(label, f32, 0, 0);
         for (int q = 0; q < N_QT; q++) {
             char qpath[PATH * 2];
+            if (!type_selected(quant_types[q])) continue;
             sfmt(label, sizeof label, "synth/%s/%s", mla_models[a].name, quant_types[q]);
             if (quantized_model(label, f32, sha, quant_types[q], qpath, sizeof qpath)) continue;
-            /* Group-limited routing, quantized weights, f16 KV: E0_TEST_MLA_GROUPS_F16=1 only for now.
-             * On deepseek2-groups/q5_k one row (11) differs (rel_rms 0.18): in layer 2 our group
-             * scores are 0.0021 apart (a tie) where llama.cpp's are ~0.014 apart, 0.024 in the
-             * near-tie unit (just above 0.02) — f16 rounding on top of quantized activations moves
-             * the sum of two sigmoid scores further than the rule assumes. Open: a symmetric rule
-             * (our own route gaps too). F32 weights with f16 KV and quantized with f32 KV pass.
-             * The same amplification shows on deepseek2-yarn/q5_k (not skipped): llama.cpp's own
-             * f16-KV logits differ from its f32-KV ones by rel_rms 0.02-0.08 from row 0 on; with
-             * E0_SIMD=avx2 our f16 row 10 is 0.075 off where llama.cpp's route gap is 0.022 (just
-             * above the 0.02 near-tie unit); AVX2 with f32 KV matches llama.cpp to 4e-7 except at
-             * two rows, and prompts that differ in one token move whether a row is 1e-7 or 1e-2
-             * off, at both SIMD levels: 8-bit activation rounding boundaries, not a kernel. */
-            skip_f16_kv = strstr(mla_models[a].args, "--n-expert-groups") && !getenv("E0_TEST_MLA_GROUPS_F16");
+            /* Group-limited routing, quantized weights, f16 KV: rounding the cache to f16 on top of
+             * 8-bit activations moves the router's inputs, and llama.cpp's own f16-KV logits differ
+             * from its f32-KV ones by rel_rms 0.02-0.3 at some rows (e.g. deepseek2-groups/q5_k row
+             * 11: in layer 2 our group scores were 0.0021 apart where llama.cpp's f16 run had them
+             * 0.024 apart in the near-tie unit, just above 0.02). Those rows are near ties in
+             * llama.cpp's f32-KV run of the same tokens, which check_logits counts for every rounded
+             * KV case, so these models are checked with f16 KV too (they were skipped before; all 26
+             * quantized group-limited cases pass at both SIMD levels, the worst rel_rms 0.047 with
+             * the default level on deepseek2-softmax-groups/q4_k, 0.031 with E0_SIMD=avx2). */
             check_model(label, qpath, 0, 0);
-            skip_f16_kv = 0;
             drop_model(qpath);
         }
         drop_model(f32);
@@ -1028,7 +1141,7 @@ static void test_synth_moe2(void) {
         sfmt(label, sizeof label, "synth/%s/f32", moe2_models[a].name);
         if (f32_model(label, moe2_models[a].name, moe2_models[a].args, f32, sizeof f32, sha)) continue;
         check_model(label, f32, 0, 1);
-        check_quantized(moe2_models[a].name, f32, sha, moe2_types, sizeof moe2_types / sizeof moe2_types[0]);
+        check_quantized(moe2_models[a].name, f32, sha, moe2_types, sizeof moe2_types / sizeof moe2_types[0], NULL);
         drop_model(f32);
     }
 }
@@ -1214,6 +1327,7 @@ int main(void) {
         test_synth_iq2();
         test_synth_new_types();
         test_synth_gptoss();
+        test_synth_gptoss_swa_array();
         test_synth_mla();
         test_synth_moe2();
     }

@@ -146,6 +146,13 @@ int cmd_info(int argc, char **argv) {
                (long long)hp->n_swa, (long long)n_swa_l, (long long)hp->n_layer, (long long)hp->swa_period,
                (long long)hp->swa_period, (long long)hp->swa_period - 1, (double)hp->rope_base_swa,
                (unsigned long long)e0_kv_bytes_swa(hp, E0_TYPE_F16, E0_TYPE_F16));
+        /* as a context allocates them: rings of the window + a prefill chunk - 1 rows (at most n_ctx) */
+        const int n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < INT32_MAX ? (int)hp->n_ctx_train : INT32_MAX;
+        printf("                 allocated as rings of n_swa + chunk - 1 = %d rows per layer: %llu bytes at f16 with the "
+               "default chunk of %d tokens (-b)\n",
+               e0_kv_swa_rows(hp, n_ctx, E0_CTX_DEFAULT_BATCH),
+               (unsigned long long)e0_kv_bytes_swa_ring(hp, E0_TYPE_F16, E0_TYPE_F16, n_ctx, E0_CTX_DEFAULT_BATCH),
+               E0_CTX_DEFAULT_BATCH);
     }
     if (hp->rope_freq_scale != 1.0f || hp->rope_ext_factor != 0.0f)
         printf("rope scaling:    %s, factor %g, original context %lld, attn factor %g\n",

@@ -46,6 +46,7 @@ static void usage(FILE *f) {
             "  --mtp                 hybrid architectures, glm4moe: one MTP (NextN draft) block after the layers\n"
             "  --layer-arrays        feed_forward_length, head counts, expert_used_count, expert_feed_forward_length\n"
             "                        written as per-layer arrays (equal entries)\n"
+            "  --swa-pattern-array   gpt-oss: sliding_window_pattern as one bool per layer (of --swa-period)\n"
             "  --seed S              weights and nothing else depend on it (default 1)\n"
             "  --name NAME           general.name (default synth-<arch>)\n"
             "  --chat-template-file T  store T as tokenizer.chat_template\n"
@@ -101,7 +102,7 @@ int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *type = NULL, *shape = NULL, *seed = NULL, *tmpl_path = NULL, *name = NULL;
     const char *threads = NULL, *rope = NULL, *eps = NULL, *dim_val[N_DIMS] = {0}, *type_map = NULL, *ftype = NULL;
     const char *gating = NULL, *w_scale = NULL, *yarn = NULL, *yarn_mul = NULL; /* deepseek2 */
-    int show_progress = isatty(2), tied = 0, quantize = 0, mtp = 0, print_types = 0, layer_arrays = 0;
+    int show_progress = isatty(2), tied = 0, quantize = 0, mtp = 0, print_types = 0, layer_arrays = 0, swa_array = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **slot = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -126,6 +127,10 @@ int cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(a, "--mtp")) {
             mtp = 1;
+            continue;
+        }
+        if (!strcmp(a, "--swa-pattern-array")) {
+            swa_array = 1;
             continue;
         }
         if (!strcmp(a, "--layer-arrays")) {
@@ -225,6 +230,7 @@ int cmd_synth(int argc, char **argv) {
     p.quantize = quantize;
     p.mtp = mtp;
     p.layer_arrays = layer_arrays;
+    p.swa_pattern_array = swa_array;
     p.progress = show_progress;
     if (synth_validate(&p, &e)) return cli_error("synth: %s", e.msg);
 

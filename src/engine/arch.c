@@ -325,6 +325,43 @@ static int read_rope_scaling(kv_reader *r, e0_hparams *hp, float *log_mul_out) {
     return 0;
 }
 
+/* attention.sliding_window_pattern written as an array: one flag per layer (true: sliding window),
+ * as gguf-py's add_sliding_window_pattern writes a list of layer types (n_layer entries, bool or
+ * integer). llama.cpp's openai-moe reads this key with the scalar get_key_or_arr, which leaves an
+ * array unread: the layers keep the default period (arch row: 2, il % 2 < 1 sliding). So the
+ * array is checked against that period: equal, the file loads as in llama.cpp; a layer that
+ * differs is refused with the layer named (llama.cpp would run it with another layer pattern than
+ * the file states, and no per-layer pattern can be compared with it). */
+static bool swa_pattern_is_array(kv_reader *r) {
+    char full[160];
+    e0_arch_key(r->a, E0_KV_SLIDING_WINDOW_PATTERN, full, sizeof full);
+    const gguf_kv *kv = gguf_find(r->f, full);
+    return kv && kv->type == GGUF_ARR;
+}
+
+static int read_swa_pattern_array(kv_reader *r, e0_hparams *hp) {
+    char full[160];
+    e0_arch_key(r->a, E0_KV_SLIDING_WINDOW_PATTERN, full, sizeof full);
+    const int64_t n = hp->n_layer;
+    if (n < 1 || n > MAX_LAYERS) return e0_fail(r->e, "%s: %s is an array but block_count is unknown", r->f->path, full);
+    int64_t *v = malloc((size_t)n * sizeof *v);
+    if (!v) return e0_fail(r->e, "%s: out of memory reading %s", r->f->path, full);
+    int rc = get_int_array(r, E0_KV_SLIDING_WINDOW_PATTERN, n, v);
+    if (rc == 0) rc = e0_fail(r->e, "%s: %s is an array of a type other than bool or integer", r->f->path, full);
+    for (int64_t il = 0; rc == 1 && il < n; il++) {
+        if (v[il] != 0 && v[il] != 1)
+            rc = e0_fail(r->e, "%s: %s[%lld] = %lld is not a layer flag (0 or 1)", r->f->path, full, (long long)il,
+                         (long long)v[il]);
+        else if ((v[il] != 0) != e0_layer_is_swa(hp, il))
+            rc = e0_fail(r->e, "%s: %s says layer %lld is %s, but llama.cpp ignores this array for %s and uses period "
+                               "%lld (layer %lld %s): per-layer patterns other than that are not supported",
+                         r->f->path, full, (long long)il, v[il] ? "sliding-window" : "full attention", r->a->name,
+                         (long long)hp->swa_period, (long long)il, e0_layer_is_swa(hp, il) ? "sliding-window" : "full");
+    }
+    free(v);
+    return rc < 0 ? -1 : 0;
+}
+
 /* Sliding-window attention and RoPE scaling (rows with swa_period / rope_scaling), with the
  * defaults and derived values of llama.cpp (llama-model.cpp load_hparams, llama-context.cpp). */
 static int read_swa_and_rope_scaling(kv_reader *r, e0_hparams *hp) {
@@ -336,7 +373,9 @@ static int read_swa_and_rope_scaling(kv_reader *r, e0_hparams *hp) {
     if (a->swa_period > 0) {
         if (get_int(r, E0_KV_SLIDING_WINDOW, 1, INT32_MAX, true, &hp->n_swa) < 0) return -1;
         hp->swa_period = a->swa_period;
-        if (get_int(r, E0_KV_SLIDING_WINDOW_PATTERN, 1, MAX_LAYERS, false, &hp->swa_period) < 0) return -1;
+        if (swa_pattern_is_array(r)) {
+            if (read_swa_pattern_array(r, hp) < 0) return -1;
+        } else if (get_int(r, E0_KV_SLIDING_WINDOW_PATTERN, 1, MAX_LAYERS, false, &hp->swa_period) < 0) return -1;
         if (get_float(r, E0_KV_ROPE_FREQ_BASE_SWA, false, &hp->rope_base_swa) < 0) return -1;
     }
     if (!a->rope_scaling) return 0;

@@ -91,6 +91,13 @@ uint64_t e0_kv_bytes_per_pos(const e0_hparams *hp, uint32_t type_k, uint32_t typ
 /* Bytes the sliding-window layers' K and V take whatever the context length: their window of
  * n_swa positions (0 without such layers). */
 uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v);
+/* Bytes the sliding-window layers' K and V rings take as a context allocates them: rows of
+ * min(n_ctx, n_swa + n_batch - 1) positions each (the window plus a prefill chunk, every key a
+ * chunk's queries may see, as llama.cpp's SWA cache holds n_swa + n_ubatch cells); 0 without such
+ * layers. */
+uint64_t e0_kv_bytes_swa_ring(const e0_hparams *hp, uint32_t type_k, uint32_t type_v, int n_ctx, int n_batch);
+/* The rows of one sliding-window layer's ring: min(n_ctx, n_swa + n_batch - 1); 0 without SWA. */
+int e0_kv_swa_rows(const e0_hparams *hp, int n_ctx, int n_batch);
 
 /* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
  * slots = the cache's slots per layer (experts are taken in batches of at most that many). */

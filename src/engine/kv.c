@@ -74,6 +74,10 @@ uint64_t e0_kv_bytes_swa(const e0_hparams *hp, uint32_t type_k, uint32_t type_v)
     return (uint64_t)n_swa_layers(hp) * (uint64_t)hp->n_swa * pos_row_bytes(hp, type_k, type_v);
 }
 
+uint64_t e0_kv_bytes_swa_ring(const e0_hparams *hp, uint32_t type_k, uint32_t type_v, int n_ctx, int n_batch) {
+    return (uint64_t)n_swa_layers(hp) * (uint64_t)e0_kv_swa_rows(hp, n_ctx, n_batch) * pos_row_bytes(hp, type_k, type_v);
+}
+
 void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row) {
     if (type == E0_TYPE_F32) {
         memcpy(row, x, (size_t)n * sizeof(float));

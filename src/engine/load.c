@@ -272,6 +272,10 @@ json_t *e0_session_config_json(const e0_session *s) {
     if (s->m->hp.n_swa > 0) /* gpt-oss: the sliding-window layers' KV, whatever the context */
         json_object_set_new(j, "kv_swa_bytes",
                             json_integer((json_int_t)e0_kv_bytes_swa(&s->m->hp, e0_ctx_type_k(s->c), e0_ctx_type_v(s->c))));
+    if (s->m->hp.n_swa > 0) /* ... as this context allocates it: rings of the window + a prefill chunk */
+        json_object_set_new(j, "kv_swa_ring_bytes",
+                            json_integer((json_int_t)e0_kv_bytes_swa_ring(&s->m->hp, e0_ctx_type_k(s->c), e0_ctx_type_v(s->c),
+                                                                          e0_ctx_n_ctx(s->c), e0_ctx_n_batch(s->c))));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));

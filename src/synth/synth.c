@@ -367,7 +367,8 @@ int synth_validate(const synth_params *p, e0_err *e) {
             return -1;
     }
     if (a->swa_period ? in_range(p->n_swa, 1, INT32_MAX, "--n-swa", e) || in_range(p->swa_period, 0, 512, "--swa-period", e)
-                      : (p->n_swa || p->swa_period) && e0_fail(e, "--n-swa, --swa-period: %s has no sliding-window layers", a->name))
+                      : (p->n_swa || p->swa_period || p->swa_pattern_array) &&
+                            e0_fail(e, "--n-swa, --swa-period, --swa-pattern-array: %s has no sliding-window layers", a->name))
         return -1;
     if (!a->rope_scaling && !a->mla && (p->yarn_factor || p->yarn_orig_ctx))
         return e0_fail(e, "--yarn-factor, --yarn-orig-ctx: %s models have no rope scaling keys", a->name);

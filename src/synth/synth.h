@@ -70,6 +70,9 @@ typedef struct synth_params {
     int layer_arrays;          /* 1: feed_forward_length, head_count(_kv), expert_used_count and
                                   expert_feed_forward_length as arrays of one (equal) entry per
                                   block, the form llama.cpp's get_key_or_arr also reads */
+    int swa_pattern_array;     /* gpt-oss: 1: attention.sliding_window_pattern as an array of one
+                                  bool per layer (true: sliding window), the layers of swa_period
+                                  (else the arch's default), as gguf-py writes layer types */
 } synth_params;
 
 /* What synth_write did. */

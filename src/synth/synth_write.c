@@ -215,6 +215,18 @@ static int kv_u32_layers(gguf_writer *w, const synth_params *p, const char *key,
     return rc;
 }
 
+/* gpt-oss's sliding_window_pattern as one bool per layer: layer il slides when il % period <
+ * period - 1 (period: swa_period, else the row's default), the rule e0_layer_is_swa applies. */
+static int kv_swa_pattern_array(gguf_writer *w, const synth_params *p, const e0_arch_info *ai, const char *key) {
+    const int64_t period = p->swa_period ? p->swa_period : ai->swa_period;
+    uint8_t *a = malloc((size_t)p->n_layer);
+    if (!a) return -1;
+    for (int64_t il = 0; il < p->n_layer; il++) a[il] = il % period < period - 1;
+    int rc = gguf_writer_kv_arr(w, key, GGUF_BOOL, a, (uint64_t)p->n_layer);
+    free(a);
+    return rc;
+}
+
 static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
     const e0_arch_info *ai = e0_arch_get(p->arch);
     const char *a = ai->name;
@@ -250,7 +262,8 @@ static int write_metadata(gguf_writer *w, const synth_params *p, e0_err *e) {
              gguf_writer_kv_f32(w, K(ATTENTION_SCALE), 0.015625f) || gguf_writer_kv_f32(w, K(LOGIT_SCALE), 6.0f);
     if (!rc && ai->swa_period) /* gpt-oss */
         rc = gguf_writer_kv_u32(w, K(SLIDING_WINDOW), (uint32_t)p->n_swa) ||
-             (p->swa_period && gguf_writer_kv_u32(w, K(SLIDING_WINDOW_PATTERN), (uint32_t)p->swa_period));
+             (p->swa_pattern_array ? kv_swa_pattern_array(w, p, ai, K(SLIDING_WINDOW_PATTERN))
+              : p->swa_period && gguf_writer_kv_u32(w, K(SLIDING_WINDOW_PATTERN), (uint32_t)p->swa_period));
     if (!rc && ai->rope_scaling && p->yarn_factor)
         rc = gguf_writer_kv_str(w, K(ROPE_SCALING_TYPE), "yarn") ||
              gguf_writer_kv_f32(w, K(ROPE_SCALING_FACTOR), (float)p->yarn_factor) ||
