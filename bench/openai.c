@@ -4,8 +4,11 @@
  * server says them — our serve's "meta" — the model file's path and size, the KV cache types,
  * threads, slot context). One measurement: an untimed warm-up request, then B concurrent
  * streamed /v1/completions of the prompt token ids (greedy, ignore_eos, cache_prompt false so a
- * prefix cache does not turn prefill into a no-op, stream_options.include_usage), timed per
- * chunk on the client: first token (TTFT) = prefill, the chunks after it = decode. */
+ * prefix cache does not turn prefill into a no-op, stream_options.include_usage, logprobs 0), timed
+ * per chunk on the client: first token (TTFT) = prefill, the chunks after it = decode. logprobs 0
+ * (the standard field; no alternatives) makes a server send one chunk per token even when the
+ * token's text is empty or held back (part of a UTF-8 character, a possible stop string): without
+ * it a server may send none, and random-weight models often sample such tokens. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -129,7 +132,8 @@ static char *request_body(const openai_engine *o, const char *ids_json, int max_
     if (!(b = malloc(need))) return NULL;
     snprintf(b, need,
              "{\"model\":\"%s\",\"prompt\":%s,\"max_tokens\":%d,\"temperature\":0,\"stream\":true,"
-             "\"stream_options\":{\"include_usage\":true},\"ignore_eos\":true,\"cache_prompt\":false}",
+             "\"stream_options\":{\"include_usage\":true},\"ignore_eos\":true,\"cache_prompt\":false,"
+             "\"logprobs\":0}",
              o->model, ids_json, max_tokens);
     return b;
 }
@@ -183,6 +187,14 @@ json_t *openai_row(const openai_engine *o, const char *ids_json, int warmup, int
             e0_fail(e, "the %d streams reported different prompt token counts", batch);
             goto out;
         }
+    }
+    /* decode is timed by the chunks: a server that sends far fewer chunks than tokens (several
+     * tokens per chunk, or none for empty text) leaves nothing honest to time */
+    if ((int64_t)n_gaps * 2 < after_first) {
+        free(ttft);
+        e0_fail(e, "the server sent %zu chunks after the first for %lld tokens: per-token timing is unavailable", n_gaps,
+                (long long)after_first);
+        goto out;
     }
     double *gaps = malloc((n_gaps ? n_gaps : 1) * sizeof *gaps);
     size_t k = 0;

@@ -664,6 +664,9 @@ static const struct {
     {"qwen3moe-x16-gqa4", "--arch qwen3moe --n-layer 8 --n-expert 16 --n-expert-used 4 --n-head 8 --n-head-kv 2 --head-dim 32", 0},
     {"qwen2moe-8l", "--arch qwen2moe --n-layer 8", 0},
     {"qwen2-tied", "--arch qwen2 --tied --n-layer 3", 0},
+    /* expert biases (2-D, not named "weight": never quantized), MLA's kv_b, the leading dense layer */
+    {"gpt-oss", "--arch gpt-oss", 0},
+    {"deepseek2", "--arch deepseek2", 0},
 };
 static const char *const few_presets[] = {"q4_k_m", "q3_k_m", "iq3_xxs", "iq2_xxs", "iq4_xs", "mxfp4_moe", "q5_k_m"};
 

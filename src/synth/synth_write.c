@@ -177,9 +177,14 @@ static int apply_plan(const synth_params *p, tensor_list *l, e0_err *e) {
     synth_tensor_desc *d = calloc(l->n ? l->n : 1, sizeof *d);
     uint32_t *types = calloc(l->n ? l->n : 1, sizeof *types);
     int rc = d && types ? 0 : e0_fail(e, "out of memory");
-    for (size_t i = 0; !rc && i < l->n; i++)
+    /* llama.cpp's quantizer touches only matrices whose name ends in "weight" (so never the
+     * 2-D expert biases of gpt-oss, which its graph adds as F32) and never routers */
+    for (size_t i = 0; !rc && i < l->n; i++) {
+        const size_t len = strlen(l->t[i].name);
+        const int weight = len >= 6 && !strcmp(l->t[i].name + len - 6, "weight");
         d[i] = (synth_tensor_desc){l->t[i].name, {l->t[i].ne[0], l->t[i].ne[1], l->t[i].ne[2]},
-                                   l->t[i].n_dims >= 2 && l->t[i].init != INIT_ROUTER};
+                                   weight && l->t[i].n_dims >= 2 && l->t[i].init != INIT_ROUTER};
+    }
     if (!rc) rc = synth_assign_types(p, d, l->n, types, e);
     for (size_t i = 0; !rc && i < l->n; i++) {
         synth_tensor *t = &l->t[i];
