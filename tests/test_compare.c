@@ -467,8 +467,9 @@ static void test_batch_cli(void) {
  * parts, their reports, the summary saying where llama.cpp cannot run a workload. */
 static void test_compare_report_script(void) {
     int rc = sh("ROUNDS=1 WARMUP=1 NTOK=4 PROMPT=short COOLDOWN=0 BATCH_SIZES=1,2 BATCH_NTOK=4 RATES=4,8 REQUESTS=4 "
-                "PROMPT_LEN=8 OUTPUT_LEN=4 PARALLEL=2 SERVER_ROUNDS=1 BIN='%s/bin' sh tools/compare_report.sh '%s' '%s/report-sh'",
-                t_build(), model, dir);
+                "PROMPT_LEN=8 OUTPUT_LEN=4 PARALLEL=2 SERVER_ROUNDS=1 BIN='%s/bin' LLAMACPP_BENCH='%s' sh tools/compare_report.sh '%s' "
+                "'%s/report-sh'",
+                t_build(), ll_bin, model, dir);
     if (ll_skip[0]) {
         CHECKF(rc == 1 && strstr(out, "Not run: llama.cpp is not installed"), "exit %d: %s", rc, out);
     } else {

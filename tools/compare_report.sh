@@ -20,6 +20,7 @@
 #   BATCH_SIZES=1,4,16  BATCH_NTOK=64  BATCH_PROMPT=short
 #   RATES=0.25,0.5,1,2,4  REQUESTS=32  PROMPT_LEN=64  OUTPUT_LEN=32  PARALLEL=4  SERVER_ROUNDS=2
 #   LLAMA_SERVER_URL=  (a running llama-server of the same model file for the server part)
+#   LLAMACPP_BENCH=$BIN/llamacpp-bench  (llama.cpp's side, with its libraries in ../llamacpp/lib)
 # Exit status: 0 when every part ran and was comparable, 1 otherwise (the summary says which).
 # Not run by tests on a big model: tests/test_compare.c runs it on a tiny synth model, tiny settings.
 set -u
@@ -47,6 +48,7 @@ OUTPUT_LEN=${OUTPUT_LEN:-32}
 PARALLEL=${PARALLEL:-4}
 SERVER_ROUNDS=${SERVER_ROUNDS:-2}
 LLAMA_SERVER_URL=${LLAMA_SERVER_URL:-}
+LLAMACPP_BENCH=${LLAMACPP_BENCH:-$BIN/llamacpp-bench}
 
 BENCH=$BIN/edge0-bench
 CLI=$BIN/edge0-infer
@@ -59,7 +61,7 @@ SIMD_FLAG=""
 [ -n "$SIMD" ] && SIMD_FLAG="--simd $SIMD"
 status=0
 have_llama=1
-[ -x "$BIN/llamacpp-bench" ] || have_llama=0
+[ -x "$LLAMACPP_BENCH" ] || have_llama=0
 
 run() { # NAME CMD...: runs and logs one part; its exit status in part_rc
     name=$1
@@ -75,7 +77,7 @@ run() { # NAME CMD...: runs and logs one part; its exit status in part_rc
 if [ $have_llama -eq 1 ]; then
     run single "$BENCH" compare --model "$MODEL" --out "$OUT/single" --engines edge0,llama.cpp --rounds "$ROUNDS" \
         --warmup "$WARMUP" --ntok "$NTOK" --prompt "$PROMPT" --threads "$THREADS" --cooldown "$COOLDOWN" \
-        --llamacpp "$BIN/llamacpp-bench" $SIMD_FLAG
+        --llamacpp "$LLAMACPP_BENCH" $SIMD_FLAG
     single_rc=$part_rc
 else
     single_rc=skipped
@@ -107,10 +109,11 @@ while [ $i -lt 600 ] && [ -z "$URL" ] && kill -0 $SERVE_PID 2>/dev/null; do
 done
 if [ -n "$URL" ]; then
     BENGINES="edge0,openai=$URL"
-    [ $have_llama -eq 1 ] && BENGINES="edge0,llama.cpp,openai=$URL"
+    LLFLAG=""
+    [ $have_llama -eq 1 ] && BENGINES="edge0,llama.cpp,openai=$URL" && LLFLAG="--llamacpp $LLAMACPP_BENCH"
     run batch "$BENCH" compare --model "$MODEL" --out "$OUT/batch" --engines "$BENGINES" --mode batch \
         --batch-size "$BATCH_SIZES" --rounds "$ROUNDS" --warmup "$WARMUP" --ntok "$BATCH_NTOK" --prompt "$BATCH_PROMPT" \
-        --threads "$THREADS" --context "$CTX" --cooldown "$COOLDOWN" --llamacpp "$BIN/llamacpp-bench" $SIMD_FLAG
+        --threads "$THREADS" --context "$CTX" --cooldown "$COOLDOWN" $LLFLAG $SIMD_FLAG
     batch_rc=$part_rc
 else
     echo "compare_report.sh: batch: edge0-infer serve did not start (see $SERVE_LOG)" >&2
@@ -150,13 +153,13 @@ section() { # FILE HEADING: the lines under the heading, up to the next "#" or "
         section "$OUT/single/report.md" "## Comparison"
         section "$OUT/single/report.md" "## Results" | sed '/^### /,$d'
     else
-        echo "Not run: llama.cpp is not installed ($BIN/llamacpp-bench; \`make llamacpp\` needs the npm registry)."
+        echo "Not run: llama.cpp is not installed ($LLAMACPP_BENCH; \`make llamacpp\` needs the npm registry)."
     fi
     echo
     echo "### Batch $BATCH_SIZES (edge0 CLI lockstep, llama.cpp batched llama_decode, edge0 serve streams)"
     echo
     if [ $have_llama -eq 0 ]; then
-        echo "llama.cpp: not measured: not installed ($BIN/llamacpp-bench)."
+        echo "llama.cpp: not measured: not installed ($LLAMACPP_BENCH)."
         echo
     fi
     if [ -f "$OUT/batch/report.md" ]; then
