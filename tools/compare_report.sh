@@ -62,6 +62,9 @@ SIMD_FLAG=""
 status=0
 have_llama=1
 [ -x "$LLAMACPP_BENCH" ] || have_llama=0
+# where compare finds llama.cpp (and, with --simd, its CPU libraries): only when it is there
+LLFLAG=""
+[ $have_llama -eq 1 ] && LLFLAG="--llamacpp $LLAMACPP_BENCH"
 
 run() { # NAME CMD...: runs and logs one part; its exit status in part_rc
     name=$1
@@ -109,8 +112,7 @@ while [ $i -lt 600 ] && [ -z "$URL" ] && kill -0 $SERVE_PID 2>/dev/null; do
 done
 if [ -n "$URL" ]; then
     BENGINES="edge0,openai=$URL"
-    LLFLAG=""
-    [ $have_llama -eq 1 ] && BENGINES="edge0,llama.cpp,openai=$URL" && LLFLAG="--llamacpp $LLAMACPP_BENCH"
+    [ $have_llama -eq 1 ] && BENGINES="edge0,llama.cpp,openai=$URL"
     run batch "$BENCH" compare --model "$MODEL" --out "$OUT/batch" --engines "$BENGINES" --mode batch \
         --batch-size "$BATCH_SIZES" --rounds "$ROUNDS" --warmup "$WARMUP" --ntok "$BATCH_NTOK" --prompt "$BATCH_PROMPT" \
         --threads "$THREADS" --context "$CTX" --cooldown "$COOLDOWN" $LLFLAG $SIMD_FLAG
@@ -132,7 +134,7 @@ if [ -n "$LLAMA_SERVER_URL" ]; then
 fi
 run server "$BENCH" compare --model "$MODEL" --out "$OUT/server" --engines "$ENGINES" $SURL --mode server --rates "$RATES" \
     --requests "$REQUESTS" --prompt-len "$PROMPT_LEN" --output-len "$OUTPUT_LEN" --parallel "$PARALLEL" \
-    --rounds "$SERVER_ROUNDS" --prompt "$PROMPT" --threads "$THREADS" --cooldown "$COOLDOWN" $SIMD_FLAG
+    --rounds "$SERVER_ROUNDS" --prompt "$PROMPT" --threads "$THREADS" --cooldown "$COOLDOWN" $LLFLAG $SIMD_FLAG
 server_rc=$part_rc
 
 # the summary: sections of the reports' Markdown
