@@ -577,10 +577,24 @@ static void test_levels(void) {
         const e0_kernels *in_use = e0_kernels_of(id);
         CHECKF((r == NULL) == (in_use == NULL), "type %u", id);
         if (!r || !in_use) continue;
-        e0_kernels k = e0_kernels_at(r, top);
-        CHECKF(in_use->vec_dot == k.vec_dot && in_use->vec_dot_4 == k.vec_dot_4 && in_use->from_float == k.from_float,
+        e0_kernels k = e0_kernels_in_use(r, top);
+        CHECKF(in_use->vec_dot == k.vec_dot && in_use->vec_dot_4 == k.vec_dot_4 && in_use->from_float == k.from_float &&
+                   in_use->gemm == k.gemm,
                "%s", r->name);
+        /* a level without a GEMM never displaces a lower level's: the set drops to that level */
+        const e0_kernels at = e0_kernels_at(r, top);
+        if (at.gemm) CHECKF(k.vec_dot == at.vec_dot && k.gemm == at.gemm, "%s", r->name);
+        for (int l = top - 1; !at.gemm && l > E0_SIMD_SCALAR; l--)
+            if (e0_kernels_at(r, l).gemm) {
+                CHECKF(k.gemm == e0_kernels_at(r, l).gemm && k.vec_dot == e0_kernels_at(r, l).vec_dot, "%s", r->name);
+                break;
+            }
     }
+    /* q4_K: AVX-512 dots but only an AVX2 GEMM, so an AVX-512 process runs the AVX2 set */
+    const e0_type_traits *q4 = e0_type_traits_of(E0_TYPE_Q4_K);
+    if (!q4->gemm[E0_SIMD_AVX512] && q4->gemm[E0_SIMD_AVX2])
+        CHECK(e0_kernels_in_use(q4, E0_SIMD_AVX512).vec_dot == q4->vec_dot[E0_SIMD_AVX2] &&
+              e0_kernels_in_use(q4, E0_SIMD_AVX512).gemm == q4->gemm[E0_SIMD_AVX2]);
 }
 
 /* Features -> level, and the E0_SIMD caps. */

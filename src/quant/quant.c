@@ -265,10 +265,23 @@ static atomic_bool resolved;
 static int level_in_use;
 static e0_kernels in_use[E0_TYPE_COUNT];
 
+/* A type's kernels in use: those of the highest level up to `level`, except that a level without
+ * a prefill GEMM never replaces one with it (on AVX-512 the K-quants have AVX-512 dots but only
+ * AVX2 GEMMs: prefill and batched decode at vec_dot_4 speed would lose far more than the dots
+ * gain). vec_dot, vec_dot_4 and gemm always come from one level, so batched equals single. */
+e0_kernels e0_kernels_in_use(const e0_type_traits *t, int level) {
+    e0_kernels k = e0_kernels_at(t, level);
+    for (int l = level - 1; !k.gemm && l > E0_SIMD_SCALAR; l--) {
+        const e0_kernels lower = e0_kernels_at(t, l);
+        if (lower.gemm) k = lower;
+    }
+    return k;
+}
+
 static void resolve(void) {
     level_in_use = e0_simd_level_for(e0_cpu_features());
     for (int i = 0; i < E0_TYPE_COUNT; i++)
-        if (table[i].name) in_use[i] = e0_kernels_at(&table[i], level_in_use);
+        if (table[i].name) in_use[i] = e0_kernels_in_use(&table[i], level_in_use);
     atomic_store_explicit(&resolved, true, memory_order_release);
 }
 

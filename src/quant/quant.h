@@ -98,8 +98,12 @@ typedef struct e0_kernels {
 
 /* The kernels a table row has at `level` or below (tests and benchmarks compare levels). */
 e0_kernels e0_kernels_at(const e0_type_traits *t, int level);
-/* The kernels this process uses for `type`: e0_kernels_at(row, e0_simd_level()), resolved on the
- * first call from any thread. NULL if the id is unknown. */
+/* The kernels a process at `level` uses for a row: e0_kernels_at(row, level), or those of the
+ * highest lower level with a prefill GEMM when `level` has none (never vec_dot_4 in place of a
+ * GEMM; all three from one level, so batched equals single). */
+e0_kernels e0_kernels_in_use(const e0_type_traits *t, int level);
+/* The kernels this process uses for `type`: e0_kernels_in_use(row, e0_simd_level()), resolved on
+ * the first call from any thread. NULL if the id is unknown. */
 const e0_kernels *e0_kernels_of(uint32_t type);
 
 /* The best level allowed by a set of base/cpu.h features, and the one this process uses
