@@ -77,8 +77,29 @@ static void test_residency_rule(void) {
     CHECKF(open_with(moe, slots, 2, &s, &e) == 0, "%s", e.msg);
     CHECK(s.streamed && s.opt.expert_slots == 5 && s.opt.routing == E0_ROUTING_ACTUAL);
     e0_close(&s);
-    const char *few[] = {"expert_slots=3"};
-    CHECK(open_with(moe, few, 1, &s, &e) == -1 && strstr(e.msg, "expert_slots"));
+    /* fewer slots than the 4 experts a token uses: allowed (they take turns); more than the 16
+     * experts of a layer: refused */
+    const char *few[] = {"expert_slots=1"};
+    CHECKF(open_with(moe, few, 1, &s, &e) == 0, "%s", e.msg);
+    CHECK(s.streamed && s.opt.expert_slots == 1);
+    e0_close(&s);
+    const char *many[] = {"expert_slots=17"};
+    CHECK(open_with(moe, many, 1, &s, &e) == -1 && strstr(e.msg, "expert_slots=17"));
+    /* the smallest budgets that hold the dense part but not 4 slots a layer get fewer slots */
+    int min_slots = 99;
+    for (int kib = 64; kib <= 3072 && min_slots > 1; kib += 16) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "memory_budget=%dKiB", kib);
+        const char *kv[] = {opt};
+        if (open_with(moe, kv, 1, &s, &e) != 0) {
+            CHECKF(strstr(e.msg, "too small"), "%s: %s", opt, e.msg);
+            continue;
+        }
+        CHECK(s.streamed && s.opt.expert_slots >= 1);
+        if (s.opt.expert_slots < min_slots) min_slots = (int)s.opt.expert_slots;
+        e0_close(&s);
+    }
+    CHECKF(min_slots == 1, "the smallest accepted budget gave %d slots a layer", min_slots);
     /* a dense model has nothing to stream */
     const char *stream[] = {"experts=stream"};
     CHECK(open_with(dense, stream, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));

@@ -1,7 +1,8 @@
 /* test_streaming.c — routed experts streamed from the file through the expert cache:
  *  - routing=actual is byte-identical to experts=resident (logits of a batched prefill and greedy
  *    ids of a decode), on every golden MoE model, with expert_slots = n_expert_used, a few larger
- *    values, and expert_read cached and direct (through the CLI, as users run it);
+ *    values, 1 and n_expert_used - 1, and expert_read cached and direct (through the CLI, as users
+ *    run it); a streamed model reads its embedding rows from the file as well;
  *  - predicted routing's quality on stories260K-moe4: top-1 agreement and mean KL of predicted
  *    vs actual logits under teacher forcing, and the per-layer prediction hit rate (printed);
  *  - a model file truncated after loading gives a clear error, not garbage. */
@@ -43,11 +44,12 @@ static void identical_at(const char *model, const char *name, int k, int x) {
     CHECK(t_sh(cmd, NULL, 0) == 0);
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer run --model %s %s --model-option experts=resident", B, model, dec);
     CHECK(t_sh(cmd, ids_ref, sizeof ids_ref) == 0);
-    int slot_counts[] = {k, k + 1, x};
+    /* fewer slots than a token's experts too: a layer's experts take turns in them */
+    int slot_counts[] = {k, k + 1, x, 1, k - 1};
     const char *reads[] = {"cached", "direct"};
-    for (int si = 0; si < 3; si++)
+    for (int si = 0; si < 5; si++)
         for (int ri = 0; ri < 2; ri++) {
-            if (slot_counts[si] > x) continue;
+            if (slot_counts[si] > x || slot_counts[si] < 1 || (si == 4 && k - 1 <= 1)) continue;
             char opts[256];
             /* the first variant also reads ahead (prefill and prefetch): reading order must not matter */
             snprintf(opts, sizeof opts, "--model-option expert_slots=%d --model-option expert_read=%s --model-option routing=actual%s",
@@ -208,6 +210,47 @@ static void test_truncated_after_load(void) {
     unlink(dst);
 }
 
+/* Streamed, the embedding stays in the file (model.c: embd_from_file): the dense weights in the
+ * ledger are smaller by its bytes; a file truncated inside it after loading gives a clear error. */
+static void test_embd_from_file(void) {
+    char src[512], dst[600], cmd[1400];
+    snprintf(src, sizeof src, "%s/golden/qwen3moe.gguf", t_shared());
+    snprintf(dst, sizeof dst, "%s/stream-embd.gguf", t_build());
+    snprintf(cmd, sizeof cmd, "cp %s %s", src, dst);
+    CHECK(system(cmd) == 0);
+    const char *res_kv[] = {"experts=resident"};
+    const char *str_kv[] = {"experts=stream", "expert_slots=4", "routing=actual"};
+    e0_session r = open_session(dst, res_kv, 1), s = open_session(dst, str_kv, 3);
+    if (!r.c || !s.c) {
+        e0_close(&r);
+        e0_close(&s);
+        return;
+    }
+    const e0_weight *te = &s.m->tok_embd;
+    CHECK(!r.m->embd_from_file && r.m->tok_embd.data && s.m->embd_from_file && !te->data);
+    CHECKF(r.m->dense_bytes - s.m->dense_bytes >= te->t->nbytes && r.m->dense_bytes - s.m->dense_bytes < te->t->nbytes + 64,
+           "dense %zu resident vs %zu streamed, token_embd %llu bytes", r.m->dense_bytes, s.m->dense_bytes,
+           (unsigned long long)te->t->nbytes);
+    /* the same rows either way */
+    float a[4096], b[4096];
+    uint8_t raw[4096 * 4];
+    e0_err e = {{0}};
+    CHECK(s.m->hp.n_embd <= 4096 && te->row_bytes <= sizeof raw);
+    for (int32_t tok = 0; tok < s.m->hp.n_vocab && s.m->hp.n_embd <= 4096; tok += 37) {
+        CHECK(e0_model_embd_row(r.m, tok, a, NULL, &e) == 0 && e0_model_embd_row(s.m, tok, b, raw, &e) == 0);
+        CHECKF(!memcmp(a, b, (size_t)s.m->hp.n_embd * sizeof(float)), "token %d", tok);
+    }
+    /* cut inside the embedding: the first evaluation fails, naming the file */
+    CHECK(truncate(dst, (off_t)(te->t->offset + te->row_bytes)) == 0);
+    int toks[] = {1, (int)(s.m->hp.n_vocab - 1)};
+    int rc = e0_eval(s.c, toks, 2, NULL, &e);
+    CHECKF(rc == -1 && strstr(e.msg, "stream-embd.gguf"), "rc %d: '%s'", rc, e.msg);
+    printf("  embedding truncated after load: %s\n", e.msg);
+    e0_close(&r);
+    e0_close(&s);
+    unlink(dst);
+}
+
 int main(void) {
     if (!t_need_shared("golden/qwen3moe.gguf", "golden/qwen2moe.gguf", "golden/llama-moe.gguf",
                        "golden/stories260K-moe4.gguf", NULL))
@@ -217,5 +260,6 @@ int main(void) {
     RUN(test_actual_identical_synth_types);
     RUN(test_predicted_quality);
     RUN(test_truncated_after_load);
+    RUN(test_embd_from_file);
     return T_DONE();
 }

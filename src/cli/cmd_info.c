@@ -50,8 +50,10 @@ static void print_residency(cli_model_opts *o, const e0_hparams *hp) {
     }
     e0_size_text(s.budget, budget);
     if (s.streamed)
-        printf("experts here:    streamed from disk, %lld slots per layer (of %lld), budget %s (%s)\n",
-               (long long)s.opt.expert_slots, (long long)hp->n_expert, budget, s.budget_source);
+        printf("experts here:    streamed from disk, %lld slots per layer (of %lld%s), budget %s (%s)\n",
+               (long long)s.opt.expert_slots, (long long)hp->n_expert,
+               s.opt.expert_slots < hp->n_expert_used ? "; fewer than a token uses: every token reads its experts" : "", budget,
+               s.budget_source);
     else printf("experts here:    resident (all in memory), budget %s (%s)\n", budget, s.budget_source);
 }
 

@@ -109,6 +109,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->rs.qg, hp->hybrid ? B * 2 * (size_t)c->q_dim * 4 : 0),
         /* tiled prefill attention (attn_tiled.c) */
         PART(c->act.tile, (size_t)max_threads * c->act.tile_bytes),
+        PART(c->act.embd_raw, c->m->tok_embd.row_bytes),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
     size_t total = 0;

@@ -96,6 +96,8 @@ struct e0_ctx {
         uint8_t *tile;        /* [max(threads)][tile_bytes] tiled prefill attention's scratch
                                * (attn_tiled.c), per thread; NULL where it is not used (MLA) */
         size_t tile_bytes;
+        uint8_t *embd_raw;    /* [tok_embd.row_bytes] one embedding row as stored, read from the file
+                               * (a model with embd_from_file) */
     } act;
 
     e0_xq_cache xq;

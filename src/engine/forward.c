@@ -433,7 +433,8 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     else e0_kv_swa_before_chunk(c, pos0, n_tok); /* sliding-window rings: rows about to be overwritten */
 
     /* Embeddings: tokens [n] -> x [n][E]. */
-    for (int i = 0; i < n_tok; i++) e0_get_row(&m->tok_embd, tokens[i], x + (size_t)i * E);
+    for (int i = 0; i < n_tok; i++)
+        if (e0_model_embd_row(m, tokens[i], x + (size_t)i * E, c->act.embd_raw, c->err) < 0) return -1;
     if (hp->embd_scale != 0.0f) /* granitemoe: the embedding multiplier */
         for (int64_t i = 0; i < n_tok * E; i++) x[i] *= hp->embd_scale;
 

@@ -141,13 +141,18 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
     } else {
         s->streamed = dense + experts + kv > s->budget;
     }
+    /* a streamed model keeps its embedding in the file too (one row read per token, model.c),
+     * unless the output reuses it */
+    if (s->streamed && !probe->tied_output) dense -= probe->tok_embd.t->nbytes;
     if (s->streamed) {
         if (o->expert_slots) {
-            if (o->expert_slots < hp.n_expert_used || o->expert_slots > hp.n_expert)
-                return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between %lld (experts used per token) and %lld",
-                               (long long)o->expert_slots, (long long)hp.n_expert_used, (long long)hp.n_expert);
+            if (o->expert_slots < 1 || o->expert_slots > hp.n_expert)
+                return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between 1 and %lld (the experts of a layer)",
+                               (long long)o->expert_slots, (long long)hp.n_expert);
         } else {
-            /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging) */
+            /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging):
+             * a slot for each expert a token uses, or, where even that does not fit, fewer (down to
+             * one: a layer's experts then take turns in the slots, and every token reads its experts) */
             e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
                                         .n_io_threads = (int)o->io_threads};
             uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);
@@ -157,6 +162,12 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
             while (s->budget < need && !(cp && cp->n_batch > 0) && batch > E0_CTX_MIN_AUTO_BATCH) {
                 cpl.n_batch = batch = batch / 2 > E0_CTX_MIN_AUTO_BATCH ? batch / 2 : E0_CTX_MIN_AUTO_BATCH;
                 kv = e0_ctx_memory(probe, &cpl);
+                need = dense + kv + e0_experts_memory(probe, &min_xp);
+            }
+            /* then fewer slots than a token's experts (decode keeps its slots longer than prefill
+             * its chunk: a chat's steps outnumber its prompts) */
+            while (s->budget < need && min_xp.slots > 1) {
+                min_xp.slots--;
                 need = dense + kv + e0_experts_memory(probe, &min_xp);
             }
             if (s->budget < need) {
@@ -169,15 +180,15 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
                 }
                 return e0_model_free(probe), e0_fail(e, "memory budget %s (%s) is too small for %s: it needs at least %s "
                                   "(dense weights, KV cache and scratch buffers, %lld expert slots per layer)",
-                               have_s, s->budget_source, path, need_s, (long long)hp.n_expert_used);
+                               have_s, s->budget_source, path, need_s, (long long)min_xp.slots);
             }
             uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
             int64_t slots = (int64_t)(room / per_slot);
-            o->expert_slots = slots < hp.n_expert_used ? hp.n_expert_used : slots > hp.n_expert ? hp.n_expert : slots;
+            o->expert_slots = slots < min_xp.slots ? min_xp.slots : slots > hp.n_expert ? hp.n_expert : slots;
             /* the exact cache size (slot padding, O_DIRECT staging) must fit too */
             e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
                                     .n_io_threads = (int)o->io_threads};
-            while (xp.slots > hp.n_expert_used && e0_experts_memory(probe, &xp) > room) xp.slots--;
+            while (xp.slots > min_xp.slots && e0_experts_memory(probe, &xp) > room) xp.slots--;
             o->expert_slots = xp.slots;
         }
     }
@@ -213,6 +224,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     /* 4. load */
     e0_model_params p = mp ? *mp : (e0_model_params){0};
     p.experts_resident = !s->streamed;
+    p.embd_from_file = s->streamed;
     if (!(s->m = e0_model_load(path, &p, true, e))) return -1;
     if (s->streamed) {
         e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read, .evict = o->evict,
@@ -278,6 +290,7 @@ json_t *e0_session_config_json(const e0_session *s) {
                                                                           e0_ctx_n_ctx(s->c), e0_ctx_n_batch(s->c))));
     bool moe = s->m->hp.n_expert > 0;
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
+    json_object_set_new(j, "token_embd", json_string(s->m->embd_from_file ? "file (one row read per token)" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));
     if (s->trace) { /* replay: a measurement mode, labelled so that it never passes for a real run */
         json_object_set_new(j, "routing_trace", json_string(s->trace->name));

@@ -6,11 +6,14 @@
  *            MemAvailable and the memory cgroup's limit (minus its current usage) when limited.
  *   experts=resident -> resident. experts=stream or expert_slots given -> streamed.
  *   otherwise resident when dense weights + all experts + KV cache fit the budget, else streamed.
- *   streamed without expert_slots: slots = (budget - dense - KV - scratch) / (layers x bytes of one
- *   expert), at least experts-used-per-token, at most all experts, shrunk until the cache's exact
- *   size (slots, O_DIRECT staging) fits; when even the smallest cache does not fit, a default
- *   prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens first; a budget below
- *   that is an error. Every buffer is counted as it will be allocated, so the memory ledger's
+ *   streamed: token_embd stays in the file (one row read per token) unless the output reuses it,
+ *   so "dense" excludes it. Without expert_slots: slots = (budget - dense - KV - scratch) / (layers
+ *   x bytes of one expert), at least experts-used-per-token, at most all experts, shrunk until the
+ *   cache's exact size (slots, O_DIRECT staging) fits; when even that smallest cache does not fit,
+ *   a default prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens, then the
+ *   slots go below experts-used-per-token (down to 1: a layer's experts take turns in them, and
+ *   every token reads its experts); a budget below that is an error. Every buffer is counted as
+ *   it will be allocated, so the memory ledger's
  *   peak stays within the budget in a streamed run (given expert_slots override the budget).
  *   routing defaults to predicted when experts stream, actual when they are resident.
  *   routing=replay (measurement only): the trace routing_trace must have the model's expert count

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
 #include "quant/quant.h"
 
 bool e0_model_is_moe(const e0_model *m) { return m->hp.n_expert > 0; }
@@ -325,6 +326,35 @@ static int load_binding(const e0_model *m, binding *b, e0_err *e) {
     return 0;
 }
 
+/* token_embd stays in the file (e0_model_params.embd_from_file): its binding leaves the dense
+ * buffer, whose later parts move down by its size (their order is unchanged). */
+static void embd_to_file(binder *bd, e0_model *m) {
+    size_t j = 0;
+    bd->dense_bytes = 0;
+    for (size_t i = 0; i < bd->n; i++) {
+        binding b = bd->b[i];
+        if (b.w == &m->tok_embd) continue;
+        if (!b.expert) {
+            b.offset = bd->dense_bytes;
+            bd->dense_bytes += (b.size + 63) & ~(size_t)63;
+        }
+        bd->b[j++] = b;
+    }
+    bd->n = j;
+    m->embd_from_file = true;
+}
+
+int e0_model_embd_row(const e0_model *m, int32_t tok, float *out, uint8_t *raw, e0_err *e) {
+    const e0_weight *w = &m->tok_embd;
+    if (w->data) {
+        e0_get_row(w, tok, out);
+        return 0;
+    }
+    if (gguf_read(m->gguf, w->t->offset + (uint64_t)tok * w->row_bytes, raw, w->row_bytes, e) < 0) return -1;
+    e0_type_traits_of(w->type)->to_float(raw, out, w->ne[0]);
+    return 0;
+}
+
 e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_weights, e0_err *e) {
     e0_model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -356,6 +386,7 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
         else m->params_active += bd.b[i].t->nelements;
     }
     if (m->tied_output) m->output = m->tok_embd;
+    if (mp && mp->embd_from_file && !m->tied_output) embd_to_file(&bd, m);
     if (!load_weights) goto done;
 
     m->dense_bytes = bd.dense_bytes;

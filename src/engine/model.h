@@ -69,6 +69,10 @@ typedef struct e0_layer {
 
 typedef struct e0_model_params {
     bool experts_resident; /* read routed expert tensors at load time */
+    /* Keep token_embd in the file and read each token's row when it is needed (e0_model_embd_row),
+     * not in memory: a streamed model's embedding (gpt-oss: 201k x 2880 at Q8_0, 615 MB) is read
+     * one row per token. Ignored when the output reuses token_embd (tied). */
+    bool embd_from_file;
     /* Called after each tensor is read (may be NULL): bytes read so far and in all. */
     void (*progress)(void *user, uint64_t done, uint64_t total);
     void *progress_user;
@@ -80,6 +84,7 @@ typedef struct e0_model {
     const float *output_norm;
     e0_weight tok_embd, output; /* output aliases tok_embd when tied */
     bool tied_output;
+    bool embd_from_file;        /* tok_embd.data is NULL: its rows are read from the file */
     e0_layer *layers;
     uint8_t *dense_buf;         /* all resident non-expert weights */
     size_t dense_bytes;
@@ -93,6 +98,9 @@ typedef struct e0_model {
  * With `load_weights` false only the metadata is validated (used by `info`). */
 e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_weights, e0_err *e);
 void e0_model_free(e0_model *m);
+/* Row `tok` of token_embd as floats into out [n_embd]: from memory, or (embd_from_file) read
+ * into raw [tok_embd.row_bytes] from the file first. 0, or -1 with e set on a read error. */
+int e0_model_embd_row(const e0_model *m, int32_t tok, float *out, uint8_t *raw, e0_err *e);
 
 bool e0_model_is_moe(const e0_model *m);
 /* Bytes one decode step reads with n_kv positions in the KV cache: every dense matrix, the

@@ -17,7 +17,7 @@ void e0_options_init(e0_options *o) {
 
 const char *e0_options_help(void) {
     return "  --model-option experts=auto|resident|stream   keep every routed expert in memory, or stream them\n"
-           "  --model-option expert_slots=N                 expert slots per layer (streams; >= experts used per token)\n"
+           "  --model-option expert_slots=N                 expert slots per layer when streaming (1 .. experts)\n"
            "  --model-option memory_budget=SIZE             e.g. 3GiB: decides residency and the default slots\n"
            "  --model-option expert_read=cached|direct      page-cache reads or O_DIRECT\n"
            "  --model-option routing=actual|predicted|replay  exact routing, predicted experts read ahead, or\n"
