@@ -53,15 +53,18 @@ AI __m256i xs_scale_words(const uint8_t *x) {
 }
 
 /* Block x unpacked: v[ib] the int8 values of sub-block ib (elements 32ib .. 32ib+31), vabs[ib] their
- * absolute values, sc[ib] the scale ls - 32 in every 16-bit word. */
-AI void xs_unpack(const uint8_t *x, __m256i tbl, __m256i v[8], __m256i vabs[8], __m256i sc[8]) {
+ * absolute values, sc[ib] the scale ls - 32 in every 16-bit word. tbl: the 16 values (code -> int8)
+ * in both lanes, tabs: their absolute values. */
+AI void xs_unpack(const uint8_t *x, __m256i tbl, __m256i tabs, __m256i v[8], __m256i vabs[8], __m256i sc[8]) {
     const uint8_t *qs = x + offsetof(e0_block_iq4_xs, qs);
     int32_t words[8];
     _mm256_storeu_si256((__m256i *)words, xs_scale_words(x));
+    IN_MEMORY(words); /* broadcast loads (load port) rather than lane extractions (shuffle port) */
     #pragma GCC unroll 8
     for (int ib = 0; ib < 8; ib++) {
-        v[ib] = _mm256_shuffle_epi8(tbl, nibbles32(qs + 16 * ib));
-        vabs[ib] = _mm256_sign_epi8(v[ib], v[ib]);
+        const __m256i codes = nibbles32(qs + 16 * ib);
+        v[ib] = _mm256_shuffle_epi8(tbl, codes);
+        vabs[ib] = _mm256_shuffle_epi8(tabs, codes); /* a lookup of |value|: off the multiply ports */
         sc[ib] = _mm256_set1_epi32(words[ib]); /* a broadcast load */
     }
 }
@@ -81,13 +84,13 @@ AI __m256i xs_block_dot(const __m256i v[8], const __m256i vabs[8], const __m256i
 void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const uint8_t *w = vw;
     const e0_block_q8_K *y = va;
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl));
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *x = w + (size_t)i * XS_BYTES;
         e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * XS_BYTES, (unsigned)XS_BYTES);
         __m256i v[8], vabs[8], sc[8];
-        xs_unpack(x, tbl, v, vabs, sc);
+        xs_unpack(x, tbl, tabs, v, vabs, sc);
         const __m256 dxy = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)) * y[i].d);
         acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(xs_block_dot(v, vabs, sc, y[i].qs)), acc);
     }
@@ -96,11 +99,14 @@ void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *vw, const void *va)
 
 /* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them): while
  * row r's block i is used, its block i + 1 is asked for; in the last step, block 0 of row nr + r
- * (usually the next call's). Prefetches never fault. */
+ * (usually the next call's). The 136 bytes span 3 or 4 cache lines: the lines of bytes 0, 64, 128
+ * and 135. Prefetches never fault. */
 AI void xs_prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb) {
     const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * XS_BYTES : w + (size_t)(nr + r) * w_stride;
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + XS_BYTES - 1) & ~(uintptr_t)63;
-    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+    __builtin_prefetch(p, 0, 3);
+    __builtin_prefetch(p + 64, 0, 3);
+    __builtin_prefetch(p + 128, 0, 3);
+    __builtin_prefetch(p + XS_BYTES - 1, 0, 3);
 }
 
 /* Loop order: super-block i, row r (unpacked once), token t (streams past the row's registers).
@@ -110,7 +116,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
                          size_t s_stride) {
     const uint8_t *w = vw, *a = va;
     const int64_t nb = n / QK_K;
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl));
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
     __m256 acc[MAXR][MAXT];
     __m256i v[8], sc[8];
     float yd[MAXT] = {0}, dd[MAXT];
@@ -121,13 +127,14 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
             const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * XS_BYTES;
             xs_prefetch_next(w, w_stride, nr, r, i, nb);
             __m256i vabs[8];
-            xs_unpack(x, tbl, v, vabs, sc);
+            xs_unpack(x, tbl, tabs, v, vabs, sc);
             IN_MEMORY(v); /* memory operands of the token loop; vabs stays in registers */
             IN_MEMORY(sc);
             const __m256 dx = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)));
             for (int t8 = 0; t8 < nt; t8 += 8) /* lanes past nt multiply yd's zeros */
                 _mm256_storeu_ps(dd + t8, _mm256_mul_ps(dx, _mm256_loadu_ps(yd + t8)));
             const uint8_t *q8 = (const uint8_t *)((const e0_block_q8_K *)a + i)->qs;
+            #pragma GCC unroll 2
             for (int t = 0; t < nt; t++, q8 += a_stride) {
                 const __m256i sum = xs_block_dot(v, vabs, sc, (const int8_t *)q8);
                 acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
