@@ -134,7 +134,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
             for (int t8 = 0; t8 < nt; t8 += 8) /* lanes past nt multiply yd's zeros */
                 _mm256_storeu_ps(dd + t8, _mm256_mul_ps(dx, _mm256_loadu_ps(yd + t8)));
             const uint8_t *q8 = (const uint8_t *)((const e0_block_q8_K *)a + i)->qs;
-            #pragma GCC unroll 2
+            #pragma GCC unroll 4
             for (int t = 0; t < nt; t++, q8 += a_stride) {
                 const __m256i sum = xs_block_dot(v, vabs, sc, (const int8_t *)q8);
                 acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
