@@ -3,10 +3,11 @@
  * quant_iq4_avx2.c) (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
  * rows against up to E0_GEMM_TOKENS activation rows), on the plain block layout.
  *
- * Both are one always-inlined function of (rows, tokens); vec_dot is its 1 x 1 instance. So
- * per (row, token) the operations, and the float accumulation order, are the same whatever the
- * batch, and gemm is bit-identical to vec_dot by construction (tests/test_quant_iq4.c checks it
- * with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
+ * MXFP4 / IQ4_NL: one always-inlined function of (rows, tokens), vec_dot its 1 x 1 instance;
+ * IQ4_XS: vec_dot and gemm share the unpacking and the per-(row, token) block dot (xs_unpack,
+ * xs_block_dot). So per (row, token) the operations, and the float accumulation order, are the
+ * same whatever the batch, and gemm is bit-identical to vec_dot by construction
+ * (tests/test_quant_iq4.c checks it with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
  * once per row (16-entry table in a vpshufb: code -> int8 value) and kept with their absolute
  * values; each token's activations stream past them. int8 x int8 products use the sign trick
  * (|v| times y with v's sign, vpmaddubsw), exact for activations in -127..127 (what the Q8
@@ -36,7 +37,13 @@ AI __m256i dot_pairs(__m256i v, __m256i vabs, __m256i y) { return _mm256_maddubs
  * vector as a memory operand, one add: 5 instructions. Keeping the 8 |codes| vectors in registers
  * and the codes and scales in a small stack buffer is what makes this fit the 16 ymm registers
  * (holding all 24 made GCC spill and reload them inside the loop: 58 instructions per
- * (row, token, super-block) instead of ~44). The scales are formed 8 at a time in one vector. */
+ * (row, token, super-block) instead of ~44). The scales are formed 8 at a time in one vector.
+ * Tried and not kept (GCC 12, qspeed_iq under perf/callgrind): negating by xor and subtract
+ * instead of vpsignb for some sub-blocks (off the multiply ports: no faster), int16 weights
+ * pre-scaled by ls - 32 against int16 activations (two madds per 32 values, no sign: GCC spills
+ * the group sums, more instructions), two rows per token loop sharing each activation load
+ * (half super-blocks: GCC copies the buffers, more instructions). The sub-block pairing of
+ * gemm_avx2.c does not apply: a 4-product int16 sum of IQ4 values (|v| <= 127) can overflow. */
 
 #define XS_BYTES sizeof(e0_block_iq4_xs)
 
