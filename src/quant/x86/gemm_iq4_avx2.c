@@ -3,10 +3,11 @@
  * quant_iq4_avx2.c) (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
  * rows against up to E0_GEMM_TOKENS activation rows), on the plain block layout.
  *
- * Both are one always-inlined function of (rows, tokens); vec_dot is its 1 x 1 instance. So
- * per (row, token) the operations, and the float accumulation order, are the same whatever the
- * batch, and gemm is bit-identical to vec_dot by construction (tests/test_quant_iq4.c checks it
- * with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
+ * MXFP4 / IQ4_NL: one always-inlined function of (rows, tokens), vec_dot its 1 x 1 instance;
+ * IQ4_XS: vec_dot and gemm share the unpacking and the per-(row, token) block dot (xs_unpack,
+ * xs_block_dot). So per (row, token) the operations, and the float accumulation order, are the
+ * same whatever the batch, and gemm is bit-identical to vec_dot by construction
+ * (tests/test_quant_iq4.c checks it with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
  * once per row (16-entry table in a vpshufb: code -> int8 value) and kept with their absolute
  * values; each token's activations stream past them. int8 x int8 products use the sign trick
  * (|v| times y with v's sign, vpmaddubsw), exact for activations in -127..127 (what the Q8
@@ -23,61 +24,132 @@ _Static_assert(MAXT % 8 == 0, "the tokens' scale products are formed 8 to a vect
 /* Signed products of the int8 values v (|v| given) with activations y, summed in pairs (int16). */
 AI __m256i dot_pairs(__m256i v, __m256i vabs, __m256i y) { return _mm256_maddubs_epi16(vabs, _mm256_sign_epi8(y, v)); }
 
-/* ---- IQ4_XS: per super-block, eight sub-blocks of 32 with scales ls - 32 ---- */
+/* ---- IQ4_XS: per super-block, eight sub-blocks of 32 with scales ls - 32 ----
+ *
+ * Per (row, token, super-block) the integer sum has 8 int32 lanes: lane k holds
+ * sum over sub-blocks ib of (ls_ib - 32) * (the 4 products of bytes 4k..4k+3 of sub-block ib), the
+ * float work is acc += (x.d * y.d) * float(lane) and the 8 lanes are summed at the end (hsum_ps).
+ * Every way below computes exactly these lanes and this float sequence, so the GEMM and vec_dot
+ * agree bit for bit whatever the batch.
+ *
+ * The GEMM's token loop is the hot part: per sub-block one activation load, one sign (the codes'
+ * sign a memory operand), one maddubs with |codes| held in a register, one madd with the scale
+ * vector as a memory operand, one add: 5 instructions. Keeping the 8 |codes| vectors in registers
+ * and the codes and scales in a small stack buffer is what makes this fit the 16 ymm registers
+ * (holding all 24 made GCC spill and reload them inside the loop: 58 instructions per
+ * (row, token, super-block) instead of ~44). The scales are formed 8 at a time in one vector.
+ * Tried and not kept (GCC 12, qspeed_iq under perf/callgrind): negating by xor and subtract
+ * instead of vpsignb for some sub-blocks (off the multiply ports: no faster), int16 weights
+ * pre-scaled by ls - 32 against int16 activations (two madds per 32 values, no sign: GCC spills
+ * the group sums, more instructions), two rows per token loop sharing each activation load
+ * (half super-blocks: GCC copies the buffers, more instructions). The sub-block pairing of
+ * gemm_avx2.c does not apply: a 4-product int16 sum of IQ4 values (|v| <= 127) can overflow. */
 
 #define XS_BYTES sizeof(e0_block_iq4_xs)
 
-/* many = 0: the one-token instance (vec_dot); 1: the GEMM, which forms the products x.d * y.d of
- * all tokens in one vector multiply and reads them back with broadcast loads (the same float
- * products; a load instead of a multiply and a shuffle per (row, token, block)). */
-AI void iq4_xs_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
-                      size_t s_stride, const int many) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl));
-    __m256 acc[MAXR][MAXT];
-    float yd[MAXT] = {0}, dd[MAXT];
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+/* The 8 sub-block scales ls - 32 of block x, each as an int32 lane holding the value in both of its
+ * 16-bit words (so a 32-bit broadcast of lane ib is the madd operand of sub-block ib). */
+AI __m256i xs_scale_words(const uint8_t *x) {
+    const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)e0_rd32(x + offsetof(e0_block_iq4_xs, scales_l))),
+                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)e0_rd16(x + offsetof(e0_block_iq4_xs, scales_h)) << 4),
+                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i ls = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xF)), _mm256_and_si256(hi, _mm256_set1_epi32(0x30)));
+    const __m256i sc = _mm256_sub_epi32(ls, _mm256_set1_epi32(32)); /* -32..31 */
+    return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(sc, 16));
+}
+
+/* Block x unpacked: v[ib] the int8 values of sub-block ib (elements 32ib .. 32ib+31), vabs[ib] their
+ * absolute values, sc[ib] the scale ls - 32 in every 16-bit word. tbl: the 16 values (code -> int8)
+ * in both lanes, tabs: their absolute values. */
+AI void xs_unpack(const uint8_t *x, __m256i tbl, __m256i tabs, __m256i v[8], __m256i vabs[8], __m256i sc[8]) {
+    const uint8_t *qs = x + offsetof(e0_block_iq4_xs, qs);
+    int32_t words[8];
+    _mm256_storeu_si256((__m256i *)words, xs_scale_words(x));
+    IN_MEMORY(words); /* broadcast loads (load port) rather than lane extractions (shuffle port) */
+    #pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) {
+        const __m256i codes = nibbles32(qs + 16 * ib);
+        v[ib] = _mm256_shuffle_epi8(tbl, codes);
+        vabs[ib] = _mm256_shuffle_epi8(tabs, codes); /* a lookup of |value|: off the multiply ports */
+        sc[ib] = _mm256_set1_epi32(words[ib]); /* a broadcast load */
+    }
+}
+
+/* The 8 int32 lanes of one (row, token) super-block: q8 = the token's 256 activations. */
+AI __m256i xs_block_dot(const __m256i v[8], const __m256i vabs[8], const __m256i sc[8], const int8_t *q8) {
+    __m256i s[2];
+    #pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) {
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
+        const __m256i p = _mm256_madd_epi16(dot_pairs(v[ib], vabs[ib], y), sc[ib]);
+        s[ib & 1] = ib < 2 ? p : _mm256_add_epi32(s[ib & 1], p); /* two chains; exact */
+    }
+    return _mm256_add_epi32(s[0], s[1]);
+}
+
+void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *vw, const void *va) {
+    const uint8_t *w = vw;
+    const e0_block_q8_K *y = va;
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *x = w + (size_t)i * XS_BYTES;
+        e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * XS_BYTES, (unsigned)XS_BYTES);
+        __m256i v[8], vabs[8], sc[8];
+        xs_unpack(x, tbl, tabs, v, vabs, sc);
+        const __m256 dxy = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)) * y[i].d);
+        acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(xs_block_dot(v, vabs, sc, y[i].qs)), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them): while
+ * row r's block i is used, its block i + 1 is asked for; in the last step, block 0 of row nr + r
+ * (usually the next call's). The 136 bytes span 3 or 4 cache lines: the lines of bytes 0, 64, 128
+ * and 135. Prefetches never fault. */
+AI void xs_prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb) {
+    const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * XS_BYTES : w + (size_t)(nr + r) * w_stride;
+    __builtin_prefetch(p, 0, 3);
+    __builtin_prefetch(p + 64, 0, 3);
+    __builtin_prefetch(p + 128, 0, 3);
+    __builtin_prefetch(p + XS_BYTES - 1, 0, 3);
+}
+
+/* Loop order: super-block i, row r (unpacked once), token t (streams past the row's registers).
+ * The products x.d * y.d of all tokens come from one vector multiply per 8 tokens and are read
+ * back with broadcast loads (the same float products as vec_dot's scalar multiply). */
+void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
+                         size_t s_stride) {
+    const uint8_t *w = vw, *a = va;
+    const int64_t nb = n / QK_K;
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
+    __m256 acc[MAXR][MAXT];
+    __m256i v[8], sc[8];
+    float yd[MAXT] = {0}, dd[MAXT];
+    for (int r = 0; r < nr; r++) zero_acc(acc[r], nt);
+    for (int64_t i = 0; i < nb; i++) {
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
         for (int r = 0; r < nr; r++) {
             const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * XS_BYTES;
-            e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * XS_BYTES, (unsigned)XS_BYTES);
-            const float dx = h2f(x + offsetof(e0_block_iq4_xs, d));
-            const uint32_t sh = e0_rd16(x + offsetof(e0_block_iq4_xs, scales_h));
-            const uint8_t *sl = x + offsetof(e0_block_iq4_xs, scales_l), *qs = x + offsetof(e0_block_iq4_xs, qs);
-            __m256i v[8], vabs[8], sc[8];
-            #pragma GCC unroll 8
-            for (int ib = 0; ib < 8; ib++) {
-                v[ib] = _mm256_shuffle_epi8(tbl, nibbles32(qs + 16 * ib));
-                vabs[ib] = _mm256_sign_epi8(v[ib], v[ib]);
-                const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
-                sc[ib] = _mm256_set1_epi16((short)(ls - 32));
-            }
-            if (many) /* 8 tokens a vector; lanes past nt multiply yd's zeros */
-                for (int t8 = 0; t8 < nt; t8 += 8)
-                    _mm256_storeu_ps(dd + t8, _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(yd + t8)));
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains; exact */
-                #pragma GCC unroll 8
-                for (int ib = 0; ib < 8; ib++) {
-                    const __m256i y = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
-                    sum[ib & 1] = _mm256_add_epi32(sum[ib & 1], _mm256_madd_epi16(dot_pairs(v[ib], vabs[ib], y), sc[ib]));
-                }
-                const __m256 dxy = many ? _mm256_broadcast_ss(&dd[t]) : _mm256_set1_ps(dx * yd[t]);
-                acc[r][t] = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(_mm256_add_epi32(sum[0], sum[1])), acc[r][t]);
+            xs_prefetch_next(w, w_stride, nr, r, i, nb);
+            __m256i vabs[8];
+            xs_unpack(x, tbl, tabs, v, vabs, sc);
+            IN_MEMORY(v); /* memory operands of the token loop; vabs stays in registers */
+            IN_MEMORY(sc);
+            const __m256 dx = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)));
+            for (int t8 = 0; t8 < nt; t8 += 8) /* lanes past nt multiply yd's zeros */
+                _mm256_storeu_ps(dd + t8, _mm256_mul_ps(dx, _mm256_loadu_ps(yd + t8)));
+            const uint8_t *q8 = (const uint8_t *)((const e0_block_q8_K *)a + i)->qs;
+            #pragma GCC unroll 4
+            for (int t = 0; t < nt; t++, q8 += a_stride) {
+                const __m256i sum = xs_block_dot(v, vabs, sc, (const int8_t *)q8);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
             }
         }
     }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
-}
-
-void e0_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *w, const void *a) { iq4_xs_kernel(n, 1, w, 0, 1, a, 0, s, 0, 0); }
-
-void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
-                         size_t s_stride) {
-    iq4_xs_kernel(n, nr, w, w_stride, nt, a, a_stride, s, s_stride, 1);
 }
 
 /* ---- MXFP4 (E8M0 scale) and IQ4_NL (fp16 scale): 32-element blocks of 4-bit codes against
