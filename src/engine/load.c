@@ -170,6 +170,18 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
                 min_xp.slots--;
                 need = dense + kv + e0_experts_memory(probe, &min_xp);
             }
+            /* Below a token's experts every token reads most of its experts anyway, while a chunk
+             * reads each expert it uses once: one slot, and the longest default chunk that fits
+             * with it (the slots below then take what is left) */
+            if (min_xp.slots < hp.n_expert_used && s->budget >= need && !(cp && cp->n_batch > 0)) {
+                min_xp.slots = 1;
+                for (batch = E0_CTX_DEFAULT_BATCH;; batch /= 2) {
+                    cpl.n_batch = batch > E0_CTX_MIN_AUTO_BATCH ? batch : E0_CTX_MIN_AUTO_BATCH;
+                    kv = e0_ctx_memory(probe, &cpl);
+                    need = dense + kv + e0_experts_memory(probe, &min_xp);
+                    if (need <= s->budget || batch <= E0_CTX_MIN_AUTO_BATCH) break;
+                }
+            }
             if (s->budget < need) {
                 char have_s[32], need_s[32];
                 e0_size_text(s->budget, have_s);

@@ -12,7 +12,9 @@
  *   cache's exact size (slots, O_DIRECT staging) fits; when even that smallest cache does not fit,
  *   a default prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens, then the
  *   slots go below experts-used-per-token (down to 1: a layer's experts take turns in them, and
- *   every token reads its experts); a budget below that is an error. Every buffer is counted as
+ *   every token reads its experts), and then the chunk grows back to the longest that fits with
+ *   one slot (a chunk reads each expert it uses once; few slots hit little anyway), the slots
+ *   taking what is left; a budget below that is an error. Every buffer is counted as
  *   it will be allocated, so the memory ledger's
  *   peak stays within the budget in a streamed run (given expert_slots override the budget).
  *   routing defaults to predicted when experts stream, actual when they are resident.
