@@ -675,6 +675,9 @@ static const struct {
     /* expert biases (2-D, not named "weight": never quantized), MLA's kv_b, the leading dense layer */
     {"gpt-oss", "--arch gpt-oss", 0},
     {"deepseek2", "--arch deepseek2", 0},
+    /* hybrids: the DeltaNet layers' 2-D conv kernels (ssm_conv1d, rows of 4), never quantized */
+    {"qwen35moe", "--arch qwen35moe", 0},
+    {"qwen3next", "--arch qwen3next", 0},
 };
 static const char *const few_presets[] = {"q4_k_m", "q3_k_m", "iq3_xxs", "iq2_xxs", "iq4_xs", "mxfp4_moe", "q5_k_m"};
 

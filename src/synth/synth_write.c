@@ -170,6 +170,15 @@ static int build_tensors(const synth_params *p, tensor_list *l, e0_err *e) {
     return 0;
 }
 
+/* Names llama.cpp's quantizer never quantizes though they end in "weight" (llama-quant.cpp):
+ * norms, routers, the small 2-D conv kernels of recurrent layers (DeltaNet, Mamba, LFM). */
+static int kept_float(const char *name) {
+    static const char *const parts[] = {"_norm.weight", "ffn_gate_inp.weight", "ssm_conv1d", "shortconv.conv.weight"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strstr(name, parts[i])) return 1;
+    return 0;
+}
+
 /* The per-tensor plan (--type-map / --ftype), when p has one: each tensor's type from
  * synth_assign_types, with its size and drawing mode redone. */
 static int apply_plan(const synth_params *p, tensor_list *l, e0_err *e) {
@@ -178,12 +187,12 @@ static int apply_plan(const synth_params *p, tensor_list *l, e0_err *e) {
     uint32_t *types = calloc(l->n ? l->n : 1, sizeof *types);
     int rc = d && types ? 0 : e0_fail(e, "out of memory");
     /* llama.cpp's quantizer touches only matrices whose name ends in "weight" (so never the
-     * 2-D expert biases of gpt-oss, which its graph adds as F32) and never routers */
+     * 2-D expert biases of gpt-oss, which its graph adds as F32), never routers, nor kept_float's */
     for (size_t i = 0; !rc && i < l->n; i++) {
         const size_t len = strlen(l->t[i].name);
         const int weight = len >= 6 && !strcmp(l->t[i].name + len - 6, "weight");
         d[i] = (synth_tensor_desc){l->t[i].name, {l->t[i].ne[0], l->t[i].ne[1], l->t[i].ne[2]},
-                                   weight && l->t[i].n_dims >= 2 && l->t[i].init != INIT_ROUTER};
+                                   weight && l->t[i].n_dims >= 2 && l->t[i].init != INIT_ROUTER && !kept_float(l->t[i].name)};
     }
     if (!rc) rc = synth_assign_types(p, d, l->n, types, e);
     for (size_t i = 0; !rc && i < l->n; i++) {
