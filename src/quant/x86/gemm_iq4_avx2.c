@@ -141,6 +141,77 @@ AI void fp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_st
     }
 }
 
+/* ---- the GEMM's group (many = 1) in register tiles: R rows x T tokens (R, T: 1 or 2) ----
+ * Per (row, token) the same operations in the same order as fp4_group: for each block of the
+ * group, the exact integer lane sums, then one fma with the broadcast product x.d * y.d into the
+ * (row, token) accumulator. The tile shares each activation load between R rows and each
+ * weight vector between T tokens, and loads / stores the accumulators once a group. */
+
+/* Rows r0..r0+R-1 of group i (blocks i..i+gb-1) for all nt tokens, T tokens a tile. The codes
+ * v are kept in memory (vpsignb reads them from there) so that the R * gb vectors |v| and the
+ * accumulators fit in registers. */
+AI void fp4_rows(int64_t i, const int gb, const int R, const int T, const uint8_t *x, size_t w_stride, int nt, const uint8_t *a,
+                 size_t a_stride, const float yd[MXG][MAXT], __m256 acc[MAXR][MAXT], __m256i tbl, const int nl) {
+    const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE, qso = nl ? IQ4_NL_QS : MXFP4_QS;
+    __m256i v[2][MXG], vabs[2][MXG];
+    float dd[2][MXG][MAXT]; /* the scale products x.d * y.d of every token */
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *xr = x + (size_t)r * w_stride;
+        e0_prefetch_bytes(xr + E0_PREFETCH_BLOCKS * bsz, (unsigned)(gb * bsz));
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++) {
+            const uint8_t *blk = xr + (size_t)b * bsz;
+            v[r][b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + qso));
+            vabs[r][b] = _mm256_sign_epi8(v[r][b], v[r][b]);
+            const __m256 dx = _mm256_set1_ps(nl ? h2f(blk) : e8m0_half.f[blk[0]]);
+            #pragma GCC unroll 2
+            for (int t8 = 0; t8 < MAXT; t8 += 8) /* 8 tokens a vector; yd is 0 past nt */
+                _mm256_storeu_ps(dd[r][b] + t8, _mm256_mul_ps(_mm256_loadu_ps(yd[b] + t8), dx));
+        }
+    }
+    IN_MEMORY(v);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *y = a + (size_t)i * Q8_0_SIZE + Q8_0_QS;
+    for (int t = 0; t < nt; t += T) {
+        __m256 ac[2][2];
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
+            #pragma GCC unroll 2
+            for (int k = 0; k < T; k++) ac[r][k] = acc[r][t + k];
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++)
+            #pragma GCC unroll 2
+            for (int k = 0; k < T; k++) {
+                const __m256i yq = load32(y + (size_t)(t + k) * a_stride + (size_t)b * Q8_0_SIZE);
+                #pragma GCC unroll 2
+                for (int r = 0; r < R; r++) {
+                    const __m256i p = _mm256_maddubs_epi16(vabs[r][b], _mm256_sign_epi8(yq, v[r][b]));
+                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                    ac[r][k] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][b][t + k]), dot, ac[r][k]);
+                }
+            }
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
+            #pragma GCC unroll 2
+            for (int k = 0; k < T; k++) acc[r][t + k] = ac[r][k];
+    }
+}
+
+/* The GEMM's group i (many = 1): rows two at a time. */
+AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                       __m256 acc[MAXR][MAXT], const int nl) {
+    const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE;
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(nl ? e0_kvalues_iq4nl : e0_kvalues_fp4)));
+    float yd[MXG][MAXT]; /* the tokens' scales (lanes past nt: 0) */
+    for (int b = 0; b < gb; b++)
+        for (int t = 0; t < MAXT; t++) yd[b][t] = t < nt ? h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE) : 0.0f;
+    const uint8_t *x = w + (size_t)i * bsz;
+    int r = 0;
+    for (; r + 2 <= nr; r += 2) fp4_rows(i, gb, 2, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
+    if (r < nr) fp4_rows(i, gb, 1, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
+}
+
 AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
                    size_t s_stride, const int nl) {
     const int64_t nb = n / 32;
@@ -152,8 +223,8 @@ AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
         for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
         for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
     } else {
-        for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, 1, nl);
-        for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc, 1, nl);
+        for (; i + MXG <= nb; i += MXG) fp4_group_gemm(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, nl);
+        for (; i < nb; i++) fp4_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc, nl);
     }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
