@@ -212,6 +212,91 @@ AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t
     if (r < nr) fp4_rows(i, gb, 1, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
 }
 
+/* ---- MXFP4's GEMM group: unsigned codes instead of the sign trick ----
+ * The codes plus 12 (0..24) are the unsigned operand of vpmaddubsw and the activations the signed
+ * one, so per (row, token, block) there is no vpsignb: sum4((v + 12) * y) - 12 * sum4(y) is the
+ * same exact lane sum sum4(v * y) (no int16 overflow: 2 * 24 * 127 < 2^15), and the correction
+ * 12 * sum4(y) is formed once per (token, block) for all rows. The float steps are those of
+ * fp4_group. (IQ4_NL's codes reach -127: its pairs could overflow, so it keeps the sign trick.) */
+
+#define FP4_OFS 12
+#ifndef MX_T
+#define MX_T 2
+#endif
+static const uint8_t kvalues_fp4_ofs[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* e0_kvalues_fp4 + 12 */
+
+/* Tokens t..t+T-1 of R rows (codes + 12 vu, scale products dd, accumulators acc[0..R-1]) for the
+ * gb blocks of a group; y: the first token's first block at its qs; ky: the corrections. */
+AI void mx_tile(const int R, const int T, const int gb, const __m256i vu[2][MXG], const float dd[2][MXG][MAXT], int t,
+                const uint8_t *y, size_t a_stride, const __m256i ky[MAXT][MXG], __m256 acc[MAXR][MAXT]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 ac[2][2];
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 2
+        for (int k = 0; k < T; k++) ac[r][k] = acc[r][t + k];
+    #pragma GCC unroll 4
+    for (int b = 0; b < gb; b++)
+        #pragma GCC unroll 2
+        for (int k = 0; k < T; k++) {
+            const __m256i yq = load32(y + (size_t)(t + k) * a_stride + (size_t)b * Q8_0_SIZE);
+            #pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                const __m256i sum = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(vu[r][b], yq), ones), ky[t + k][b]);
+                ac[r][k] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][b][t + k]), _mm256_cvtepi32_ps(sum), ac[r][k]);
+            }
+        }
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 2
+        for (int k = 0; k < T; k++) acc[r][t + k] = ac[r][k];
+}
+
+/* Rows x..x+(R-1)*w_stride (at block i) of a group for all nt tokens, T tokens a tile. */
+AI void mx_rows(const int gb, const int R, const int T, const uint8_t *x, size_t w_stride, int nt, const uint8_t *y, size_t a_stride,
+                const float yd[MXG][MAXT], const __m256i ky[MAXT][MXG], __m256 acc[MAXR][MAXT]) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_fp4_ofs));
+    __m256i vu[2][MXG];
+    float dd[2][MXG][MAXT]; /* the scale products x.d * y.d of every token */
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        const uint8_t *xr = x + (size_t)r * w_stride;
+        e0_prefetch_bytes(xr + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)(gb * MXFP4_SIZE));
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++) {
+            const uint8_t *blk = xr + (size_t)b * MXFP4_SIZE;
+            vu[r][b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + MXFP4_QS));
+            const __m256 dx = _mm256_set1_ps(e8m0_half.f[blk[0]]);
+            #pragma GCC unroll 2
+            for (int t8 = 0; t8 < MAXT; t8 += 8) /* 8 tokens a vector; yd is 0 past nt */
+                _mm256_storeu_ps(dd[r][b] + t8, _mm256_mul_ps(_mm256_loadu_ps(yd[b] + t8), dx));
+        }
+    }
+    int t = 0;
+    for (; t + T <= nt; t += T) mx_tile(R, T, gb, vu, dd, t, y, a_stride, ky, acc);
+    for (; t < nt; t++) mx_tile(R, 1, gb, vu, dd, t, y, a_stride, ky, acc);
+}
+
+/* The GEMM's group i (blocks i..i+gb-1) of MXFP4: the tokens' scales and corrections once, then
+ * the rows two at a time. */
+AI void mx_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                      __m256 acc[MAXR][MAXT]) {
+    float yd[MXG][MAXT]; /* the tokens' scales (lanes past nt: 0) */
+    __m256i ky[MAXT][MXG];
+    const __m256i ofs = _mm256_set1_epi8(FP4_OFS), ones = _mm256_set1_epi16(1);
+    const uint8_t *y = a + (size_t)i * Q8_0_SIZE;
+    for (int b = 0; b < gb; b++)
+        for (int t = 0; t < MAXT; t++) yd[b][t] = t < nt ? h2f(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE) : 0.0f;
+    for (int t = 0; t < nt; t++)
+        #pragma GCC unroll 4
+        for (int b = 0; b < gb; b++)
+            ky[t][b] = _mm256_madd_epi16(_mm256_maddubs_epi16(ofs, load32(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE + Q8_0_QS)), ones);
+    const uint8_t *x = w + (size_t)i * MXFP4_SIZE;
+    int r = 0;
+    for (; r + 2 <= nr; r += 2) mx_rows(gb, 2, MX_T, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
+    if (r < nr) mx_rows(gb, 1, MX_T, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
+}
+
 AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
                    size_t s_stride, const int nl) {
     const int64_t nb = n / 32;
@@ -223,8 +308,13 @@ AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
         for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
         for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
     } else {
-        for (; i + MXG <= nb; i += MXG) fp4_group_gemm(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, nl);
-        for (; i < nb; i++) fp4_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc, nl);
+        if (nl) {
+            for (; i + MXG <= nb; i += MXG) fp4_group_gemm(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, 1);
+            for (; i < nb; i++) fp4_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc, 1);
+        } else {
+            for (; i + MXG <= nb; i += MXG) mx_group_gemm(i, MXG, nr, w, w_stride, nt, a, a_stride, acc);
+            for (; i < nb; i++) mx_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+        }
     }
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
