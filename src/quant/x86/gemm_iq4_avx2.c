@@ -3,15 +3,21 @@
  * quant_iq4_avx2.c) (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS weight
  * rows against up to E0_GEMM_TOKENS activation rows), on the plain block layout.
  *
- * Both are one always-inlined function of (rows, tokens); vec_dot is its 1 x 1 instance. So
- * per (row, token) the operations, and the float accumulation order, are the same whatever the
- * batch, and gemm is bit-identical to vec_dot by construction (tests/test_quant_iq4.c checks it
- * with memcmp). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
+ * IQ4_XS's two are one always-inlined function of (rows, tokens), vec_dot its 1 x 1 instance;
+ * MXFP4's vec_dot (mx_block) and GEMM (mx_group_gemm, register tiles of 2 rows x 2 tokens) are
+ * written apart but do the same per (row, token): the exact integer lane sums of each block,
+ * then one fma with the same scale product, blocks in order into one 8-lane accumulator, summed
+ * by hsum_ps. So the float accumulation order is the same whatever the batch, and gemm is
+ * bit-identical to vec_dot (tests/test_quant_iq4.c checks it with memcmp, at every E8M0
+ * exponent too). Loop order per block (group), as in gemm_avx2.c: the weight codes are looked up
  * once per row (16-entry table in a vpshufb: code -> int8 value) and kept with their absolute
  * values; each token's activations stream past them. int8 x int8 products use the sign trick
  * (|v| times y with v's sign, vpmaddubsw), exact for activations in -127..127 (what the Q8
  * quantizers write); the integer sums are exact and the float work is one product of scales and
- * one fma per block. */
+ * one fma per block. MXFP4's GEMM instead feeds its codes + 12 as the unsigned operand (no sign
+ * step per product; see mx_tile) and its E8M0 scales come from a table (e8m0_half).
+ * Instruction counts (callgrind, tools/qspeed_iq, docs/perf.md): MXFP4 vec_dot 34 -> 19 a
+ * block, GEMM 11.0 -> 8.4 a (row, token, block). */
 #include "quant/quant_iq4.h"
 #include "quant/x86/simd.h"
 
@@ -223,6 +229,7 @@ AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t
 #ifndef MX_T
 #define MX_T 2
 #endif
+static const uint8_t kvalues_fp4_abs[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12}; /* |e0_kvalues_fp4| */
 static const uint8_t kvalues_fp4_ofs[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* e0_kvalues_fp4 + 12 */
 
 /* Tokens t..t+T-1 of R rows (codes + 12 vu, scale products dd, accumulators acc[0..R-1]) for the
@@ -325,10 +332,11 @@ _Static_assert(E0_QK_MXFP4 == 32 && E0_QK_IQ4_NL == 32, "fp4_kernel's 32-element
 /* One MXFP4 block x one Q8_0 block into the 8 lanes of acc: the steps of fp4_group for one
  * (row, token, block) — the same integer lane sums, the same scale product y.d * x.d (here as
  * a single multiply, fp16 converted from a load), the same fma — in fewer instructions. */
-AI __m256 mx_block(const uint8_t *x, const uint8_t *y, __m256 acc, __m256i tbl, __m256i ones) {
-    const __m256i v = _mm256_shuffle_epi8(tbl, nibbles32(x + MXFP4_QS));
+AI __m256 mx_block(const uint8_t *x, const uint8_t *y, __m256 acc, __m256i tbl, __m256i tbl_abs, __m256i ones) {
+    const __m256i idx = nibbles32(x + MXFP4_QS);
+    const __m256i v = _mm256_shuffle_epi8(tbl, idx), vabs = _mm256_shuffle_epi8(tbl_abs, idx); /* |v| by a lookup too */
     const __m256i yq = load32(y + Q8_0_QS);
-    const __m256i dot = _mm256_madd_epi16(dot_pairs(v, _mm256_sign_epi8(v, v), yq), ones);
+    const __m256i dot = _mm256_madd_epi16(dot_pairs(v, vabs, yq), ones);
     const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(h2f_blk(y), _mm_load_ss(&e8m0_half.f[x[0]])));
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc);
 }
@@ -339,16 +347,17 @@ void e0_vec_dot_mxfp4_avx2(int64_t n, float *s, const void *w, const void *a) {
     const uint8_t *x = w, *y = a;
     const int64_t nb = n / 32;
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_fp4)), ones = _mm256_set1_epi16(1);
+    const __m256i tbl_abs = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_fp4_abs));
     __m256 acc = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + MXG <= nb; i += MXG, x += MXG * MXFP4_SIZE, y += MXG * Q8_0_SIZE) {
         e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)(MXG * MXFP4_SIZE));
         #pragma GCC unroll 4
-        for (int b = 0; b < MXG; b++) acc = mx_block(x + b * MXFP4_SIZE, y + b * Q8_0_SIZE, acc, tbl, ones);
+        for (int b = 0; b < MXG; b++) acc = mx_block(x + b * MXFP4_SIZE, y + b * Q8_0_SIZE, acc, tbl, tbl_abs, ones);
     }
     for (; i < nb; i++, x += MXFP4_SIZE, y += Q8_0_SIZE) {
         e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * MXFP4_SIZE, (unsigned)MXFP4_SIZE);
-        acc = mx_block(x, y, acc, tbl, ones);
+        acc = mx_block(x, y, acc, tbl, tbl_abs, ones);
     }
     *s = hsum_ps(acc);
 }
