@@ -103,60 +103,42 @@ static const union {
     float f[256];
 } e8m0_half = {.u = {E8H64(0), E8H64(64), E8H64(128), E8H64(192)}};
 
-/* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
-AI void fp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
-                  __m256 acc[MAXR][MAXT], const int many, const int nl) {
+/* Blocks i..i+gb-1 of nr rows for one token (the GEMM called with nt = 1); gb is a constant at
+ * each call site. Per block: the exact integer lane sums, one fma with y.d * x.d. */
+AI void fp4_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, const uint8_t *a, __m256 acc[MAXR][MAXT],
+                  const int nl) {
     const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE, qso = nl ? IQ4_NL_QS : MXFP4_QS;
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(nl ? e0_kvalues_iq4nl : e0_kvalues_fp4)));
-    /* yd: the tokens' scales (lanes past nt: 0); dd: their products with each row's x.d */
-    float yd[MXG][MAXT], dd[MXG][MAXT];
-    for (int b = 0; b < gb; b++)
-        for (int t = 0; t < (many ? MAXT : 1); t++)
-            yd[b][t] = t < nt ? h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE) : 0.0f;
+    const uint8_t *y = a + (size_t)i * Q8_0_SIZE;
+    float yd[MXG]; /* the token's scales */
+    for (int b = 0; b < gb; b++) yd[b] = h2f(y + (size_t)b * Q8_0_SIZE);
     for (int r = 0; r < nr; r++) {
         const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * bsz;
         e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * bsz, (unsigned)(gb * bsz));
-        __m256i v[MXG], vabs[MXG];
-        float dx[MXG];
+        __m256 ac = acc[r][0];
         #pragma GCC unroll 4
         for (int b = 0; b < gb; b++) {
             const uint8_t *blk = x + (size_t)b * bsz;
-            v[b] = _mm256_shuffle_epi8(tbl, nibbles32(blk + qso));
-            vabs[b] = _mm256_sign_epi8(v[b], v[b]);
-            dx[b] = nl ? h2f(blk) : e8m0_half.f[blk[0]];
+            const __m256i v = _mm256_shuffle_epi8(tbl, nibbles32(blk + qso));
+            const __m256i yq = _mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS));
+            const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot_pairs(v, _mm256_sign_epi8(v, v), yq), _mm256_set1_epi16(1)));
+            const float dx = nl ? h2f(blk) : e8m0_half.f[blk[0]];
+            ac = _mm256_fmadd_ps(_mm256_set1_ps(yd[b] * dx), dot, ac);
         }
-        /* the scale products y.d * x.d of all tokens at once, read back with broadcast loads
-         * (a load, not a shuffle, per product); the same float product as one by one */
-        if (many) {
-            #pragma GCC unroll 4
-            for (int b = 0; b < gb; b++)
-                for (int t8 = 0; t8 < MAXT; t8 += 8) /* 8 tokens a vector; yd is 0 past nt */
-                    _mm256_storeu_ps(dd[b] + t8, _mm256_mul_ps(_mm256_loadu_ps(yd[b] + t8), _mm256_set1_ps(dx[b])));
-        }
-        for (int t = 0; t < nt; t++) {
-            const uint8_t *y = a + (size_t)t * a_stride + (size_t)i * Q8_0_SIZE;
-            __m256 ac = acc[r][t];
-            #pragma GCC unroll 4
-            for (int b = 0; b < gb; b++) {
-                const __m256i yq = _mm256_loadu_si256((const __m256i *)(y + (size_t)b * Q8_0_SIZE + Q8_0_QS));
-                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot_pairs(v[b], vabs[b], yq), _mm256_set1_epi16(1)));
-                ac = _mm256_fmadd_ps(many ? _mm256_broadcast_ss(&dd[b][t]) : _mm256_set1_ps(yd[b][t] * dx[b]), dot, ac);
-            }
-            acc[r][t] = ac;
-        }
+        acc[r][0] = ac;
     }
 }
 
-/* ---- the GEMM's group (many = 1) in register tiles: R rows x T tokens (R, T: 1 or 2) ----
+/* ---- the GEMM's group (2 or more tokens; IQ4_NL, sign trick) in tiles of R = 1 or 2 rows ----
  * Per (row, token) the same operations in the same order as fp4_group: for each block of the
  * group, the exact integer lane sums, then one fma with the broadcast product x.d * y.d into the
- * (row, token) accumulator. The tile shares each activation load between R rows and each
- * weight vector between T tokens, and loads / stores the accumulators once a group. */
+ * (row, token) accumulator. The tile shares each activation load between its R rows and loads /
+ * stores the accumulators once a group. */
 
-/* Rows r0..r0+R-1 of group i (blocks i..i+gb-1) for all nt tokens, T tokens a tile. The codes
- * v are kept in memory (vpsignb reads them from there) so that the R * gb vectors |v| and the
- * accumulators fit in registers. */
-AI void fp4_rows(int64_t i, const int gb, const int R, const int T, const uint8_t *x, size_t w_stride, int nt, const uint8_t *a,
+/* Rows r0..r0+R-1 of group i (blocks i..i+gb-1) for all nt tokens. The codes v are kept in
+ * memory (vpsignb reads them from there) so that the R * gb vectors |v| and the accumulators
+ * fit in registers. */
+AI void fp4_rows(int64_t i, const int gb, const int R, const uint8_t *x, size_t w_stride, int nt, const uint8_t *a,
                  size_t a_stride, const float yd[MXG][MAXT], __m256 acc[MAXR][MAXT], __m256i tbl, const int nl) {
     const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE, qso = nl ? IQ4_NL_QS : MXFP4_QS;
     __m256i v[2][MXG], vabs[2][MXG];
@@ -179,32 +161,27 @@ AI void fp4_rows(int64_t i, const int gb, const int R, const int T, const uint8_
     IN_MEMORY(v);
     const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t *y = a + (size_t)i * Q8_0_SIZE + Q8_0_QS;
-    for (int t = 0; t < nt; t += T) {
-        __m256 ac[2][2];
+    for (int t = 0; t < nt; t++) {
+        __m256 ac[2];
         #pragma GCC unroll 2
-        for (int r = 0; r < R; r++)
-            #pragma GCC unroll 2
-            for (int k = 0; k < T; k++) ac[r][k] = acc[r][t + k];
+        for (int r = 0; r < R; r++) ac[r] = acc[r][t];
+        const uint8_t *yt = y + (size_t)t * a_stride;
         #pragma GCC unroll 4
-        for (int b = 0; b < gb; b++)
+        for (int b = 0; b < gb; b++) {
+            const __m256i yq = load32(yt + (size_t)b * Q8_0_SIZE);
             #pragma GCC unroll 2
-            for (int k = 0; k < T; k++) {
-                const __m256i yq = load32(y + (size_t)(t + k) * a_stride + (size_t)b * Q8_0_SIZE);
-                #pragma GCC unroll 2
-                for (int r = 0; r < R; r++) {
-                    const __m256i p = _mm256_maddubs_epi16(vabs[r][b], _mm256_sign_epi8(yq, v[r][b]));
-                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                    ac[r][k] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][b][t + k]), dot, ac[r][k]);
-                }
+            for (int r = 0; r < R; r++) {
+                const __m256i p = _mm256_maddubs_epi16(vabs[r][b], _mm256_sign_epi8(yq, v[r][b]));
+                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                ac[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][b][t]), dot, ac[r]);
             }
+        }
         #pragma GCC unroll 2
-        for (int r = 0; r < R; r++)
-            #pragma GCC unroll 2
-            for (int k = 0; k < T; k++) acc[r][t + k] = ac[r][k];
+        for (int r = 0; r < R; r++) acc[r][t] = ac[r];
     }
 }
 
-/* The GEMM's group i (many = 1): rows two at a time. */
+/* The GEMM's group i (IQ4_NL, 2 or more tokens): rows two at a time. */
 AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
                        __m256 acc[MAXR][MAXT], const int nl) {
     const size_t bsz = nl ? IQ4_NL_SIZE : MXFP4_SIZE;
@@ -214,8 +191,8 @@ AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t
         for (int t = 0; t < MAXT; t++) yd[b][t] = t < nt ? h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE) : 0.0f;
     const uint8_t *x = w + (size_t)i * bsz;
     int r = 0;
-    for (; r + 2 <= nr; r += 2) fp4_rows(i, gb, 2, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
-    if (r < nr) fp4_rows(i, gb, 1, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
+    for (; r + 2 <= nr; r += 2) fp4_rows(i, gb, 2, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
+    if (r < nr) fp4_rows(i, gb, 1, x + (size_t)r * w_stride, w_stride, nt, a, a_stride, yd, acc + r, tbl, nl);
 }
 
 /* ---- MXFP4's GEMM group: unsigned codes instead of the sign trick ----
@@ -226,9 +203,6 @@ AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t
  * fp4_group. (IQ4_NL's codes reach -127: its pairs could overflow, so it keeps the sign trick.) */
 
 #define FP4_OFS 12
-#ifndef MX_T
-#define MX_T 2
-#endif
 static const uint8_t kvalues_fp4_abs[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12}; /* |e0_kvalues_fp4| */
 static const uint8_t kvalues_fp4_ofs[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* e0_kvalues_fp4 + 12 */
 
@@ -300,8 +274,8 @@ AI void mx_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t 
             ky[t][b] = _mm256_madd_epi16(_mm256_maddubs_epi16(ofs, load32(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE + Q8_0_QS)), ones);
     const uint8_t *x = w + (size_t)i * MXFP4_SIZE;
     int r = 0;
-    for (; r + 2 <= nr; r += 2) mx_rows(gb, 2, MX_T, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
-    if (r < nr) mx_rows(gb, 1, MX_T, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
+    for (; r + 2 <= nr; r += 2) mx_rows(gb, 2, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
+    if (r < nr) mx_rows(gb, 1, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
 }
 
 AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
@@ -311,9 +285,9 @@ AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
-    if (nt == 1) { /* vec_dot: one product per block, no token vectors */
-        for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
-        for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, 1, a, a_stride, acc, 0, nl);
+    if (nt == 1) { /* one product per block, no token vectors */
+        for (; i + MXG <= nb; i += MXG) fp4_group(i, MXG, nr, w, w_stride, a, acc, nl);
+        for (; i < nb; i++) fp4_group(i, 1, nr, w, w_stride, a, acc, nl);
     } else {
         if (nl) {
             for (; i + MXG <= nb; i += MXG) fp4_group_gemm(i, MXG, nr, w, w_stride, nt, a, a_stride, acc, 1);
