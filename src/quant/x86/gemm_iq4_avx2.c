@@ -200,7 +200,11 @@ AI void fp4_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t
  * one, so per (row, token, block) there is no vpsignb: sum4((v + 12) * y) - 12 * sum4(y) is the
  * same exact lane sum sum4(v * y) (no int16 overflow: 2 * 24 * 127 < 2^15), and the correction
  * 12 * sum4(y) is formed once per (token, block) for all rows. The float steps are those of
- * fp4_group. (IQ4_NL's codes reach -127: its pairs could overflow, so it keeps the sign trick.) */
+ * fp4_group. Exact for activations in -127..127; a token whose group holds a -128 (never written
+ * by the Q8 quantizers, but any bytes may come in) takes the sign trick of vec_dot instead
+ * (mx_tile_sign), whose lane sums for -128 differ from the exact ones, so gemm and vec_dot agree
+ * on every input. (IQ4_NL's codes reach -127: its pairs could overflow, so it keeps the sign
+ * trick throughout.) */
 
 #define FP4_OFS 12
 static const uint8_t kvalues_fp4_abs[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12}; /* |e0_kvalues_fp4| */
@@ -233,9 +237,25 @@ AI void mx_tile(const int R, const int T, const int gb, const __m256i vu[2][MXG]
         for (int k = 0; k < T; k++) acc[r][t + k] = ac[r][k];
 }
 
+/* Token t of R rows by vec_dot's sign trick (mx_block): for a token with a -128 in the group. */
+AI void mx_tile_sign(const int R, const int gb, const __m256i vu[2][MXG], const float dd[2][MXG][MAXT], int t, const uint8_t *y,
+                     size_t a_stride, __m256 acc[MAXR][MAXT]) {
+    const __m256i ones = _mm256_set1_epi16(1), ofs = _mm256_set1_epi8(FP4_OFS);
+    for (int r = 0; r < R; r++) {
+        __m256 ac = acc[r][t];
+        for (int b = 0; b < gb; b++) {
+            const __m256i yq = load32(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE);
+            const __m256i v = _mm256_sub_epi8(vu[r][b], ofs);
+            const __m256i dot = _mm256_madd_epi16(dot_pairs(v, _mm256_abs_epi8(v), yq), ones);
+            ac = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][b][t]), _mm256_cvtepi32_ps(dot), ac);
+        }
+        acc[r][t] = ac;
+    }
+}
+
 /* Rows x..x+(R-1)*w_stride (at block i) of a group for all nt tokens, T tokens a tile. */
 AI void mx_rows(const int gb, const int R, const int T, const uint8_t *x, size_t w_stride, int nt, const uint8_t *y, size_t a_stride,
-                const float yd[MXG][MAXT], const __m256i ky[MAXT][MXG], __m256 acc[MAXR][MAXT]) {
+                const float yd[MXG][MAXT], const __m256i ky[MAXT][MXG], const uint8_t m128[MAXT], __m256 acc[MAXR][MAXT]) {
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_fp4_ofs));
     __m256i vu[2][MXG];
     float dd[2][MXG][MAXT]; /* the scale products x.d * y.d of every token */
@@ -254,8 +274,18 @@ AI void mx_rows(const int gb, const int R, const int T, const uint8_t *x, size_t
         }
     }
     int t = 0;
-    for (; t + T <= nt; t += T) mx_tile(R, T, gb, vu, dd, t, y, a_stride, ky, acc);
-    for (; t < nt; t++) mx_tile(R, 1, gb, vu, dd, t, y, a_stride, ky, acc);
+    for (; t + T <= nt; t += T) {
+        int odd = 0; /* a -128 among these tokens' activations */
+        for (int k = 0; k < T; k++) odd |= m128[t + k];
+        if (__builtin_expect(odd, 0))
+            for (int k = 0; k < T; k++) mx_tile_sign(R, gb, vu, dd, t + k, y, a_stride, acc);
+        else
+            mx_tile(R, T, gb, vu, dd, t, y, a_stride, ky, acc);
+    }
+    for (; t < nt; t++) {
+        if (__builtin_expect(m128[t], 0)) mx_tile_sign(R, gb, vu, dd, t, y, a_stride, acc);
+        else mx_tile(R, 1, gb, vu, dd, t, y, a_stride, ky, acc);
+    }
 }
 
 /* The GEMM's group i (blocks i..i+gb-1) of MXFP4: the tokens' scales and corrections once, then
@@ -264,18 +294,25 @@ AI void mx_group_gemm(int64_t i, const int gb, int nr, const uint8_t *w, size_t 
                       __m256 acc[MAXR][MAXT]) {
     float yd[MXG][MAXT]; /* the tokens' scales (lanes past nt: 0) */
     __m256i ky[MAXT][MXG];
-    const __m256i ofs = _mm256_set1_epi8(FP4_OFS), ones = _mm256_set1_epi16(1);
+    uint8_t m128[MAXT]; /* the token has a -128 in this group */
+    const __m256i ofs = _mm256_set1_epi8(FP4_OFS), ones = _mm256_set1_epi16(1), lowest = _mm256_set1_epi8(-128);
     const uint8_t *y = a + (size_t)i * Q8_0_SIZE;
     for (int b = 0; b < gb; b++)
         for (int t = 0; t < MAXT; t++) yd[b][t] = t < nt ? h2f(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE) : 0.0f;
-    for (int t = 0; t < nt; t++)
+    for (int t = 0; t < nt; t++) {
+        __m256i low = _mm256_setzero_si256();
         #pragma GCC unroll 4
-        for (int b = 0; b < gb; b++)
-            ky[t][b] = _mm256_madd_epi16(_mm256_maddubs_epi16(ofs, load32(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE + Q8_0_QS)), ones);
+        for (int b = 0; b < gb; b++) {
+            const __m256i yq = load32(y + (size_t)t * a_stride + (size_t)b * Q8_0_SIZE + Q8_0_QS);
+            ky[t][b] = _mm256_madd_epi16(_mm256_maddubs_epi16(ofs, yq), ones);
+            low = _mm256_or_si256(low, _mm256_cmpeq_epi8(yq, lowest));
+        }
+        m128[t] = !_mm256_testz_si256(low, low);
+    }
     const uint8_t *x = w + (size_t)i * MXFP4_SIZE;
     int r = 0;
-    for (; r + 2 <= nr; r += 2) mx_rows(gb, 2, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
-    if (r < nr) mx_rows(gb, 1, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, acc + r);
+    for (; r + 2 <= nr; r += 2) mx_rows(gb, 2, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, m128, acc + r);
+    if (r < nr) mx_rows(gb, 1, 2, x + (size_t)r * w_stride, w_stride, nt, y + Q8_0_QS, a_stride, yd, ky, m128, acc + r);
 }
 
 AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
