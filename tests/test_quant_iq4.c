@@ -570,6 +570,54 @@ static void test_gemm_iq4(void) {
     }
 }
 
+/* MXFP4 at every E8M0 exponent (the AVX2 kernels read the scale from a table of their own):
+ * rows of 4 blocks at exponents e..e+3 (mod 256), random codes, against Q8_0 blocks whose fp16
+ * scale 2^k keeps every product finite and normal; vec_dot within rounding of the scalar
+ * reference, and the gemm equal to vec_dot bit for bit. */
+static void test_mxfp4_every_exponent(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) {
+        t_skip("CPU lacks avx2 or E0_SIMD caps it");
+        return;
+    }
+    const e0_type_traits *t = tr(E0_TYPE_MXFP4);
+    const e0_kernels kn = e0_kernels_at(t, E0_SIMD_AVX2);
+    enum { NB = 4, NR = 3, NT = 5, N = NB * 32 };
+    const size_t rb = MXFP4_SIZE * NB, ab = Q8_0_SIZE * NB;
+    uint8_t w[NR * MXFP4_SIZE * NB], a[NT * Q8_0_SIZE * NB];
+    float af[N], got[NR * NT];
+    for (int e = 0; e < 256; e++) {
+        const int k = 128 - e < -24 ? -24 : 128 - e > 15 ? 15 : 128 - e; /* 2^k: fp16 normal or subnormal */
+        const uint16_t h = (uint16_t)(k >= -14 ? (k + 15) << 10 : 1 << (k + 24));
+        for (size_t i = 0; i < sizeof w; i++) w[i] = (uint8_t)rng_u64();
+        for (int r = 0; r < NR; r++)
+            for (int b = 0; b < NB; b++) w[r * rb + b * MXFP4_SIZE] = (uint8_t)(e + b + r);
+        for (int tk = 0; tk < NT; tk++)
+            for (int b = 0; b < NB; b++) {
+                uint8_t *p = a + tk * ab + b * Q8_0_SIZE;
+                le16(p, (uint16_t)(h | ((rng_u64() & 1) << 15)));
+                for (int j = 0; j < 32; j++) p[Q8_0_QS + j] = (uint8_t)(int8_t)((int)(rng_u64() % 255) - 127);
+            }
+        kn.gemm(N, NR, w, rb, NT, a, ab, got, NR);
+        for (int r = 0; r < NR; r++)
+            for (int tk = 0; tk < NT; tk++) {
+                float ref = NAN, dot = NAN;
+                t->vec_dot[E0_SIMD_SCALAR](N, &ref, w + r * rb, a + tk * ab);
+                kn.vec_dot(N, &dot, w + r * rb, a + tk * ab);
+                tr(E0_TYPE_Q8_0)->to_float(a + tk * ab, af, N);
+                double mag = 0; /* in double: a weight 12 * 2^127 is past float's range */
+                for (int i = 0; i < N; i++) {
+                    const uint8_t *blk = w + r * rb + (i / 32) * MXFP4_SIZE, q = blk[MXFP4_QS + i % 16];
+                    const int code = i % 32 < 16 ? q & 0xF : q >> 4;
+                    mag += fabs(ldexp(e0_kvalues_fp4[code], blk[0] - 128) * af[i]);
+                }
+                CHECKF(isfinite(ref) && fabs((double)dot - ref) <= 1e-5 * mag + 1e-37, "mxfp4 e %d row %d token %d: %.9g vs ref %.9g", e, r,
+                       tk, dot, ref);
+                CHECKF(!memcmp(&dot, &got[r + tk * NR], sizeof dot), "mxfp4 e %d: gemm (%d,%d) %.9g vs vec_dot %.9g", e, r, tk,
+                       got[r + tk * NR], dot);
+            }
+    }
+}
+
 /* e0_matmul_run (the engine's threaded product) for 1..19 tokens equals per-token vec_dot of
  * this process's level, for every new type. */
 static void test_matmul_new_types(void) {
@@ -625,6 +673,7 @@ int main(void) {
     RUN(test_dot_ref_vs_f64);
     RUN(test_simd_avx2_vs_ref);
     RUN(test_gemm_iq4);
+    RUN(test_mxfp4_every_exponent);
     RUN(test_matmul_new_types);
     return T_DONE();
 }
