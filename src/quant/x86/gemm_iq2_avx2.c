@@ -3,50 +3,75 @@
  * the 4-token dot (the GEMM with one row). Declared in quant_iq2.h and gemm.h.
  *
  * A sub-block of 32 weights is 8 bytes: four grid indices (one group of 8 magnitudes 8/25/43
- * each, e0_iq2xxs_grid) and a 32-bit word of four 7-bit sign fields plus a 4-bit scale ls. The
- * signs come from a table of +1/-1 bytes (e0_iq2_sign_pm1, parity bit included), four 8-byte
- * lookups per sub-block, so no bit fiddling per element.
+ * each, e0_iq2xxs_grid) and a 32-bit word aux of four 7-bit sign fields plus a 4-bit scale ls.
+ * The signs come from a table of +1/-1 bytes (e0_iq2_sign_pm1, parity bit included).
  *
- *  vec_dot: per sub-block the signed weights v = grid * sign (int8, |v| <= 43), then
- *           maddubs(|q8|, v * sign(q8)) -> int16 pairs, madd with 2*ls+1 -> int32 lanes; two
- *           sub-blocks in flight (independent sums). |q8| is taken as unsigned, so q8 = -128
- *           is exact too (the shortcut sign(q8, signs) is not: -(-128) wraps); the shuffle-port
- *           work of the table lookups, not these multiplies, bounds this loop.
- *  gemm:    each row's sub-block is unpacked once into signed weights v = grid * sign (int8,
- *           |v| <= 43) and shared by all tokens; the activations are offset to unsigned bytes
- *           u = q8 + 128 once per token and block, so one maddubs(u, v) per (row, token,
- *           sub-block) does the products (pairs <= 2*255*43, no saturation). The offset adds
- *           128 * sum(v) per sub-block, a term of the row alone: it is summed once per row
- *           (with the same scales) and subtracted. The 8 tokens' int32 lanes are summed
- *           together (a transposing hadd tree: lane t = token t's block sum).
- * Every integer sum is exact for any int8 activations (|block sum| < 2^27), so both give the scalar reference's integer
- * per block; the float steps are the reference's, in its order, lane-wise (d = x.d * y.d, then
- * sumf += d * bsum, then 0.125 * sumf): results equal e0_vec_dot_iq2_xxs_ref bit for bit,
- * whatever the batch (tests/test_quant_iq2.c checks with memcmp). */
-#include <immintrin.h>
-
+ * Unpacking a sub-block (xxs_weights): the signed weights v = grid * sign (int8, |v| <= 43) from
+ * eight table entries of 8 bytes. Each entry is a broadcast load and four of them are merged by
+ * dword blends (lookup4): no shuffle-port work, where _mm256_set_epi64x costs three shuffles per
+ * four entries and the shuffle port bounded the loop. The 8 scales of a super-block are made
+ * with vector shifts once (xxs_scales: 2*ls+1 in every int16 of a qword) and broadcast by loads.
+ *
+ *  vec_dot: per sub-block maddubs(|q8|, v * sign(q8)) -> int16 pairs, madd with 2*ls+1 -> int32
+ *           lanes; two sums in flight. |q8| is taken as unsigned, so q8 = -128 is exact too (the
+ *           shortcut sign(q8, signs) is not: -(-128) wraps).
+ *  gemm:    each row's super-block is unpacked once into 8 registers of v and 8 scale vectors
+ *           (in memory: madd operands) and shared by all (up to 16) tokens; the activations are
+ *           offset to unsigned bytes u = q8 + 128 once per token and block for all rows, so one
+ *           maddubs(u, v) and one madd per (row, token, sub-block) do the products (pairs <=
+ *           2*255*43, no saturation). The offset adds 128 * sum(sc * v), a term of the row alone:
+ *           computed once per row block (as a token whose u is all 128) and taken as every
+ *           token's starting sum, negated. The int32 lanes of 8 tokens are summed together (a
+ *           transposing hadd tree: lane t = token t's block sum).
+ * Every integer sum is exact for any int8 activations (|block sum| < 2^27), so both give the
+ * scalar reference's integer per block; the float steps are the reference's, in its order,
+ * lane-wise (d = x.d * y.d, then sumf += d * bsum, then 0.125 * sumf): results equal
+ * e0_vec_dot_iq2_xxs_ref bit for bit, whatever the batch (tests/test_quant_iq2.c checks with
+ * memcmp). */
 #include "quant/gemm.h"
 #include "quant/quant_iq2.h"
+#include "quant/x86/simd.h"
 
 #define AI static inline __attribute__((always_inline))
-#define MAXT 8 /* this kernel's token lanes: one __m256i (a call with more tokens runs in groups of 8) */
+#define MAXT E0_GEMM_TOKENS
 #define MAXR E0_GEMM_ROWS
+_Static_assert(MAXT % 8 == 0, "tokens are summed and scaled in vectors of 8 lanes");
 
-
-/* The 32 grid magnitudes of the sub-block whose indices are q[0..3]. */
-AI __m256i xxs_grid(const uint8_t *q) {
-    const uint64_t *g = e0_iq2xxs_grid;
-    return _mm256_set_epi64x((long long)g[q[3]], (long long)g[q[2]], (long long)g[q[1]], (long long)g[q[0]]);
+/* Qword k = t[ik]: four broadcast loads (load ports only) and three dword blends (any vector
+ * ALU port). */
+AI __m256i lookup4(const uint64_t *t, unsigned i0, unsigned i1, unsigned i2, unsigned i3) {
+    const __m256i a = _mm256_set1_epi64x((long long)t[i0]), b = _mm256_set1_epi64x((long long)t[i1]);
+    const __m256i c = _mm256_set1_epi64x((long long)t[i2]), d = _mm256_set1_epi64x((long long)t[i3]);
+    return _mm256_blend_epi32(_mm256_blend_epi32(a, b, 0x0c), _mm256_blend_epi32(c, d, 0xc0), 0xf0);
 }
 
-/* The 32 signs (+1/-1 bytes) of the sub-block whose sign-and-scale word is aux. */
-AI __m256i xxs_signs(uint32_t aux) {
-    const uint64_t *t = e0_iq2_sign_pm1;
-    return _mm256_set_epi64x((long long)t[aux >> 21 & 127], (long long)t[aux >> 14 & 127], (long long)t[aux >> 7 & 127],
-                             (long long)t[aux & 127]);
+/* The 32 signed weights (grid * sign, int8) of the sub-block at q (8 bytes). */
+AI __m256i xxs_weights(const uint8_t *q) {
+    const uint32_t aux = e0_rd32(q + 4);
+    const __m256i g = lookup4(e0_iq2xxs_grid, q[0], q[1], q[2], q[3]);
+    const __m256i sg = lookup4(e0_iq2_sign_pm1, aux & 127, aux >> 7 & 127, aux >> 14 & 127, aux >> 21 & 127);
+    return _mm256_sign_epi8(g, sg);
 }
 
-AI __m256i xxs_scale(uint32_t aux) { return _mm256_set1_epi16((short)(2 * (aux >> 28) + 1)); }
+/* The 8 sub-block scales 2*ls+1 of the super-block whose qs is q: sc[ib] holds it in all four
+ * int16 words, so _mm256_set1_epi64x(sc[ib]) is one broadcast load (ls = the top 4 bits of the
+ * sub-block's 8 bytes read as a little-endian qword). */
+AI void xxs_scales(const uint8_t *q, uint64_t sc[8]) {
+    const __m256i one = _mm256_set1_epi64x(1);
+    for (int h = 0; h < 2; h++) {
+        __m256i x = _mm256_srli_epi64(_mm256_loadu_si256((const __m256i *)(q + 32 * h)), 60);
+        x = _mm256_add_epi64(_mm256_add_epi64(x, x), one);
+        x = _mm256_or_si256(x, _mm256_slli_epi64(x, 16));
+        x = _mm256_or_si256(x, _mm256_slli_epi64(x, 32));
+        _mm256_storeu_si256((__m256i *)(sc + 4 * h), x);
+    }
+    IN_MEMORY(sc); /* read back by broadcast loads, not by shuffles of these registers */
+}
+
+/* One load of x, not one per operation that uses it (loads are this loop's scarcest port). */
+#define IN_REGISTER(x) __asm__("" : "+x"(x))
+
+AI __m256i bcast_scale(const uint64_t *sc, int ib) { return _mm256_set1_epi64x((long long)sc[ib]); }
 
 AI int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -72,87 +97,104 @@ void e0_vec_dot_iq2_xxs_avx2(int64_t n, float *s, const void *w, const void *a) 
         const uint8_t *b = x + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
         e0_prefetch_bytes(b + E0_PREFETCH_BLOCKS * IQ2XXS_SIZE, IQ2XXS_SIZE);
         const int8_t *q8 = y[i].qs;
+        uint64_t sc[8];
+        xxs_scales(q, sc);
         __m256i s1 = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
         #pragma GCC unroll 4
         for (int ib = 0; ib < 8; ib += 2) {
-            const uint32_t a1 = e0_rd32(q + 8 * ib + 4), a2 = e0_rd32(q + 8 * ib + 12);
-            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
-            const __m256i y2 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib + 32));
-            const __m256i v1 = _mm256_sign_epi8(xxs_grid(q + 8 * ib), xxs_signs(a1));
-            const __m256i v2 = _mm256_sign_epi8(xxs_grid(q + 8 * ib + 8), xxs_signs(a2));
+            __m256i y1 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib));
+            __m256i y2 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib + 32));
+            IN_REGISTER(y1);
+            IN_REGISTER(y2);
+            const __m256i v1 = xxs_weights(q + 8 * ib), v2 = xxs_weights(q + 8 * ib + 8);
             const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(y1), _mm256_sign_epi8(v1, y1));
             const __m256i p2 = _mm256_maddubs_epi16(_mm256_abs_epi8(y2), _mm256_sign_epi8(v2, y2));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, xxs_scale(a1)));
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, xxs_scale(a2)));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, bcast_scale(sc, ib)));
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, bcast_scale(sc, ib + 1)));
         }
-        const float d = e0_fp16_to_fp32(e0_rd16(b)) * y[i].d;
+        const float d = h2f(b) * y[i].d;
         const float term = d * (float)hsum_i32(_mm256_add_epi32(s1, s2));
         sumf += term; /* own statement: no compiler may fuse it into an fma (the reference has none) */
     }
     *s = 0.125f * sumf;
 }
 
-/* nr rows x NT tokens (NT a constant at each instance). */
-AI void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, const int NT, const uint8_t *a, size_t a_stride,
-                 float *s, size_t s_stride) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi8(1);
-    __m256 sumf[MAXR];
-    for (int r = 0; r < nr; r++) sumf[r] = _mm256_setzero_ps();
-    __m256i u[8][MAXT]; /* [sub-block][token]: activations + 128, as unsigned bytes */
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        float yd[MAXT] = {0};
-        for (int t = 0; t < NT; t++) {
+/* The weight rows are read block i of all nr rows, then block i + 1: while row r's block i is
+ * used, its block i + 1 is asked for (in the last step, block 0 of row nr + r, usually the next
+ * call's). Prefetches never fault. */
+AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb) {
+    const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * IQ2XXS_SIZE : w + (size_t)(nr + r) * w_stride;
+    __builtin_prefetch(p, 0, 3);
+    __builtin_prefetch(p + IQ2XXS_SIZE - 1, 0, 3);
+}
+
+/* nr <= MAXR rows x nt <= MAXT tokens. */
+static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                     float *s, size_t s_stride) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const int ng = (nt + 7) / 8; /* vectors of 8 tokens */
+    const int64_t nb = n / QK_K;
+    __m256 sumf[MAXR][MAXT / 8];
+    __m256i u[8][MAXT];     /* [sub-block][token]: activations + 128 of block i, as unsigned bytes */
+    __m256i acc[MAXT];      /* per token: int32 lanes of its block sum (lanes beyond nt stay 0) */
+    __m256i scv[8];         /* the row block's scale vectors (madd memory operands) */
+    float yd[MAXT] = {0};
+    for (int t = 0; t < MAXT; t++) acc[t] = _mm256_setzero_si256();
+    for (int r = 0; r < nr; r++)
+        for (int g = 0; g < ng; g++) sumf[r][g] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        for (int t = 0; t < nt; t++) {
             const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
             yd[t] = y->d;
             #pragma GCC unroll 8
             for (int ib = 0; ib < 8; ib++)
                 u[ib][t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib)), bias);
         }
-        const __m256 ydv = _mm256_loadu_ps(yd);
         for (int r = 0; r < nr; r++) {
             const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
-            e0_prefetch_bytes(b + E0_PREFETCH_BLOCKS * IQ2XXS_SIZE, IQ2XXS_SIZE);
-            __m256i acc[MAXT], corr = _mm256_setzero_si256();
+            prefetch_next(w, w_stride, nr, r, i, nb);
+            uint64_t sc[8];
+            xxs_scales(q, sc);
+            __m256i v[8], corr = _mm256_setzero_si256();
             #pragma GCC unroll 8
-            for (int t = 0; t < MAXT; t++) acc[t] = _mm256_setzero_si256();
             for (int ib = 0; ib < 8; ib++) {
-                const uint32_t aux = e0_rd32(q + 8 * ib + 4);
-                const __m256i v = _mm256_sign_epi8(xxs_grid(q + 8 * ib), xxs_signs(aux));
-                const __m256i sc = xxs_scale(aux);
-                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v), sc));
-                #pragma GCC unroll 8
-                for (int t = 0; t < NT; t++)
-                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u[ib][t], v), sc));
+                v[ib] = xxs_weights(q + 8 * ib);
+                scv[ib] = bcast_scale(sc, ib);
+                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(bias, v[ib]), scv[ib]));
             }
-            const __m256i bsum = _mm256_sub_epi32(hsum8_i32(acc), _mm256_set1_epi32(128 * hsum_i32(corr)));
-            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(e0_fp16_to_fp32(e0_rd16(b))), ydv);
-            sumf[r] = _mm256_add_ps(sumf[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(bsum)));
+            IN_MEMORY(scv);
+            const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+            for (int t = 0; t < nt; t++) {
+                __m256i s0 = start, s1 = _mm256_setzero_si256();
+                #pragma GCC unroll 8
+                for (int ib = 0; ib < 8; ib += 2) {
+                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(u[ib][t], v[ib]), scv[ib]));
+                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(u[ib + 1][t], v[ib + 1]), scv[ib + 1]));
+                }
+                acc[t] = _mm256_add_epi32(s0, s1);
+            }
+            const __m256 xd = _mm256_set1_ps(h2f(b));
+            for (int g = 0; g < ng; g++) {
+                const __m256i bsum = hsum8_i32(acc + 8 * g);
+                const __m256 d = _mm256_mul_ps(xd, _mm256_loadu_ps(yd + 8 * g));
+                sumf[r][g] = _mm256_add_ps(sumf[r][g], _mm256_mul_ps(d, _mm256_cvtepi32_ps(bsum)));
+            }
         }
     }
-    for (int r = 0; r < nr; r++) {
-        float f[MAXT];
-        _mm256_storeu_ps(f, sumf[r]);
-        for (int t = 0; t < NT; t++) s[(size_t)r + (size_t)t * s_stride] = 0.125f * f[t];
-    }
+    for (int r = 0; r < nr; r++)
+        for (int g = 0; g < ng; g++) {
+            float f[8];
+            _mm256_storeu_ps(f, sumf[r][g]);
+            for (int k = 0; k < 8 && 8 * g + k < nt; k++) s[(size_t)r + (size_t)(8 * g + k) * s_stride] = 0.125f * f[k];
+        }
 }
 
 void e0_gemm_iq2_xxs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                           float *s, size_t s_stride) {
-    switch (nt) {
-    case 1: xxs_gemm(n, nr, w, w_stride, 1, a, a_stride, s, s_stride); break;
-    case 2: xxs_gemm(n, nr, w, w_stride, 2, a, a_stride, s, s_stride); break;
-    case 3: xxs_gemm(n, nr, w, w_stride, 3, a, a_stride, s, s_stride); break;
-    case 4: xxs_gemm(n, nr, w, w_stride, 4, a, a_stride, s, s_stride); break;
-    case 5: xxs_gemm(n, nr, w, w_stride, 5, a, a_stride, s, s_stride); break;
-    case 6: xxs_gemm(n, nr, w, w_stride, 6, a, a_stride, s, s_stride); break;
-    case 7: xxs_gemm(n, nr, w, w_stride, 7, a, a_stride, s, s_stride); break;
-    case 8: xxs_gemm(n, nr, w, w_stride, 8, a, a_stride, s, s_stride); break;
-    default: /* more tokens than the contract's E0_GEMM_TOKENS: in groups of 8 */
-        for (int t0 = 0; t0 < nt; t0 += MAXT)
-            e0_gemm_iq2_xxs_avx2(n, nr, w, w_stride, nt - t0 < MAXT ? nt - t0 : MAXT, (const uint8_t *)a + (size_t)t0 * a_stride,
-                                 a_stride, s + (size_t)t0 * s_stride, s_stride);
-        break;
-    }
+    /* more tokens than the contract's E0_GEMM_TOKENS: in groups of MAXT */
+    for (int t0 = 0; t0 < nt; t0 += MAXT)
+        xxs_gemm(n, nr, w, w_stride, nt - t0 < MAXT ? nt - t0 : MAXT, (const uint8_t *)a + (size_t)t0 * a_stride, a_stride,
+                 s + (size_t)t0 * s_stride, s_stride);
 }
 
 void e0_vec_dot_4_iq2_xxs_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride) {
