@@ -37,6 +37,9 @@
 #define MAXR E0_GEMM_ROWS
 _Static_assert(MAXT % 8 == 0, "tokens are summed and scaled in vectors of 8 lanes");
 
+/* One load of x, not one per operation that uses it (loads are a scarce port here). */
+#define IN_REGISTER(x) __asm__("" : "+x"(x))
+
 /* Qword k = t[ik]: four broadcast loads (load ports only) and three dword blends (any vector
  * ALU port). */
 AI __m256i lookup4(const uint64_t *t, unsigned i0, unsigned i1, unsigned i2, unsigned i3) {
@@ -45,33 +48,59 @@ AI __m256i lookup4(const uint64_t *t, unsigned i0, unsigned i1, unsigned i2, uns
     return _mm256_blend_epi32(_mm256_blend_epi32(a, b, 0x0c), _mm256_blend_epi32(c, d, 0xc0), 0xf0);
 }
 
-/* The 32 signed weights (grid * sign, int8) of the sub-block at q (8 bytes). */
-AI __m256i xxs_weights(const uint8_t *q) {
-    const uint32_t aux = e0_rd32(q + 4);
-    const __m256i g = lookup4(e0_iq2xxs_grid, q[0], q[1], q[2], q[3]);
-    const __m256i sg = lookup4(e0_iq2_sign_pm1, aux & 127, aux >> 7 & 127, aux >> 14 & 127, aux >> 21 & 127);
-    return _mm256_sign_epi8(g, sg);
+/* The 32 grid magnitudes (u8) of the sub-block at q (8 bytes). */
+AI __m256i xxs_grid(const uint8_t *q) { return lookup4(e0_iq2xxs_grid, q[0], q[1], q[2], q[3]); }
+
+/* ---- signs and scales of a whole super-block, in vector registers ----
+ * The 8 sign-and-scale words of a super-block (the odd dwords of its 64 bytes of qs) in one
+ * vector, in the order SB_ORDER (a lane shuffle of the two halves puts them so). */
+#define SB_POS(ib) ((ib) == 2 ? 4 : (ib) == 3 ? 5 : (ib) == 4 ? 2 : (ib) == 5 ? 3 : (ib)) /* dword of sub-block ib */
+
+typedef struct {
+    __m256i sgn;   /* 16-bit unit SB_POS(ib): lane 0 the sign bytes of groups 0, 1, lane 1 of groups 2, 3 */
+    uint32_t sc[8]; /* [SB_POS(ib)]: 2*ls+1 in both int16 halves */
+} xxs_block;
+
+/* Unpacks the signs (the 7 stored bits and the parity bit that completes them, as 8-bit masks
+ * per group) and the scales of the super-block whose qs is q. */
+AI void xxs_unpack(const uint8_t *q, xxs_block *u) {
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)q), hi = _mm256_loadu_si256((const __m256i *)(q + 32));
+    const __m256i x = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi), 0xdd));
+    /* scales: 2*ls+1 in both halves of each dword */
+    __m256i sc = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(x, 28), 1), _mm256_set1_epi32(1));
+    sc = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+    _mm256_storeu_si256((__m256i *)u->sc, sc);
+    IN_MEMORY(u->sc); /* read back by broadcast loads, not by shuffles of this register */
+    /* the four 7-bit sign fields of each word into its four bytes */
+    const __m256i m7 = _mm256_set1_epi32(0x7f);
+    __m256i y = _mm256_and_si256(x, m7);
+    y = _mm256_or_si256(y, _mm256_and_si256(_mm256_slli_epi32(x, 1), _mm256_slli_epi32(m7, 8)));
+    y = _mm256_or_si256(y, _mm256_and_si256(_mm256_slli_epi32(x, 2), _mm256_slli_epi32(m7, 16)));
+    y = _mm256_or_si256(y, _mm256_and_si256(_mm256_slli_epi32(x, 3), _mm256_slli_epi32(m7, 24)));
+    /* bit 7 of each byte: the parity of its 7 bits, from a nibble table */
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128, -128,
+                                         0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(par, _mm256_and_si256(y, m4)),
+                                       _mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(y, 4), m4)));
+    y = _mm256_or_si256(y, p);
+    /* words: groups 0, 1 of each sub-block into the lane's low half, groups 2, 3 into its high
+     * half; then the low halves of both lanes into lane 0, the high halves into lane 1 */
+    const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3,
+                                           6, 7, 10, 11, 14, 15);
+    u->sgn = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(y, split), 0xd8);
 }
 
-/* The 8 sub-block scales 2*ls+1 of the super-block whose qs is q: sc[ib] holds it in all four
- * int16 words, so _mm256_set1_epi64x(sc[ib]) is one broadcast load (ls = the top 4 bits of the
- * sub-block's 8 bytes read as a little-endian qword). */
-AI void xxs_scales(const uint8_t *q, uint64_t sc[8]) {
-    const __m256i one = _mm256_set1_epi64x(1);
-    for (int h = 0; h < 2; h++) {
-        __m256i x = _mm256_srli_epi64(_mm256_loadu_si256((const __m256i *)(q + 32 * h)), 60);
-        x = _mm256_add_epi64(_mm256_add_epi64(x, x), one);
-        x = _mm256_or_si256(x, _mm256_slli_epi64(x, 16));
-        x = _mm256_or_si256(x, _mm256_slli_epi64(x, 32));
-        _mm256_storeu_si256((__m256i *)(sc + 4 * h), x);
-    }
-    IN_MEMORY(sc); /* read back by broadcast loads, not by shuffles of these registers */
+/* The 32 signed weights (grid * sign, int8) of sub-block ib (q: its 8 bytes). */
+AI __m256i xxs_weights(const xxs_block *u, const uint8_t *q, const int ib) {
+    const long long k = 0x0101010101010101ll * (2 * SB_POS(ib));
+    const __m256i rep = _mm256_shuffle_epi8(u->sgn, _mm256_setr_epi64x(k, k + 0x0101010101010101ll, k, k + 0x0101010101010101ll));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit); /* 0xff: negative */
+    return _mm256_sub_epi8(_mm256_xor_si256(xxs_grid(q), neg), neg);
 }
 
-/* One load of x, not one per operation that uses it (loads are this loop's scarcest port). */
-#define IN_REGISTER(x) __asm__("" : "+x"(x))
-
-AI __m256i bcast_scale(const uint64_t *sc, int ib) { return _mm256_set1_epi64x((long long)sc[ib]); }
+AI __m256i xxs_scale(const xxs_block *u, const int ib) { return _mm256_set1_epi32((int)u->sc[SB_POS(ib)]); }
 
 AI int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -97,8 +126,8 @@ void e0_vec_dot_iq2_xxs_avx2(int64_t n, float *s, const void *w, const void *a) 
         const uint8_t *b = x + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
         e0_prefetch_bytes(b + E0_PREFETCH_BLOCKS * IQ2XXS_SIZE, IQ2XXS_SIZE);
         const int8_t *q8 = y[i].qs;
-        uint64_t sc[8];
-        xxs_scales(q, sc);
+        xxs_block u;
+        xxs_unpack(q, &u);
         __m256i s1 = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
         #pragma GCC unroll 4
         for (int ib = 0; ib < 8; ib += 2) {
@@ -106,11 +135,11 @@ void e0_vec_dot_iq2_xxs_avx2(int64_t n, float *s, const void *w, const void *a) 
             __m256i y2 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * ib + 32));
             IN_REGISTER(y1);
             IN_REGISTER(y2);
-            const __m256i v1 = xxs_weights(q + 8 * ib), v2 = xxs_weights(q + 8 * ib + 8);
+            const __m256i v1 = xxs_weights(&u, q + 8 * ib, ib), v2 = xxs_weights(&u, q + 8 * ib + 8, ib + 1);
             const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(y1), _mm256_sign_epi8(v1, y1));
             const __m256i p2 = _mm256_maddubs_epi16(_mm256_abs_epi8(y2), _mm256_sign_epi8(v2, y2));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, bcast_scale(sc, ib)));
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, bcast_scale(sc, ib + 1)));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, xxs_scale(&u, ib)));
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, xxs_scale(&u, ib + 1)));
         }
         const float d = h2f(b) * y[i].d;
         const float term = d * (float)hsum_i32(_mm256_add_epi32(s1, s2));
@@ -153,13 +182,13 @@ static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int n
         for (int r = 0; r < nr; r++) {
             const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
             prefetch_next(w, w_stride, nr, r, i, nb);
-            uint64_t sc[8];
-            xxs_scales(q, sc);
+            xxs_block ub;
+            xxs_unpack(q, &ub);
             __m256i v[8], corr = _mm256_setzero_si256();
             #pragma GCC unroll 8
             for (int ib = 0; ib < 8; ib++) {
-                v[ib] = xxs_weights(q + 8 * ib);
-                scv[ib] = bcast_scale(sc, ib);
+                v[ib] = xxs_weights(&ub, q + 8 * ib, ib);
+                scv[ib] = xxs_scale(&ub, ib);
                 corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(bias, v[ib]), scv[ib]));
             }
             IN_MEMORY(scv);
