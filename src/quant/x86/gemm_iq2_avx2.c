@@ -28,6 +28,8 @@
  * lane-wise (d = x.d * y.d, then sumf += d * bsum, then 0.125 * sumf): results equal
  * e0_vec_dot_iq2_xxs_ref bit for bit, whatever the batch (tests/test_quant_iq2.c checks with
  * memcmp). */
+#include <stddef.h>
+
 #include "quant/gemm.h"
 #include "quant/quant_iq2.h"
 #include "quant/x86/simd.h"
@@ -58,6 +60,7 @@ AI __m256i xxs_grid(const uint8_t *q) { return lookup4(e0_iq2xxs_grid, q[0], q[1
 
 typedef struct {
     __m256i sgn;   /* 16-bit unit SB_POS(ib): lane 0 the sign bytes of groups 0, 1, lane 1 of groups 2, 3 */
+    __m256i sc1;    /* dword SB_POS(ib): 2*ls+1 */
     uint32_t sc[8]; /* [SB_POS(ib)]: 2*ls+1 in both int16 halves */
 } xxs_block;
 
@@ -67,8 +70,8 @@ AI void xxs_unpack(const uint8_t *q, xxs_block *u) {
     const __m256i lo = _mm256_loadu_si256((const __m256i *)q), hi = _mm256_loadu_si256((const __m256i *)(q + 32));
     const __m256i x = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi), 0xdd));
     /* scales: 2*ls+1 in both halves of each dword */
-    __m256i sc = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(x, 28), 1), _mm256_set1_epi32(1));
-    sc = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+    u->sc1 = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(x, 28), 1), _mm256_set1_epi32(1));
+    const __m256i sc = _mm256_or_si256(u->sc1, _mm256_slli_epi32(u->sc1, 16));
     _mm256_storeu_si256((__m256i *)u->sc, sc);
     IN_MEMORY(u->sc); /* read back by broadcast loads, not by shuffles of this register */
     /* the four 7-bit sign fields of each word into its four bytes */
@@ -157,14 +160,19 @@ AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t 
     __builtin_prefetch(p + IQ2XXS_SIZE - 1, 0, 3);
 }
 
-/* nr <= MAXR rows x nt <= MAXT tokens. */
+/* nr <= MAXR rows x nt <= MAXT tokens. The roles of the vec_dot swap: the weights are the
+ * unsigned operand of maddubs, offset to w = v + 43 (0..86), and the activations q8 the signed
+ * one, read straight from the token rows as memory operands (pairs <= 2*86*128: no saturation;
+ * the 8 weight vectors stay in registers across the token loop). The offset adds 43 * sum(sc *
+ * q8) per (row, token): from the tokens' sub-block sums (once per call and block) and the row's
+ * scales times 43, one madd per row, token and block. */
 static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
                      float *s, size_t s_stride) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), off = _mm256_set1_epi8(43);
     const int ng = (nt + 7) / 8; /* vectors of 8 tokens */
     const int64_t nb = n / QK_K;
     __m256 sumf[MAXR][MAXT / 8];
-    __m256i u[8][MAXT];     /* [sub-block][token]: activations + 128 of block i, as unsigned bytes */
+    __m256i ysum[MAXT];     /* per token: dword k = the sum of its q8 in sub-block k of SB_ORDER (block i) */
     __m256i acc[MAXT];      /* per token: int32 lanes of its block sum (lanes beyond nt stay 0) */
     __m256i scv[8];         /* the row block's scale vectors (madd memory operands) */
     float yd[MAXT] = {0};
@@ -175,32 +183,40 @@ static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int n
         for (int t = 0; t < nt; t++) {
             const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
             yd[t] = y->d;
+            __m256i sums[8];
             #pragma GCC unroll 8
-            for (int ib = 0; ib < 8; ib++)
-                u[ib][t] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib)), bias);
+            for (int k = 0; k < 8; k++) {
+                const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * SB_POS(k)));
+                sums[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q8), ones16);
+            }
+            ysum[t] = hsum8_i32(sums);
         }
         for (int r = 0; r < nr; r++) {
             const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
             prefetch_next(w, w_stride, nr, r, i, nb);
             xxs_block ub;
             xxs_unpack(q, &ub);
-            __m256i v[8], corr = _mm256_setzero_si256();
+            __m256i v[8];
             #pragma GCC unroll 8
             for (int ib = 0; ib < 8; ib++) {
-                v[ib] = xxs_weights(&ub, q + 8 * ib, ib);
+                v[ib] = _mm256_add_epi8(xxs_weights(&ub, q + 8 * ib, ib), off);
                 scv[ib] = xxs_scale(&ub, ib);
-                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(bias, v[ib]), scv[ib]));
             }
             IN_MEMORY(scv);
-            const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
-            for (int t = 0; t < nt; t++) {
-                __m256i s0 = start, s1 = _mm256_setzero_si256();
+            /* dword k: 43 * (2*ls+1) in its low int16, 0 in the high one (ysum's high int16 is its
+             * sign extension: madd gives 43 * sc * ysum exactly) */
+            const __m256i sc43 = _mm256_mullo_epi16(ub.sc1, _mm256_set1_epi32(43));
+            const uint8_t *yq = a + (size_t)i * sizeof(e0_block_q8_K) + offsetof(e0_block_q8_K, qs);
+            for (int t = 0; t < nt; t++, yq += a_stride) {
+                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
                 #pragma GCC unroll 8
                 for (int ib = 0; ib < 8; ib += 2) {
-                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(u[ib][t], v[ib]), scv[ib]));
-                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(u[ib + 1][t], v[ib + 1]), scv[ib + 1]));
+                    const __m256i y0 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib));
+                    const __m256i y1 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib + 32));
+                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib], y0), scv[ib]));
+                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib + 1], y1), scv[ib + 1]));
                 }
-                acc[t] = _mm256_add_epi32(s0, s1);
+                acc[t] = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_madd_epi16(ysum[t], sc43));
             }
             const __m256 xd = _mm256_set1_ps(h2f(b));
             for (int g = 0; g < ng; g++) {
