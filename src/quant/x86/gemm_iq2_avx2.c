@@ -35,7 +35,7 @@
 #include "quant/x86/simd.h"
 
 #define AI static inline __attribute__((always_inline))
-#define MAXT E0_GEMM_TOKENS
+#define MAXT E0_GEMM_TOKENS_MAX /* this gemm's token count a call (its type row's gemm_tokens) */
 #define MAXR E0_GEMM_ROWS
 _Static_assert(MAXT % 8 == 0, "tokens are summed and scaled in vectors of 8 lanes");
 
@@ -236,7 +236,7 @@ static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int n
 
 void e0_gemm_iq2_xxs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                           float *s, size_t s_stride) {
-    /* more tokens than the contract's E0_GEMM_TOKENS: in groups of MAXT */
+    /* more tokens than the type row's gemm_tokens (MAXT): in groups of MAXT */
     for (int t0 = 0; t0 < nt; t0 += MAXT)
         xxs_gemm(n, nr, w, w_stride, nt - t0 < MAXT ? nt - t0 : MAXT, (const uint8_t *)a + (size_t)t0 * a_stride, a_stride,
                  s + (size_t)t0 * s_stride, s_stride);
