@@ -242,6 +242,43 @@ void e0_gemm_iq2_xxs_avx2(int64_t n, int nr, const void *w, size_t w_stride, int
                  s + (size_t)t0 * s_stride, s_stride);
 }
 
+/* One row, 4 tokens: the vec_dot's steps with each super-block unpacked once for the 4 (the
+ * gemm's per-token block sums would not pay for themselves on one row). */
 void e0_vec_dot_4_iq2_xxs_avx2(int64_t n, float *s, size_t s_stride, const void *w, const void *a, size_t a_stride) {
-    xxs_gemm(n, 1, w, 0, E0_DOT_TOKENS, a, a_stride, s, s_stride);
+    const uint8_t *x = w;
+    float sumf[E0_DOT_TOKENS] = {0};
+    __m256i scv[8];
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *b = x + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
+        e0_prefetch_bytes(b + E0_PREFETCH_BLOCKS * IQ2XXS_SIZE, IQ2XXS_SIZE);
+        xxs_block u;
+        xxs_unpack(q, &u);
+        __m256i v[8];
+        #pragma GCC unroll 8
+        for (int ib = 0; ib < 8; ib++) {
+            v[ib] = xxs_weights(&u, q + 8 * ib, ib);
+            scv[ib] = xxs_scale(&u, ib);
+        }
+        IN_MEMORY(scv);
+        const float xd = h2f(b);
+        for (int t = 0; t < E0_DOT_TOKENS; t++) {
+            const e0_block_q8_K *y = (const e0_block_q8_K *)((const uint8_t *)a + (size_t)t * a_stride) + i;
+            __m256i s1 = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
+            #pragma GCC unroll 4
+            for (int ib = 0; ib < 8; ib += 2) {
+                __m256i y1 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib));
+                __m256i y2 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * ib + 32));
+                IN_REGISTER(y1);
+                IN_REGISTER(y2);
+                const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(y1), _mm256_sign_epi8(v[ib], y1));
+                const __m256i p2 = _mm256_maddubs_epi16(_mm256_abs_epi8(y2), _mm256_sign_epi8(v[ib + 1], y2));
+                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, scv[ib]));
+                s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(p2, scv[ib + 1]));
+            }
+            const float d = xd * y->d;
+            const float term = d * (float)hsum_i32(_mm256_add_epi32(s1, s2));
+            sumf[t] += term; /* as the vec_dot: no fma */
+        }
+    }
+    for (int t = 0; t < E0_DOT_TOKENS; t++) s[(size_t)t * s_stride] = 0.125f * sumf[t];
 }
