@@ -1,33 +1,34 @@
 /* gemm_iq2_avx2.c — AVX2 kernels of IQ2_XXS against Q8_K: the one-token vec_dot (decode), the
- * prefill GEMM (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS rows x E0_GEMM_TOKENS tokens) and
- * the 4-token dot (the GEMM with one row). Declared in quant_iq2.h and gemm.h.
+ * prefill GEMM (e0_gemm_fn, see kernel.h: up to E0_GEMM_ROWS rows x E0_GEMM_TOKENS_MAX = 32
+ * tokens, this type's gemm_tokens) and the 4-token dot. Declared in quant_iq2.h and gemm.h.
  *
  * A sub-block of 32 weights is 8 bytes: four grid indices (one group of 8 magnitudes 8/25/43
  * each, e0_iq2xxs_grid) and a 32-bit word aux of four 7-bit sign fields plus a 4-bit scale ls.
- * The signs come from a table of +1/-1 bytes (e0_iq2_sign_pm1, parity bit included).
  *
- * Unpacking a sub-block (xxs_weights): the signed weights v = grid * sign (int8, |v| <= 43) from
- * eight table entries of 8 bytes. Each entry is a broadcast load and four of them are merged by
- * dword blends (lookup4): no shuffle-port work, where _mm256_set_epi64x costs three shuffles per
- * four entries and the shuffle port bounded the loop. The 8 scales of a super-block are made
- * with vector shifts once (xxs_scales: 2*ls+1 in every int16 of a qword) and broadcast by loads.
+ * Unpacking (no scalar work per group; the loops are bound by the count of vector operations):
+ *  - grid: four 8-byte entries per sub-block, each a broadcast load, merged by three dword blends
+ *    (lookup4; _mm256_set_epi64x would cost three shuffle-port operations per sub-block);
+ *  - signs and scales of a whole super-block at once (xxs_unpack): its 8 aux words in one vector,
+ *    the four 7-bit fields of each spread into bytes, bit 7 = their parity from a nibble table,
+ *    so every group has its 8 sign bits; per sub-block one byte shuffle repeats each group's byte
+ *    over its 8 elements and a bit test makes the 0xff / 0 mask (v = (grid ^ mask) - mask). The
+ *    scales 2*ls+1 go to a small buffer, broadcast back by loads.
  *
- *  vec_dot: per sub-block maddubs(|q8|, v * sign(q8)) -> int16 pairs, madd with 2*ls+1 -> int32
- *           lanes; two sums in flight. |q8| is taken as unsigned, so q8 = -128 is exact too (the
- *           shortcut sign(q8, signs) is not: -(-128) wraps).
- *  gemm:    each row's super-block is unpacked once into 8 registers of v and 8 scale vectors
- *           (in memory: madd operands) and shared by all (up to 16) tokens; the activations are
- *           offset to unsigned bytes u = q8 + 128 once per token and block for all rows, so one
- *           maddubs(u, v) and one madd per (row, token, sub-block) do the products (pairs <=
- *           2*255*43, no saturation). The offset adds 128 * sum(sc * v), a term of the row alone:
- *           computed once per row block (as a token whose u is all 128) and taken as every
- *           token's starting sum, negated. The int32 lanes of 8 tokens are summed together (a
- *           transposing hadd tree: lane t = token t's block sum).
- * Every integer sum is exact for any int8 activations (|block sum| < 2^27), so both give the
+ *  vec_dot / vec_dot_4: per sub-block maddubs(|q8|, v * sign(q8)) -> int16 pairs, madd with
+ *           2*ls+1 -> int32 lanes; two sums in flight. |q8| is taken as unsigned, so q8 = -128 is
+ *           exact too (the shortcut sign(q8, signs) is not: -(-128) wraps).
+ *  gemm:    each row's super-block is unpacked once into 8 registers of w = v + 43 (0..86, the
+ *           unsigned maddubs operand) and 8 scale vectors (memory operands), shared by all the
+ *           call's tokens, whose q8 are the signed operand read straight from their rows: per
+ *           (row, token, sub-block) one maddubs and one madd (pairs <= 2*86*128, no saturation).
+ *           The offset adds 43 * sum(sc * q8): from each token's sub-block sums (once per call and
+ *           block) times the row's 43 * sc, one madd per (row, token, block). The int32 lanes of 8
+ *           tokens are then summed together (a transposing hadd tree: lane t = token t's sum).
+ * Every integer sum is exact for any int8 activations (|block sum| < 2^27), so all three give the
  * scalar reference's integer per block; the float steps are the reference's, in its order,
  * lane-wise (d = x.d * y.d, then sumf += d * bsum, then 0.125 * sumf): results equal
- * e0_vec_dot_iq2_xxs_ref bit for bit, whatever the batch (tests/test_quant_iq2.c checks with
- * memcmp). */
+ * e0_vec_dot_iq2_xxs_ref bit for bit, whatever the batch (tests/test_quant_iq2.c and
+ * tests/test_gemm.c check with memcmp). */
 #include <stddef.h>
 
 #include "quant/gemm.h"
