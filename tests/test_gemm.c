@@ -96,7 +96,7 @@ static int fill_blocks(int type, uint8_t *dst, int64_t nblocks, int mode) {
     return 1;
 }
 
-enum { A_PAD = 40, S_STRIDE = 3, MAX_NT = E0_GEMM_TOKENS > E0_DOT_TOKENS ? E0_GEMM_TOKENS : E0_DOT_TOKENS };
+enum { A_PAD = 40, S_STRIDE = 3, MAX_NT = E0_GEMM_TOKENS_MAX > E0_DOT_TOKENS ? E0_GEMM_TOKENS_MAX : E0_DOT_TOKENS };
 
 /* One type at one level: vec_dot_4 (nt = 0) or gemm on nt tokens against nt x vec_dot of that
  * level. */
@@ -154,7 +154,8 @@ static void test_vec_dot_4_matches_vec_dot(void) {
     }
 }
 
-/* gemm for every token count 1..E0_GEMM_TOKENS, every level that has one. */
+/* gemm for every token count 1..E0_GEMM_TOKENS (or the type's larger gemm_tokens), every level
+ * that has one. */
 static void test_gemm_matches_vec_dot(void) {
     const int top = e0_simd_level();
     for (int level = E0_SIMD_SCALAR; level <= top; level++) {
@@ -162,7 +163,7 @@ static void test_gemm_matches_vec_dot(void) {
         for (int type = 0; type < E0_TYPE_COUNT; type++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
             if (!t || !e0_kernels_at(t, level).gemm) continue;
-            for (int nt = 1; nt <= E0_GEMM_TOKENS; nt++) check_type_multi(type, level, nt);
+            for (int nt = 1; nt <= e0_kernels_at(t, level).gemm_tokens; nt++) check_type_multi(type, level, nt);
             n_checked++;
         }
         /* AVX2 has one for each prefill type (else the test checked nothing) */
@@ -170,12 +171,14 @@ static void test_gemm_matches_vec_dot(void) {
             static const int need[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
             for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
                 CHECKF(e0_kernels_at(e0_type_traits_of((uint32_t)need[i]), level).gemm != NULL, "type %d has no avx2 gemm", need[i]);
+            /* IQ2_XXS's gemm takes the wider token groups (checked up to that count above) */
+            CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_IQ2_XXS), level).gemm_tokens == E0_GEMM_TOKENS_MAX);
         }
         printf("# %s: %d types with gemm\n", e0_simd_name(level), n_checked);
     }
 }
 
-/* gemm on whole tiles: 1..E0_GEMM_ROWS rows (odd counts included) x 1..E0_GEMM_TOKENS tokens,
+/* gemm on whole tiles: 1..E0_GEMM_ROWS rows (odd counts included) x 1..gemm_tokens tokens,
  * rows of mixed fills (quantized, random, extreme) at a weight stride and base off every vector
  * alignment (by 4 bytes: the block structs' own alignment, as in files), tokens likewise, outputs
  * at a stride past the row count: every (row, token)
@@ -188,15 +191,15 @@ static void check_gemm_tiles(int type, int level) {
     for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
         const int64_t nb = block_counts[bc], n = nb * t->block_size;
         const size_t w_stride = (size_t)nb * t->type_size + 4, a_stride = (size_t)nb * at->type_size + 4;
-        uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 4), *ab = xalloc(a_stride * E0_GEMM_TOKENS + 4);
+        uint8_t *wb = xalloc(w_stride * E0_GEMM_ROWS + 4), *ab = xalloc(a_stride * E0_GEMM_TOKENS_MAX + 4);
         uint8_t *w = wb + 4, *a = ab + 4; /* bases off the 32-byte alignment */
         for (int r = 0; r < E0_GEMM_ROWS; r++) fill_blocks(type, w + (size_t)r * w_stride, nb, (int)((r + bc) % FILL_MODES));
-        for (int k = 0; k < E0_GEMM_TOKENS; k++) fill_blocks(t->vec_dot_type, a + (size_t)k * a_stride, nb, (int)((k * 5 + bc) % FILL_MODES));
+        for (int k = 0; k < E0_GEMM_TOKENS_MAX; k++) fill_blocks(t->vec_dot_type, a + (size_t)k * a_stride, nb, (int)((k * 5 + bc) % FILL_MODES));
         for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++) {
             const int nr = row_counts[ri];
             const size_t s_stride = (size_t)nr + 3;
-            for (int nt = 1; nt <= E0_GEMM_TOKENS; nt++) {
-                float got[(E0_GEMM_ROWS + 3) * E0_GEMM_TOKENS];
+            for (int nt = 1; nt <= kn.gemm_tokens; nt++) {
+                float got[(E0_GEMM_ROWS + 3) * E0_GEMM_TOKENS_MAX];
                 const float sentinel = -1234.5f;
                 for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) got[i] = sentinel;
                 kn.gemm(n, nr, w, w_stride, nt, a, a_stride, got, s_stride);

@@ -88,9 +88,10 @@ static int64_t row_blocks(const e0_matmul *m) { return (m->n_out + ROW_BLOCK - 1
 
 /* Rows r0..r1-1 of one job for all its tokens. With a gemm kernel (1..E0_GEMM_TOKENS tokens per
  * call, each weight block unpacked once per call): the tokens in equal groups of at most
- * E0_GEMM_TOKENS, so no group is a lone leftover token. Otherwise groups of E0_DOT_TOKENS through
- * vec_dot_4, the rest one by one. A single token always takes vec_dot (decode). Every way gives
- * each token the bits of vec_dot, so results never depend on the grouping. */
+ * E0_GEMM_TOKENS (or the type's larger gemm_tokens), so no group is a lone leftover token.
+ * Otherwise groups of E0_DOT_TOKENS through vec_dot_4, the rest one by one. A single token
+ * always takes vec_dot (decode). Every way gives each token the bits of vec_dot, so results
+ * never depend on the grouping. */
 static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
     const e0_kernels *k = e0_kernels_of(m->type);
     const e0_vec_dot_fn dot = k->vec_dot;
@@ -98,7 +99,8 @@ static void matmul_rows(const e0_matmul *m, int64_t r0, int64_t r1) {
     const e0_gemm_fn gemm = k->gemm;
     int t = 0;
     if (gemm && m->n_tok > 1) {
-        const int groups = (m->n_tok + E0_GEMM_TOKENS - 1) / E0_GEMM_TOKENS;
+        const int max_nt = k->gemm_tokens > E0_GEMM_TOKENS ? k->gemm_tokens : E0_GEMM_TOKENS; /* the type's own, if more */
+        const int groups = (m->n_tok + max_nt - 1) / max_nt;
         for (int g = 0; g < groups; g++) {
             const int t0 = (int)((int64_t)m->n_tok * g / groups), nt = (int)((int64_t)m->n_tok * (g + 1) / groups) - t0;
             const uint8_t *x = m->xq + (size_t)t0 * m->xq_stride;

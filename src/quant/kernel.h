@@ -29,6 +29,10 @@ typedef void (*e0_vec_dot_4_fn)(int64_t n, float *s, size_t s_stride, const void
  * serves twice the rows, +4% more. */
 #define E0_GEMM_TOKENS 16
 #define E0_GEMM_ROWS 32
+/* A type's gemm may take more tokens a call (e0_type_traits.gemm_tokens, up to this): matmul then
+ * groups the tokens by that count, so a kernel whose per-row unpacking is the larger cost (the
+ * grid lookups of IQ2_XXS) unpacks each weight block for up to 32 tokens at once. */
+#define E0_GEMM_TOKENS_MAX 32
 typedef void (*e0_gemm_fn)(int64_t n, int n_rows, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride,
                            float *s, size_t s_stride);
 

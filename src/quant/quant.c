@@ -113,6 +113,7 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot = {e0_vec_dot_iq2_xxs_ref, e0_vec_dot_iq2_xxs_avx2, NULL},
         .vec_dot_4 = {NULL, e0_vec_dot_4_iq2_xxs_avx2, NULL},
         .gemm = {NULL, e0_gemm_iq2_xxs_avx2, NULL},
+        .gemm_tokens = {0, E0_GEMM_TOKENS_MAX, 0},
     },
     [E0_TYPE_IQ2_XS] = {
         .name = "iq2_xs", .block_size = QK_K, .type_size = sizeof(e0_block_iq2_xs), .is_quantized = 1, .weight_ok = 1,
@@ -246,15 +247,18 @@ const char *e0_simd_name(int level) {
 }
 
 e0_kernels e0_kernels_at(const e0_type_traits *t, int level) {
-    e0_kernels k = {t->vec_dot[E0_SIMD_SCALAR], t->vec_dot_4[E0_SIMD_SCALAR], t->from_float_ref, t->gemm[E0_SIMD_SCALAR]};
+    e0_kernels k = {t->vec_dot[E0_SIMD_SCALAR], t->vec_dot_4[E0_SIMD_SCALAR], t->from_float_ref, t->gemm[E0_SIMD_SCALAR],
+                    t->gemm_tokens[E0_SIMD_SCALAR]};
     for (int l = 0; l <= level && l < E0_SIMD_LEVELS; l++) {
         if (l > E0_SIMD_SCALAR && t->vec_dot[l]) { /* vec_dot_4 always from vec_dot's own level */
             k.vec_dot = t->vec_dot[l];
             k.vec_dot_4 = t->vec_dot_4[l];
             k.gemm = t->gemm[l];
+            k.gemm_tokens = t->gemm_tokens[l];
         }
         if (t->from_float[l]) k.from_float = t->from_float[l];
     }
+    if (k.gemm_tokens < E0_GEMM_TOKENS) k.gemm_tokens = E0_GEMM_TOKENS;
     return k;
 }
 

@@ -78,6 +78,8 @@ typedef struct e0_type_traits {
     e0_vec_dot_fn vec_dot[E0_SIMD_LEVELS];         /* [E0_SIMD_SCALAR] = the scalar reference */
     e0_vec_dot_4_fn vec_dot_4[E0_SIMD_LEVELS];     /* 4 tokens; matches vec_dot of its level bit for bit */
     e0_gemm_fn gemm[E0_SIMD_LEVELS];               /* 1..E0_GEMM_TOKENS tokens; same bits as vec_dot */
+    int gemm_tokens[E0_SIMD_LEVELS];               /* that gemm takes up to this many tokens a call
+                                                      (E0_GEMM_TOKENS..E0_GEMM_TOKENS_MAX; 0: E0_GEMM_TOKENS) */
 } e0_type_traits;
 
 /* Traits of a type id, or NULL if the id is unknown to this engine. */
@@ -94,6 +96,7 @@ typedef struct e0_kernels {
     e0_vec_dot_4_fn vec_dot_4;
     e0_from_float_fn from_float;
     e0_gemm_fn gemm; /* of vec_dot's level too (NULL: use vec_dot_4) */
+    int gemm_tokens; /* the most tokens one gemm call takes (>= E0_GEMM_TOKENS) */
 } e0_kernels;
 
 /* The kernels a table row has at `level` or below (tests and benchmarks compare levels). */
