@@ -165,7 +165,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
 
 /* E8M0 exponent e -> 2^(e - 128) (e0_e8m0_to_fp32_half) as a table: one load instead of the
  * compare, shifts and select of the function (about 8 instructions a block). */
-#define E8H(e) ((e) < 2 ? 0x00200000u << (e) : ((uint32_t)(e) - 1u) << 23)
+#define E8H(e) ((e) < 2 ? 0x00200000u << ((e) & 1) : ((uint32_t)(e) - 1u) << 23) /* (e & 1): e < 2 there */
 #define E8H4(e) E8H(e), E8H((e) + 1), E8H((e) + 2), E8H((e) + 3)
 #define E8H16(e) E8H4(e), E8H4((e) + 4), E8H4((e) + 8), E8H4((e) + 12)
 #define E8H64(e) E8H16(e), E8H16((e) + 16), E8H16((e) + 32), E8H16((e) + 48)
