@@ -54,7 +54,7 @@ TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN  := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 LIB       := $(BUILD)/libedge0.a
 
-.PHONY: all deps test asan demo bench sweep llamacpp clean
+.PHONY: all deps test asan demo bench sweep llamacpp llamaserver clean
 all: $(BUILD)/bin/edge0-infer $(if $(BENCH_SRC),$(BUILD)/bin/edge0-bench) $(TEST_BIN) $(TOOL_BIN)
 
 # Install the missing Debian packages (the only target that installs anything).
@@ -148,6 +148,11 @@ sweep:
 # Then: sh tools/side_by_side.sh MODEL.gguf [THREADS].
 llamacpp:
 	@sh tools/llamacpp.sh $(BUILD)
+
+# llama.cpp's own llama-server, compiled from the pinned source (CMake, minutes; AVX2 level unless
+# LLAMASERVER_SIMD=native) into $(BUILD)/llamacpp/server, for `edge0-bench compare --mode server`.
+llamaserver: llamacpp
+	@sh tools/llamaserver.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -153,6 +153,7 @@ typedef struct window_view {
     int64_t ok_prompt_tokens, ok_completion_tokens; /* `usage` summed over the completed requests */
     double busy_seconds;           /* the union of the sent requests' [sent, end] intervals */
     double prefill_window_seconds; /* the union of their [sent, first token (or end)] intervals */
+    double busy_sum_seconds, prefill_wait_sum_seconds; /* the sums of those intervals' lengths */
     int scrapes;                   /* GET /metrics the server answered after the "before" text was made, up
                                     * to the "after" one (the "before" scrape itself counts: 1 or more) */
 } window_view;

@@ -64,9 +64,10 @@ static const char COMPARE_USAGE[] =
     "  --raw               keep each process's stdout and stderr in DIR/raw/\n"
     "\n"
     "--mode server: each engine's server per round (edge0: edge0-infer serve started here on a free\n"
-    "port; openai=URL, or --server-url E=URL for edge0 or llama.cpp: one already running; the\n"
-    "npm llama.cpp has no llama-server), every load point against it: TTFT, ITL, TPOT, end-to-end\n"
-    "p50/p90/p99, throughput, errors per engine and point\n"
+    "port; llama.cpp: its llama-server, built from the pinned source by `make llamaserver`, started\n"
+    "here likewise; openai=URL, or --server-url E=URL for edge0 or llama.cpp: one already running),\n"
+    "every load point against it: TTFT, ITL, TPOT, end-to-end p50/p90/p99, throughput, errors per\n"
+    "engine and point\n"
     "  --rates LIST        Poisson arrivals, requests/s (a seeded schedule) [1]\n"
     "  --concurrency LIST  closed loop: N clients back to back (at most 64)\n"
     "  --requests N        per load point and round [16]     --seed S   lengths and arrivals [42]\n"
@@ -75,6 +76,8 @@ static const char COMPARE_USAGE[] =
     "  --length-dist D     lognormal (sigma 0.8, ShareGPT-like) or fixed [lognormal]\n"
     "  --parallel N        slots of the edge0 serve started here [4, or the largest --concurrency]\n"
     "  --server-url E=URL  engine E (edge0, llama.cpp) measured at that server\n"
+    "  --llama-server BIN  llama.cpp's server binary [../llamacpp/server/bin/llama-server beside\n"
+    "                      this program]; started with -np, -c, -t, -tb as edge0's serve\n"
     "  --window S          arrivals later than S s into a load point are not sent (counted) [none]\n"
     "  Every scheduled request ends completed, failed (with its reason) or not sent; GET /metrics\n"
     "  before and after each load point: the server's counters against the client's, reported; for\n"
@@ -111,7 +114,7 @@ static const engine_def ENGINES[] = {
 #define N_ENGINE_DEFS (sizeof ENGINES / sizeof ENGINES[0])
 
 typedef struct compare_opts {
-    const char *model, *out, *cli, *llamacpp, *prompt, *mode, *api_key, *simd;
+    const char *model, *out, *cli, *llamacpp, *llama_server, *prompt, *mode, *api_key, *simd;
     char backend_dir[4200]; /* --simd avx2: OUT/llamacpp-avx2 holding only libggml-cpu-haswell.so */
     const engine_def *eng[MAX_ENGINES];
     const char *model_of[MAX_ENGINES]; /* the file each engine runs */
@@ -136,7 +139,7 @@ typedef struct compare_opts {
     int64_t rounds, warmup, ntok, threads, context, cap_percent;
     double cooldown, timeout;
     int raw;
-    char cli_buf[4096], ll_buf[4096];
+    char cli_buf[4096], ll_buf[4096], ls_buf[4096];
 } compare_opts;
 
 /* DIR/NAME next to this binary (/proc/self/exe), for the default --cli and --llamacpp. */
@@ -243,7 +246,8 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         if (i + 1 >= argc) return bench_error("%s needs a value (see edge0-bench compare --help)", a);
         v = argv[++i];
         const char **dst = !strcmp(a, "--model") ? &o->model : !strcmp(a, "--out") ? &o->out : !strcmp(a, "--cli") ? &o->cli
-                         : !strcmp(a, "--llamacpp") ? &o->llamacpp : !strcmp(a, "--prompt") ? &o->prompt
+                         : !strcmp(a, "--llamacpp") ? &o->llamacpp : !strcmp(a, "--llama-server") ? &o->llama_server
+                         : !strcmp(a, "--prompt") ? &o->prompt
                          : !strcmp(a, "--mode") ? &o->mode : !strcmp(a, "--engines") ? &engines
                          : !strcmp(a, "--api-key") ? &o->api_key : !strcmp(a, "--simd") ? &o->simd
                          : !strcmp(a, "--length-dist") ? &o->length_dist : NULL;
@@ -321,10 +325,6 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         if (http_parse_url(eq + 1, &u, &e)) return bench_error("--server-url %s", e.msg);
         o->server_url[found] = eq + 1;
     }
-    for (int i = 0; !strcmp(o->mode, "server") && i < o->n_eng; i++)
-        if (o->eng[i]->kind == ENG_LLAMACPP && !o->server_url[i])
-            return bench_error("--mode server: %s has no server here (node-llama-cpp@3.21.1 ships libllama, not llama-server): "
-                               "start llama-server yourself and give --server-url %s=http://HOST:PORT", o->name[i], o->name[i]);
     if (!strcmp(o->mode, "batch")) {
         if (!o->n_batch) o->n_batch = 3, o->batch[0] = 1, o->batch[1] = 4, o->batch[2] = 16;
     } else if (o->n_batch) {
@@ -344,6 +344,16 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
     }
     if (!o->cli) o->cli = beside_me("edge0-infer", o->cli_buf, sizeof o->cli_buf);
     if (!o->llamacpp) o->llamacpp = beside_me("llamacpp-bench", o->ll_buf, sizeof o->ll_buf);
+    if (!o->llama_server) o->llama_server = beside_me("../llamacpp/server/bin/llama-server", o->ls_buf, sizeof o->ls_buf);
+    for (int i = 0; !strcmp(o->mode, "server") && i < o->n_eng; i++) {
+        if (o->eng[i]->kind != ENG_LLAMACPP || o->server_url[i]) continue;
+        if (o->eng[i]->flag)
+            return bench_error("--mode server: %s is a llamacpp-bench mode; llama-server runs as 'llama.cpp'", o->name[i]);
+        if (access(o->llama_server, X_OK) != 0)
+            return bench_error("--mode server: %s: no llama-server at %s (node-llama-cpp@3.21.1 ships libllama, not "
+                               "llama-server): build it with `make llamaserver`, give --llama-server BIN, or start one "
+                               "and give --server-url %s=http://HOST:PORT", o->name[i], o->llama_server, o->name[i]);
+    }
     if (!o->threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o->threads = n > 0 ? n : 1;
@@ -852,16 +862,23 @@ static void run_server_engine(const compare_opts *o, int i, int r, const openai_
     memset(&own, 0, sizeof own);
     const openai_engine *oe = given;
     char why[1200] = "";
-    if (!given->models) { /* ours: edge0-infer serve on a free loopback port */
+    if (!given->models) { /* started here on a free loopback port: edge0-infer serve, or llama-server */
         char np[32], ctx[32], th[32], log[4400];
         snprintf(np, sizeof np, "%lld", (long long)o->parallel);
         snprintf(ctx, sizeof ctx, "%lld", (long long)(o->parallel * sp->slot_context));
         snprintf(th, sizeof th, "%lld", (long long)o->threads);
         snprintf(log, sizeof log, "%s/serve-%s-%d.log", o->raw ? raw : o->out, o->name[i], r);
-        char *av[] = {(char *)o->cli, "serve", "-m", (char *)o->model_of[i], "--port", "0", "-np", np, "-c", ctx, "-t", th, NULL};
+        char *m = (char *)o->model_of[i];
+        /* the same slots, total context and threads; llama-server's batch threads (-tb) as well,
+         * since its prompt processing does not use -t; both print "listening on http://..." */
+        char *av_edge0[] = {(char *)o->cli, "serve", "-m", m, "--port", "0", "-np", np, "-c", ctx, "-t", th, NULL};
+        char *av_llama[] = {(char *)o->llama_server, "-m", m, "--host", "127.0.0.1", "--port", "0", "-np", np, "-c", ctx,
+                            "-t", th, "-tb", th, "--metrics", "--no-webui", NULL};
+        const int llama = o->eng[i]->kind == ENG_LLAMACPP;
         e0_err e = {{0}};
-        bench_progress("%s %d/%lld: starting edge0-infer serve -np %s -c %s -t %s", o->name[i], r, (long long)o->rounds, np, ctx, th);
-        if (server_start(av, log, o->timeout < 600 ? o->timeout : 600, &srv, &e) ||
+        bench_progress("%s %d/%lld: starting %s -np %s -c %s -t %s", o->name[i], r, (long long)o->rounds,
+                       llama ? "llama-server" : "edge0-infer serve", np, ctx, th);
+        if (server_start(llama ? av_llama : av_edge0, log, o->timeout < 600 ? o->timeout : 600, &srv, &e) ||
             openai_open(srv.url, o->api_key, &own, &e)) {
             snprintf(why, sizeof why, "the server did not start: %s", e.msg);
             server_stop(&srv, 2);
@@ -983,7 +1000,7 @@ int bench_compare(int argc, char **argv) {
             bench_error("model %s: not a readable file", o.model_of[i]);
             goto out;
         }
-        const char *bin = o.eng[i]->kind == ENG_EDGE0 ? o.cli : o.llamacpp;
+        const char *bin = o.eng[i]->kind == ENG_EDGE0 ? o.cli : server ? o.llama_server : o.llamacpp;
         if (access(bin, X_OK) != 0) {
             bench_error("%s: %s is not an executable file%s", o.name[i], bin,
                         o.eng[i]->kind == ENG_LLAMACPP ? " (run `make llamacpp`; it needs the npm registry)" : " (run make)");

@@ -255,6 +255,11 @@ static int on_event(void *user, const char *data, double t) {
     }
     json_t *j = json_loads(data, 0, NULL);
     if (!j) return 0; /* not JSON: ignored, the stream goes on */
+    const json_t *err = json_object_get(j, "error"); /* an error event (llama-server sends them mid-stream) */
+    if (json_is_object(err) && !r->reason[0]) {
+        const char *m = json_string_value(json_object_get(err, "message"));
+        snprintf(r->reason, sizeof r->reason, "the stream carried an error: %.170s", m ? m : "(no message)");
+    }
     json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
     const char *text = json_string_value(json_object_get(ch, "text"));
     if (!text) text = json_string_value(json_object_get(json_object_get(ch, "delta"), "content"));
@@ -323,6 +328,8 @@ static void do_request(run_ctx *c, req *r) {
         const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
         snprintf(r->reason, sizeof r->reason, "HTTP %d: %.150s", rs.status, m ? m : rs.body ? rs.body : "");
         json_decref(j);
+    } else if (r->reason[0]) { /* an error event, its message kept by on_event */
+        r->status = REQ_FAILED;
     } else if (!r->done_seen) {
         r->status = REQ_FAILED;
         snprintf(r->reason, sizeof r->reason, "the stream ended without data: [DONE]");
@@ -435,6 +442,8 @@ static json_t *run_rate(run_ctx *c, double rate) {
                 busy[2 * n_iv] = waits[2 * n_iv] = r->t_send;
                 busy[2 * n_iv + 1] = r->t_end;
                 waits[2 * n_iv + 1] = r->t_first >= 0 ? r->t_first : r->t_end;
+                wv.busy_sum_seconds += busy[2 * n_iv + 1] - busy[2 * n_iv];
+                wv.prefill_wait_sum_seconds += waits[2 * n_iv + 1] - waits[2 * n_iv];
                 n_iv++;
             }
         }

@@ -21,7 +21,9 @@
  *   - latencies: every prefill step of the server runs while some request waits for its first
  *     token, every step while some request is in flight, so the server's prefill seconds are at
  *     most the union of the client's [sent, first token] intervals and its prefill + decode
- *     seconds at most the union of [sent, end] (plus 5 ms and 1% for clock granularity).
+ *     seconds at most the union of [sent, end] (plus 5 ms and 1% for clock granularity);
+ *     llama-server counts its seconds per slot (a batched step once in every slot it served), so
+ *     for it the bounds are the sums of those intervals instead of their unions.
  * Result: {"dialect", "strict", "client": {...}, "server": {...}, "checks": [{"what", "client",
  * "server", "ok"}], "agree", "disagreements": [text]}, or "unavailable: why". */
 #include <ctype.h>
@@ -263,12 +265,21 @@ json_t *server_metrics_check(const char *before, const char *after, const window
     }
     if (pre_name && !delta(before, after, pre_name, NULL, &pre)) json_object_set_new(server, "prefill_seconds", json_real(pre));
     if (dec_name && !delta(before, after, dec_name, NULL, &dec)) json_object_set_new(server, "decode_seconds", json_real(dec));
-    if (!isnan(pre))
+    /* llama-server's seconds are per slot, summed over the slots (a batched step counts once in
+     * every slot it served): bounded by the sums of the requests' intervals, not their union */
+    const int per_slot = !strcmp(d, "llama.cpp");
+    if (!isnan(pre) && !per_slot)
         check(&c, "server prefill seconds <= the client's waits for a first token (union of [sent, first])",
               w->prefill_window_seconds, pre, pre <= w->prefill_window_seconds * 1.01 + 0.005);
-    if (!isnan(pre) && !isnan(dec))
+    if (!isnan(pre) && per_slot)
+        check(&c, "server per-slot prefill seconds <= the client's waits for a first token (sum of [sent, first])",
+              w->prefill_wait_sum_seconds, pre, pre <= w->prefill_wait_sum_seconds * 1.01 + 0.005);
+    if (!isnan(pre) && !isnan(dec) && !per_slot)
         check(&c, "server prefill + decode seconds <= the client's busy time (union of [sent, end])", w->busy_seconds, pre + dec,
               pre + dec <= w->busy_seconds * 1.01 + 0.005);
+    if (!isnan(pre) && !isnan(dec) && per_slot)
+        check(&c, "server per-slot prefill + decode seconds <= the client's busy time (sum of [sent, end])", w->busy_sum_seconds,
+              pre + dec, pre + dec <= w->busy_sum_seconds * 1.01 + 0.005);
     if (!isnan(pre) && !isnan(dec) && w->busy_seconds > 0)
         json_object_set_new(server, "compute_fraction_of_client_busy_time", json_real((pre + dec) / w->busy_seconds));
     return json_pack("{s:s, s:b, s:o, s:o, s:o, s:b, s:o}", "dialect", d, "strict", strict, "client", client, "server", server, "checks",

@@ -7,9 +7,10 @@
 #                  and edge0-infer serve (-np of the largest B) through the openai adapter, all at
 #                  the same per-sequence context
 #   OUTDIR/server  --mode server, a Poisson rate sweep against edge0-infer serve started by compare
-#                  (every window's /metrics checked against the client); llama.cpp: only with
-#                  LLAMA_SERVER_URL=http://HOST:PORT of a llama-server you started (node-llama-cpp
-#                  ships libllama, not llama-server), else said so
+#                  (every window's /metrics checked against the client) and llama.cpp's own
+#                  llama-server, started by compare likewise when `make llamaserver` has built it
+#                  from the pinned source (node-llama-cpp ships libllama, not llama-server), or at
+#                  LLAMA_SERVER_URL=http://HOST:PORT of one you started; else said so
 # then prints a Markdown summary (also OUTDIR/summary.md): the tables of the three reports, with
 # the commands. Each part's full report is OUTDIR/PART/report.{json,md,svg}.
 #
@@ -19,7 +20,8 @@
 #   BIN=build/bin  ROUNDS=3  WARMUP=5  NTOK=32  PROMPT=medium  THREADS=2  COOLDOWN=2  SIMD=avx2
 #   BATCH_SIZES=1,4,16  BATCH_NTOK=64  BATCH_PROMPT=short
 #   RATES=0.25,0.5,1,2,4  REQUESTS=32  PROMPT_LEN=64  OUTPUT_LEN=32  PARALLEL=4  SERVER_ROUNDS=2
-#   LLAMA_SERVER_URL=  (a running llama-server of the same model file for the server part)
+#   LLAMA_SERVER=$BIN/../llamacpp/server/bin/llama-server  (make llamaserver)
+#   LLAMA_SERVER_URL=  (instead: a running llama-server of the same model file for the server part)
 #   LLAMACPP_BENCH=$BIN/llamacpp-bench  (llama.cpp's side, with its libraries in ../llamacpp/lib)
 # Exit status: 0 when every part ran and was comparable, 1 otherwise (the summary says which).
 # Not run by tests on a big model: tests/test_compare.c runs it on a tiny synth model, tiny settings.
@@ -48,6 +50,7 @@ OUTPUT_LEN=${OUTPUT_LEN:-32}
 PARALLEL=${PARALLEL:-4}
 SERVER_ROUNDS=${SERVER_ROUNDS:-2}
 LLAMA_SERVER_URL=${LLAMA_SERVER_URL:-}
+LLAMA_SERVER=${LLAMA_SERVER:-$BIN/../llamacpp/server/bin/llama-server}
 LLAMACPP_BENCH=${LLAMACPP_BENCH:-$BIN/llamacpp-bench}
 
 BENCH=$BIN/edge0-bench
@@ -128,9 +131,15 @@ wait $SERVE_PID 2>/dev/null
 # 3. server: a rate sweep against our serve (and llama-server when given)
 ENGINES=edge0
 SURL=""
+LLAMA_SERVER_HOW=""
 if [ -n "$LLAMA_SERVER_URL" ]; then
     ENGINES=edge0,llama.cpp
     SURL="--server-url llama.cpp=$LLAMA_SERVER_URL"
+    LLAMA_SERVER_HOW="llama.cpp: the llama-server at $LLAMA_SERVER_URL."
+elif [ -x "$LLAMA_SERVER" ]; then
+    ENGINES=edge0,llama.cpp
+    SURL="--llama-server $LLAMA_SERVER"
+    LLAMA_SERVER_HOW="llama.cpp: its llama-server ($LLAMA_SERVER, built from the pinned source by \`make llamaserver\`: $(ls "$(dirname "$LLAMA_SERVER")"/../.built-* 2>/dev/null | sed 's|.*/.built-||' | head -1)), started by compare with the same -np, -c and -t."
 fi
 run server "$BENCH" compare --model "$MODEL" --out "$OUT/server" --engines "$ENGINES" $SURL --mode server --rates "$RATES" \
     --requests "$REQUESTS" --prompt-len "$PROMPT_LEN" --output-len "$OUTPUT_LEN" --parallel "$PARALLEL" \
@@ -174,10 +183,12 @@ section() { # FILE HEADING: the lines under the heading, up to the next "#" or "
     echo
     echo "### Server: Poisson rates $RATES"
     echo
-    if [ -z "$LLAMA_SERVER_URL" ]; then
-        echo "llama.cpp: not measured: node-llama-cpp@3.21.1 ships no llama-server (LLAMA_SERVER_URL=URL of one to add it)."
-        echo
+    if [ -z "$LLAMA_SERVER_HOW" ]; then
+        echo "llama.cpp: not measured: node-llama-cpp@3.21.1 ships no llama-server and none is built (\`make llamaserver\`, or LLAMA_SERVER_URL=URL of one)."
+    else
+        echo "$LLAMA_SERVER_HOW"
     fi
+    echo
     if [ -f "$OUT/server/report.md" ]; then
         echo "\`$(cat "$OUT/server.cmd")\` (exit $server_rc)"
         echo
