@@ -85,7 +85,10 @@ int bench_bound(int argc, char **argv) {
 
 /* `edge0-bench stream-row ROW.json --disk-mbps X --label L [--header]`: one Markdown row for the
  * expert-streaming benchmark (tools/bench_stream.sh) from one `edge0-infer bench` JSON row:
- * decode speed next to the disk-bandwidth bound of the bytes actually read per token. */
+ * decode speed next to the disk-bandwidth bound of the bytes actually read per token, the reads
+ * and the time decode waited for them, and the routing the run used (config.routing: "replay
+ * ..." for a replayed trace, so a replay never reads as a real run). A row without the streaming
+ * accounting (llamacpp-bench's, llama.cpp reading through mmap) gets n/a in those columns. */
 static void fmt_rate(const json_t *v, char *buf, size_t cap) {
     if (json_is_number(v)) snprintf(buf, cap, "%.3f", json_number_value(v));
     else snprintf(buf, cap, "n/a");
@@ -97,14 +100,15 @@ int bench_stream_row(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: edge0-bench stream-row ROW.json --disk-mbps X [--label TEXT] | --header\n"
-                 "One Markdown row: decode tok/s, MB read per token, the disk bound X / that, the share\n"
-                 "reached, cache and prediction hit rates, peak RSS, cgroup peak, time to first token.");
+                 "One Markdown row: routing, decode tok/s, MB and reads per token, ms per token waited for\n"
+                 "reads, the disk bound X / MB per token, the share reached, cache and prediction hit\n"
+                 "rates, peak RSS, cgroup peak, time to first token (n/a where the row lacks a field).");
             return 0;
         }
         if (!strcmp(argv[i], "--header")) {
-            puts("| configuration | decode tok/s | MB read/token | disk bound tok/s | decode / bound | cache hit rate | "
-                 "prediction hit rate | peak RSS MiB | cgroup peak MiB | first token s |\n"
-                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+            puts("| configuration | routing | decode tok/s | MB read/token | reads/token | stall ms/token | disk bound tok/s | "
+                 "decode / bound | cache hit rate | prediction hit rate | peak RSS MiB | cgroup peak MiB | first token s |\n"
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
             return 0;
         }
         if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
@@ -123,22 +127,37 @@ int bench_stream_row(int argc, char **argv) {
     json_t *row = proc_last_json_row(text);
     free(text);
     if (!row) return bench_error("stream-row: no JSON row in %s", path);
-    double tps, bpt, rss, first;
-    if (json_path_number(row, "decode_tokens_per_second", &tps) || json_path_number(row, "io.bytes_read_per_token", &bpt) ||
-        json_path_number(row, "memory.peak_rss_bytes", &rss) || json_path_number(row, "prefill_seconds", &first)) {
+    double tps, rss, first;
+    if (json_path_number(row, "decode_tokens_per_second", &tps) || json_path_number(row, "memory.peak_rss_bytes", &rss) ||
+        json_path_number(row, "prefill_seconds", &first)) {
         json_decref(row);
-        return bench_error("stream-row: %s lacks decode_tokens_per_second, io.bytes_read_per_token, memory.peak_rss_bytes or prefill_seconds", path);
+        return bench_error("stream-row: %s lacks decode_tokens_per_second, memory.peak_rss_bytes or prefill_seconds", path);
     }
-    double cg;
-    char cgs[32], hit[32], pred[32];
+    double cg, bpt = 0, reads, wait;
+    char cgs[32], hit[32], pred[32], mb[32] = "n/a", rd[32] = "n/a", st[32] = "n/a", bd[32] = "n/a", share[32] = "n/a";
     if (json_path_number(row, "memory.cgroup.peak_bytes", &cg) == 0) snprintf(cgs, sizeof cgs, "%.0f", cg / 1048576.0);
     else snprintf(cgs, sizeof cgs, "n/a");
     const json_t *io = json_object_get(row, "io");
     fmt_rate(json_object_get(io, "cache_hit_rate"), hit, sizeof hit);
     fmt_rate(json_object_get(io, "prediction_hit_rate"), pred, sizeof pred);
-    double bound = bpt > 0 ? disk * 1e6 / bpt : 0;
-    printf("| %s | %.2f | %.1f | %.2f | %.0f%% | %s | %s | %.0f | %s | %.2f |\n", label, tps, bpt / 1e6, bound,
-           bound > 0 ? 100 * tps / bound : 0.0, hit, pred, rss / 1048576.0, cgs, first);
+    if (json_path_number(row, "io.bytes_read_per_token", &bpt) == 0) {
+        snprintf(mb, sizeof mb, "%.1f", bpt / 1e6);
+        if (bpt > 0) {
+            snprintf(bd, sizeof bd, "%.2f", disk * 1e6 / bpt);
+            snprintf(share, sizeof share, "%.0f%%", 100 * tps / (disk * 1e6 / bpt));
+        }
+    }
+    if (json_path_number(row, "io.reads_per_token", &reads) == 0) snprintf(rd, sizeof rd, "%.1f", reads);
+    if (json_path_number(row, "io.wait_seconds_per_token", &wait) == 0) snprintf(st, sizeof st, "%.1f", wait * 1e3);
+    const json_t *cfg = json_object_get(row, "config");
+    const char *routing = json_string_value(json_object_get(cfg, "routing")), *trace = json_string_value(json_object_get(cfg, "routing_trace"));
+    char rt[400];
+    const json_t *rp = json_object_get(cfg, "replay_predict");
+    if (routing && trace && json_is_number(rp)) snprintf(rt, sizeof rt, "%s of %.200s, predicted %g", routing, trace, json_number_value(rp));
+    else if (routing && trace) snprintf(rt, sizeof rt, "%s of %.200s", routing, trace);
+    else snprintf(rt, sizeof rt, "%s", routing ? routing : "n/a");
+    printf("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %.2f |\n", label, rt, tps, mb,
+           rd, st, bd, share, hit, pred, rss / 1048576.0, cgs, first);
     json_decref(row);
     return 0;
 }

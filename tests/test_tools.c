@@ -32,14 +32,25 @@ static void test_stream_row_and_bound(void) {
     CHECK(f != NULL);
     if (!f) return;
     fputs("noise before the row\n{\"decode_tokens_per_second\": 5.0, \"prefill_seconds\": 2.5, "
-          "\"io\": {\"bytes_read_per_token\": 100000000, \"cache_hit_rate\": 0.5, \"prediction_hit_rate\": \"unavailable: x\"}, "
+          "\"io\": {\"bytes_read_per_token\": 100000000, \"reads_per_token\": 37.5, \"wait_seconds_per_token\": 0.0125, "
+          "\"cache_hit_rate\": 0.5, \"prediction_hit_rate\": \"unavailable: x\"}, \"config\": {\"routing\": \"replay\", \"routing_trace\": \"t.csv\", \"replay_predict\": 0.9}, "
           "\"memory\": {\"peak_rss_bytes\": 1048576000, \"cgroup\": {\"peak_bytes\": 2097152000}}}\n",
           f);
     fclose(f);
     /* disk 1000 MB/s, 100 MB per token: bound 10 tok/s, 5 tok/s = 50% */
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-bench stream-row %s --disk-mbps 1000 --label x", t_build(), row);
     CHECK(t_sh(cmd, out, sizeof out) == 0);
-    CHECKF(strstr(out, "| x | 5.00 | 100.0 | 10.00 | 50% | 0.500 | n/a | 1000 | 2000 | 2.50 |") != NULL, "got '%s'", out);
+    CHECKF(strstr(out, "| x | replay of t.csv, predicted 0.9 | 5.00 | 100.0 | 37.5 | 12.5 | 10.00 | 50% | 0.500 | n/a | 1000 | 2000 | 2.50 |") != NULL,
+           "got '%s'", out);
+    /* a row without the streaming accounting (llama.cpp's): n/a in those columns, not an error */
+    f = fopen(row, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"decode_tokens_per_second\": 0.5, \"prefill_seconds\": 9.0, \"memory\": {\"peak_rss_bytes\": 2097152}}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/bin/edge0-bench stream-row %s --disk-mbps 1000 --label ll", t_build(), row);
+    CHECK(t_sh(cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "| ll | n/a | 0.50 | n/a | n/a | n/a | n/a | n/a | n/a | n/a | 2 | n/a | 9.00 |") != NULL, "got '%s'", out);
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-bench stream-row %s 2>&1", t_build(), row);
     CHECK(t_sh(cmd, out, sizeof out) == 1 && strstr(out, "--disk-mbps"));
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-bench bound %s --bandwidth 10 2>&1", t_build(), row);
