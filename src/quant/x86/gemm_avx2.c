@@ -97,7 +97,10 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
     __m128i bsum_pairs[MAXT + 1];
     __m256i bsum_pairs2[MAXT / 2];
     __m256i sc2[4], qa[MAXT][8];
-    float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
+    /* -y.d of token pairs: lanes 0..3 token 2p's, 4..7 token 2p+1's (0 past nt), so that one
+     * multiply by x.dmin gives the pair's dmin = -y.d * x.dmin (the same products as one by one) */
+    __m256 nyd2[MAXT / 2];
+    float yd[MAXT] = {0}, nyd[MAXT + 1] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++) {
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
@@ -112,7 +115,11 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
         }
         for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
         bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
-        for (int t = 0; t < nt; t += 2) bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
+        for (int t = 0; t < nt; t += 2) {
+            bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
+            nyd2[t / 2] = _mm256_set_m128(_mm_set1_ps(nyd[t + 1]), _mm_set1_ps(nyd[t])); /* nyd[nt] stays 0 */
+        }
+        IN_MEMORY(nyd2);
         for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
             const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
@@ -121,10 +128,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
             /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
             const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
-            for (int v = 0; v < nt; v += 8) {
-                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
-                _mm256_storeu_ps(dmin + v, _mm256_mul_ps(_mm256_loadu_ps(nyd + v), xdmin));
-            }
+            for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
             const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
             const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
             const __m256i mins2 = _mm256_set_m128i(mins, mins);
@@ -146,9 +150,9 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
                 sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
             }
             IN_MEMORY(sc2);
-            for (int t = 0; t < nt; t += 2) { /* dmin[t + 1] exists: d, dmin are computed in 8s */
-                const __m256 dm = _mm256_set_m128(_mm_broadcast_ss(&dmin[t + 1]), _mm_broadcast_ss(&dmin[t]));
-                acc_m2[r][t / 2] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[t / 2])), acc_m2[r][t / 2]);
+            for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
+                const __m256 dm = _mm256_mul_ps(nyd2[p], xdmin);
+                acc_m2[r][p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[p])), acc_m2[r][p]);
             }
             for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
