@@ -83,6 +83,37 @@ AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[
     return sum;
 }
 
+/* ---- final reductions, 8 tokens at a time ----
+ * hsum_ps (and q45_finish_avx2's min part) of 8 accumulators at once, with the same float adds
+ * per token (adds are commutative, so swapped operands give the same bits): v[2q] and v[2q+1]
+ * hold tokens 2q (low 128 bits) and 2q+1 (high) of 4-lane partial sums; returns the token sums
+ * in the order [0, 2, 4, 6 | 1, 3, 5, 7]. */
+AI __m256 sum4_pairs(const __m256 v[4]) {
+    /* r + movehl(r): lanes 0, 1 of tokens 2q / 2q+1 */
+    const __m256 u0 = _mm256_add_ps(_mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 u1 = _mm256_add_ps(_mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* add_ss(r, movehdup(r)) */
+    return _mm256_add_ps(_mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* hsum_ps of acc[0..8): the low + high halves first (hsum_ps's first add), then sum4_pairs. */
+AI __m256 hsum8_ps(const __m256 acc[8]) {
+    __m256 v[4];
+    for (int q = 0; q < 4; q++)
+        v[q] = _mm256_add_ps(_mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x20), _mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x31));
+    return sum4_pairs(v);
+}
+
+/* s[t * s_stride] = the sums of tokens t = 0..7 (in sum4_pairs' order) */
+AI void store8(__m256 sums, float *s, size_t s_stride) {
+    float f[8];
+    _mm256_storeu_ps(f, sums);
+    for (int k = 0; k < 4; k++) {
+        s[(size_t)(2 * k) * s_stride] = f[k];
+        s[(size_t)(2 * k + 1) * s_stride] = f[4 + k];
+    }
+}
+
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
 
 AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
@@ -157,12 +188,16 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) {
+    for (int r = 0; r < nr; r++) {
+        int t = 0;
+        for (; t + 8 <= nt; t += 8) /* q45_finish_avx2 of 8 tokens: hsum_ps(acc) + the min lanes' sum */
+            store8(_mm256_add_ps(hsum8_ps(&acc[r][t]), sum4_pairs(&acc_m2[r][t / 2])), &s[(size_t)r + (size_t)t * s_stride], s_stride);
+        for (; t < nt; t++) {
             const __m256 m2 = acc_m2[r][t / 2];
             const __m128 acc_m = t % 2 ? _mm256_extractf128_ps(m2, 1) : _mm256_castps256_ps128(m2);
             s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m);
         }
+    }
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -231,8 +266,11 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             }
         }
     }
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    for (int r = 0; r < nr; r++) {
+        int t = 0;
+        for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&acc[r][t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
+        for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    }
 }
 
 /* ---- q8_0 (scheme of e0_vec_dot_q8_0_avx2: per block, |x| times y with x's sign, and one float
