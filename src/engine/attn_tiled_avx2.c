@@ -4,6 +4,7 @@
  * They differ from the scalar kernels only by rounding: an FMA rounds once where the scalar code
  * multiplies and adds, and exp is a polynomial (Cephes' expf: within 2 ulp of libm's expf). */
 #include <immintrin.h>
+#include <math.h>
 
 #include "engine/attn_tiled.h"
 
@@ -121,6 +122,36 @@ void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt
             _mm256_storeu_ps(x, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j] + 2 * d))));
             for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
         }
+}
+
+/* Masked columns get -inf by a blend on the column index; the max is exact in any order (only the
+ * sign of a zero max may differ from the scalar loop's, and exp(s - m) is the same for both). */
+float e0_attn_mask_max_avx2(float *s, int n, int lo, int hi) {
+    if (lo < 0) lo = 0; /* the same columns: j is in 0 .. n */
+    if (hi > n) hi = n;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const __m256i vlo = _mm256_set1_epi32(lo - 1), vhi = _mm256_set1_epi32(hi + 1);
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 mx = ninf;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        /* visible: lo - 1 < j < hi + 1 */
+        const __m256i vis = _mm256_and_si256(_mm256_cmpgt_epi32(idx, vlo), _mm256_cmpgt_epi32(vhi, idx));
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_loadu_ps(s + j), _mm256_castsi256_ps(vis));
+        _mm256_storeu_ps(s + j, x);
+        mx = _mm256_max_ps(x, mx); /* a NaN x keeps mx, as the scalar comparison does */
+        idx = _mm256_add_epi32(idx, _mm256_set1_epi32(8));
+    }
+    float m[8];
+    _mm256_storeu_ps(m, mx);
+    float r = -INFINITY;
+    for (int k = 0; k < 8; k++)
+        if (m[k] > r) r = m[k];
+    for (; j < n; j++) { /* n is a multiple of 8 in the tiled path; any n works */
+        if (j < lo || j > hi) s[j] = -INFINITY;
+        else if (s[j] > r) r = s[j];
+    }
+    return r;
 }
 
 /* exp(x) for 8 floats: x = n ln2 + f (|f| <= ln2 / 2, ln2 in two parts), exp(f) by Cephes' degree
