@@ -1,6 +1,11 @@
 /* gemm_avx2.c — AVX2+FMA prefill kernels (e0_gemm_fn, see kernel.h): up to E0_GEMM_ROWS q4_K /
- * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS activation rows (Q8_K / Q8_0), on
- * the plain (not repacked) weight layout.
+ * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS_MAX (q4_K, q5_K, q6_K: their type
+ * rows' gemm_tokens) or E0_GEMM_TOKENS (q8_0) activation rows (Q8_K / Q8_0), on the plain (not
+ * repacked) weight layout. 32 tokens a call rather than 16: a routed expert of a 512-token chunk
+ * of Qwen3-30B-A3B gets ~26 tokens (128 experts, 8 used), which 16 split into two calls that
+ * each unpack every weight block; one call of 26 is +6-8% (scratch A/B of the two groupings, same
+ * bits). The accumulators of 32 x 32 (row, token) pairs take 48 KiB of stack, more than some L1
+ * caches, but each is touched once per super-block and the measured rate still rose.
  *
  * Loop order, per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
@@ -25,7 +30,7 @@
 #include "quant/quant_basic.h"
 #include "quant/x86/quant_k_simd.h"
 
-#define MAXT E0_GEMM_TOKENS
+#define MAXT E0_GEMM_TOKENS_MAX
 _Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of 8 floats");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
