@@ -31,6 +31,8 @@
  * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache (each row
  * converted once to its cache type; a hybrid's attention layers only have one: attn_ext.c's
  * layout tables). */
+#define ROPE_CS_MAX 1024 /* rotated dims whose cos / sin rope_and_cache computes once a token */
+
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
     /* gpt-oss: RoPE with scaling (YaRN) and a per-layer base (attn_ext.c) */
@@ -55,11 +57,16 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             e0_rmsnorm(q, q, L->q_norm, c->q_dim, hp->rms_eps);
             e0_rmsnorm(k, k, L->k_norm, c->kv_dim, hp->rms_eps);
         }
+        /* plain RoPE: the position's cos / sin once for all heads (e0_rope's bits) */
+        float cs[ROPE_CS_MAX];
+        const bool use_cs = !rope_ext && !hp->rope_imrope && hp->n_rot > 0 && hp->n_rot < ROPE_CS_MAX;
+        if (use_cs) e0_rope_cs(cs, hp->n_rot, pos, hp->rope_base);
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
             if (L->q_norm && !hp->qk_norm_full) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else if (use_cs) e0_rope_apply(qh, hp->n_rot, cs, hp->rope_neox);
             else e0_rope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
@@ -67,6 +74,7 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             if (L->k_norm && !hp->qk_norm_full) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else if (use_cs) e0_rope_apply(kh, hp->n_rot, cs, hp->rope_neox);
             else e0_rope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         /* quantized K / V: q, k (v) rotated by llama.cpp's Hadamard matrix first (kv_rot.c) */

@@ -49,6 +49,25 @@ void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox) {
     }
 }
 
+void e0_rope_cs(float *cs, int64_t n_rot, int pos, float base) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int64_t i = 0; i < n_rot; i += 2) {
+        cs[i] = cosf(theta), cs[i + 1] = sinf(theta);
+        theta *= theta_scale;
+    }
+}
+
+void e0_rope_apply(float *x, int64_t n_rot, const float *cs, bool neox) {
+    for (int64_t i = 0; i < n_rot; i += 2) {
+        const float c = cs[i], s = cs[i + 1];
+        int64_t i0 = neox ? i / 2 : i, i1 = neox ? i / 2 + n_rot / 2 : i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * c - x1 * s;
+        x[i1] = x0 * s + x1 * c;
+    }
+}
+
 void e0_axpy(int64_t n, float a, const float *x, float *y) {
     if (e0_simd_level() >= E0_SIMD_AVX2) {
         e0_axpy_f32_avx2(n, a, x, y);

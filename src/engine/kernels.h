@@ -15,6 +15,10 @@ void e0_softmax(float *x, int64_t n);
 void e0_swiglu(float *a, const float *b, int64_t n);
 /* Rotate one head vector of head_dim values at position pos (first n_rot dims). */
 void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox);
+/* e0_rope in two steps, for many heads at one position: cs [n_rot] = the (cos, sin) pairs of
+ * position pos (computed once, not once per head), then x rotated by them; the same bits as e0_rope. */
+void e0_rope_cs(float *cs, int64_t n_rot, int pos, float base);
+void e0_rope_apply(float *x, int64_t n_rot, const float *cs, bool neox);
 /* y += a * x (n floats) and the F32 dot product, with the best SIMD the CPU has. */
 void e0_axpy(int64_t n, float a, const float *x, float *y);
 float e0_dot_f32(int64_t n, const float *x, const float *y);
