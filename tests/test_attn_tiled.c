@@ -225,6 +225,27 @@ static void test_mask_max(void) {
     CHECK(cases > 100);
 }
 
+/* The weights' scaling (and F16 rounding) of the two-pass path: AVX2 against x * c and the scalar
+ * F16 round trip, bit for bit, odd lengths included. */
+static void test_scale(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    enum { N = 203 };
+    float x[N], y[N], want[N];
+    for (int r = 0; r < 2; r++)
+        for (int n = 1; n <= N; n += 13) {
+            const float c = 1.0f / (3.0f + (float)n);
+            for (int i = 0; i < n; i++) x[i] = frand() * (i % 3 ? 1.0f : 1e-4f);
+            if (n > 2) x[1] = 0.0f, x[2] = -0.0f;
+            memcpy(y, x, sizeof x);
+            for (int i = 0; i < n; i++) {
+                want[i] = x[i] * c;
+                if (r) want[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(want[i]));
+            }
+            e0_attn_scale_avx2(y, n, c, r == 1);
+            CHECKF(!memcmp(y, want, (size_t)n * sizeof(float)), "n %d round %d: differs", n, r);
+        }
+}
+
 /* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
 
 /* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
@@ -277,6 +298,7 @@ int main(void) {
     RUN(test_against_reference);
     RUN(test_exp);
     RUN(test_mask_max);
+    RUN(test_scale);
     RUN(test_engine);
     return T_DONE();
 }

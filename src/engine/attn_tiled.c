@@ -214,8 +214,14 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
             float sum = simd ? e0_attn_exp_sum_avx2(s, span8, b.m[r]) : exp_sum_scalar(s, span8, b.m[r]);
             if (a->sinks) sum += expf(a->sinks[u * G + r % G] - b.m[r]);
             const float inv = 1.0f / sum;
-            for (int j = 0; j < span8; j++) s[j] *= inv;
-            e0_kv_round(a->type_v, s, span8);
+            if (simd && a->type_v == E0_TYPE_F16) { /* one pass: scale and round */
+                e0_attn_scale_avx2(s, span8, inv, true);
+            } else {
+                if (simd) e0_attn_scale_avx2(s, span8, inv, false);
+                else
+                    for (int j = 0; j < span8; j++) s[j] *= inv;
+                e0_kv_round(a->type_v, s, span8);
+            }
             b.l[r] = 1.0f;
         }
         /* pass 2: O += W V block by block */

@@ -154,6 +154,24 @@ float e0_attn_mask_max_avx2(float *s, int n, int lo, int hi) {
     return r;
 }
 
+void e0_attn_scale_avx2(float *x, int n, float c, bool round_f16) {
+    const __m256 cv = _mm256_set1_ps(c);
+    int i = 0;
+    if (round_f16)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), cv),
+                                                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    else
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), cv));
+    for (; i < n; i++) { /* n is a multiple of 8 in the tiled path; any n works */
+        float t[8] = {0};
+        t[0] = x[i] * c;
+        __m256 v = _mm256_loadu_ps(t);
+        if (round_f16) v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        x[i] = _mm256_cvtss_f32(v);
+    }
+}
+
 /* exp(x) for 8 floats: x = n ln2 + f (|f| <= ln2 / 2, ln2 in two parts), exp(f) by Cephes' degree
  * 7 polynomial, times 2^n from the exponent bits; x below -87.33 (where 2^n would leave the normal
  * range; -inf included) gives 0, x above 88 is clamped. */
