@@ -203,6 +203,49 @@ static void test_exp(void) {
     CHECKF(fabsf(s - sum) <= 1e-6f * sum, "%g vs %g", s, sum);
 }
 
+/* The causal mask and row max: AVX2 against the scalar loop, bit for bit on the masked row; the
+ * max equal (a zero max may differ only in its sign), over windows inside, across and outside the
+ * row, with -inf, NaN and zero scores. */
+static void test_mask_max(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    enum { N = 64 };
+    int cases = 0;
+    for (int n = 8; n <= N; n += 8)
+        for (int lo = -9; lo <= n + 1; lo += 3)
+            for (int hi = lo - 2; hi <= n + 9; hi += 5) {
+                float a[N], b[N];
+                for (int j = 0; j < n; j++) a[j] = frand() * 10;
+                if (n > 8) a[3] = -INFINITY, a[5] = NAN, a[7] = 0.0f, a[8] = -0.0f;
+                memcpy(b, a, sizeof a);
+                const float ms = e0_attn_mask_max(a, n, lo, hi), mv = e0_attn_mask_max_avx2(b, n, lo, hi);
+                CHECKF(ms == mv || (isinf(ms) && isinf(mv) && ms < 0 && mv < 0), "n %d lo %d hi %d: max %g vs %g", n, lo, hi, ms, mv);
+                CHECKF(!memcmp(a, b, (size_t)n * sizeof(float)), "n %d lo %d hi %d: masked rows differ", n, lo, hi);
+                cases++;
+            }
+    CHECK(cases > 100);
+}
+
+/* The weights' scaling (and F16 rounding) of the two-pass path: AVX2 against x * c and the scalar
+ * F16 round trip, bit for bit, odd lengths included. */
+static void test_scale(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    enum { N = 203 };
+    float x[N], y[N], want[N];
+    for (int r = 0; r < 2; r++)
+        for (int n = 1; n <= N; n += 13) {
+            const float c = 1.0f / (3.0f + (float)n);
+            for (int i = 0; i < n; i++) x[i] = frand() * (i % 3 ? 1.0f : 1e-4f);
+            if (n > 2) x[1] = 0.0f, x[2] = -0.0f;
+            memcpy(y, x, sizeof x);
+            for (int i = 0; i < n; i++) {
+                want[i] = x[i] * c;
+                if (r) want[i] = e0_fp16_to_fp32(e0_fp32_to_fp16(want[i]));
+            }
+            e0_attn_scale_avx2(y, n, c, r == 1);
+            CHECKF(!memcmp(y, want, (size_t)n * sizeof(float)), "n %d round %d: differs", n, r);
+        }
+}
+
 /* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
 
 /* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
@@ -254,6 +297,8 @@ static void test_engine(void) {
 int main(void) {
     RUN(test_against_reference);
     RUN(test_exp);
+    RUN(test_mask_max);
+    RUN(test_scale);
     RUN(test_engine);
     return T_DONE();
 }

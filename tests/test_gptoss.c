@@ -1,6 +1,7 @@
 /* test_gptoss.c — the gpt-oss pieces of the engine without llama.cpp (the differential test
  * against llama.cpp is test_llamacpp.c's synth/gpt-oss-* cases):
- *  - RoPE: the scaled path (attn_ext.c) without scaling is bit-identical to the plain e0_rope;
+ *  - RoPE: the scaled path (attn_ext.c) without scaling, and e0_rope_cs + e0_rope_apply, are
+ *    bit-identical to the plain e0_rope;
  *    with YaRN it differs; the softmax with a sink equals the softmax over one more logit;
  *  - the clamped SwiGLU against its formula at the clamp edges;
  *  - a synth gpt-oss model (sliding window 4, shorter than every prompt here): logits do not
@@ -46,6 +47,12 @@ static void test_rope_ext(void) {
             e0_rope_cfg_for_layer(&hp, 1, &rc);
             e0_rope_ext(b, 64, pos, &rc);
             CHECKF(!memcmp(a, b, sizeof a), "pos %d neox %d: unscaled rope_ext differs from rope", pos, neox);
+            /* the two-step form forward.c uses for many heads at one position */
+            float cs[64], z[64];
+            for (int i = 0; i < 64; i++) z[i] = sinf((float)(i * 7 + pos));
+            e0_rope_cs(cs, 64, pos, hp.rope_base);
+            e0_rope_apply(z, 64, cs, neox);
+            CHECKF(!memcmp(a, z, sizeof a), "pos %d neox %d: e0_rope_cs + e0_rope_apply differ from e0_rope", pos, neox);
             /* YaRN x32 moves every rotated pair except those past the correction range */
             e0_hparams yh = hp;
             yh.rope_freq_scale = 1.0f / 32;

@@ -91,6 +91,15 @@ static void pv_scalar(const float *P, int nr, int ldk, int nk8, const float *V, 
         }
 }
 
+float e0_attn_mask_max(float *s, int n, int lo, int hi) {
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        if (j < lo || j > hi) s[j] = -INFINITY;
+        else if (s[j] > mx) mx = s[j];
+    }
+    return mx;
+}
+
 static float exp_sum_scalar(float *x, int n, float m) {
     float sum = 0;
     for (int i = 0; i < n; i++) sum += x[i] = expf(x[i] - m);
@@ -143,12 +152,8 @@ static void block_scores(const e0_attn_args *a, int t0, int nr, int kb, int nk, 
         const int p = a->pos0 + t0 + r / (int)G;
         float *s = S + (size_t)r * b->lds;
         const int jlo = first_key(a, p) - kb, jhi = p - kb; /* visible columns jlo .. jhi */
-        float mx = -INFINITY;
-        for (int j = 0; j < nk8; j++) {
-            if (j < jlo || j > jhi || j >= nk) s[j] = -INFINITY;
-            else if (s[j] > mx) mx = s[j];
-        }
-        bm[r] = mx;
+        const int last = jhi < nk - 1 ? jhi : nk - 1;
+        bm[r] = simd ? e0_attn_mask_max_avx2(s, nk8, jlo, last) : e0_attn_mask_max(s, nk8, jlo, last);
     }
 }
 
@@ -209,8 +214,14 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
             float sum = simd ? e0_attn_exp_sum_avx2(s, span8, b.m[r]) : exp_sum_scalar(s, span8, b.m[r]);
             if (a->sinks) sum += expf(a->sinks[u * G + r % G] - b.m[r]);
             const float inv = 1.0f / sum;
-            for (int j = 0; j < span8; j++) s[j] *= inv;
-            e0_kv_round(a->type_v, s, span8);
+            if (simd && a->type_v == E0_TYPE_F16) { /* one pass: scale and round */
+                e0_attn_scale_avx2(s, span8, inv, true);
+            } else {
+                if (simd) e0_attn_scale_avx2(s, span8, inv, false);
+                else
+                    for (int j = 0; j < span8; j++) s[j] *= inv;
+                e0_kv_round(a->type_v, s, span8);
+            }
             b.l[r] = 1.0f;
         }
         /* pass 2: O += W V block by block */

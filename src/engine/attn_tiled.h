@@ -61,6 +61,12 @@ void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, in
 void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
 /* Kt [hd][ldk] columns 0 .. nk = F16 key heads kp[0 .. nk) (hd values each) as floats; hd % 8 == 0. */
 void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
+/* The causal mask of a row of scores: s [n] (n % 8 == 0 for AVX2) gets -inf at columns j < lo
+ * and j > hi; returns the max of the others (-inf: none; NaN scores never become the max). */
+float e0_attn_mask_max(float *s, int n, int lo, int hi);
+float e0_attn_mask_max_avx2(float *s, int n, int lo, int hi);
+/* x [n] *= c, then with round_f16 rounded to F16 and back (x[i] * c and e0_kv_round's bits). */
+void e0_attn_scale_avx2(float *x, int n, float c, bool round_f16);
 /* x [n] = exp(x - m) (x = -inf gives 0); returns their sum. */
 float e0_attn_exp_sum_avx2(float *x, int n, float m);
 /* y [n] = exp(x [n]) with the AVX2 polynomial (for its test against expf). */

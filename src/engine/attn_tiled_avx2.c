@@ -4,28 +4,32 @@
  * They differ from the scalar kernels only by rounding: an FMA rounds once where the scalar code
  * multiplies and adds, and exp is a polynomial (Cephes' expf: within 2 ulp of libm's expf). */
 #include <immintrin.h>
+#include <math.h>
 
 #include "engine/attn_tiled.h"
 
 #define MR 6 /* rows of a register tile */
+/* The tile loops are unrolled completely so that the 12 accumulators live in registers: left to
+ * itself GCC -O2 kept acc[][] on the stack (a load, FMA and store per product: ~3x slower). */
+#define UNROLL _Pragma("GCC unroll 8")
 
 /* S [nr][lds] columns j .. j + 8 nv = scale * Q [nr][hd] . Kt [hd][ldk] */
 static inline __attribute__((always_inline)) void scores_tile(const float *Q, int64_t hd, const float *Kt, int ldk, int j,
                                                               float scale, float *S, int lds, const int nr, const int nv) {
     __m256 acc[MR][2];
-    for (int r = 0; r < nr; r++)
-        for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps();
+    UNROLL for (int r = 0; r < nr; r++)
+        UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps();
     for (int64_t d = 0; d < hd; d++) {
         __m256 k[2];
-        for (int v = 0; v < nv; v++) k[v] = _mm256_loadu_ps(Kt + (size_t)d * ldk + j + 8 * v);
-        for (int r = 0; r < nr; r++) {
+        UNROLL for (int v = 0; v < nv; v++) k[v] = _mm256_loadu_ps(Kt + (size_t)d * ldk + j + 8 * v);
+        UNROLL for (int r = 0; r < nr; r++) {
             const __m256 q = _mm256_broadcast_ss(Q + (size_t)r * hd + d);
-            for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(q, k[v], acc[r][v]);
+            UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(q, k[v], acc[r][v]);
         }
     }
     const __m256 sc = _mm256_set1_ps(scale);
-    for (int r = 0; r < nr; r++)
-        for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * lds + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+    UNROLL for (int r = 0; r < nr; r++)
+        UNROLL for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * lds + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
 }
 
 /* rows r0 .. r0 + nr (nr <= MR, a constant after inlining) over all column tiles */
@@ -55,18 +59,18 @@ void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, in
 static inline __attribute__((always_inline)) void pv_tile(const float *P, int ldk, int nk8, const float *V, int64_t hd,
                                                           int64_t c, float *O, const int nr, const int nv) {
     __m256 acc[MR][2];
-    for (int r = 0; r < nr; r++)
-        for (int v = 0; v < nv; v++) acc[r][v] = _mm256_loadu_ps(O + (size_t)r * hd + c + 8 * v);
+    UNROLL for (int r = 0; r < nr; r++)
+        UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_loadu_ps(O + (size_t)r * hd + c + 8 * v);
     for (int j = 0; j < nk8; j++) {
         __m256 x[2];
-        for (int v = 0; v < nv; v++) x[v] = _mm256_loadu_ps(V + (size_t)j * hd + c + 8 * v);
-        for (int r = 0; r < nr; r++) {
+        UNROLL for (int v = 0; v < nv; v++) x[v] = _mm256_loadu_ps(V + (size_t)j * hd + c + 8 * v);
+        UNROLL for (int r = 0; r < nr; r++) {
             const __m256 p = _mm256_broadcast_ss(P + (size_t)r * ldk + j);
-            for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(p, x[v], acc[r][v]);
+            UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(p, x[v], acc[r][v]);
         }
     }
-    for (int r = 0; r < nr; r++)
-        for (int v = 0; v < nv; v++) _mm256_storeu_ps(O + (size_t)r * hd + c + 8 * v, acc[r][v]);
+    UNROLL for (int r = 0; r < nr; r++)
+        UNROLL for (int v = 0; v < nv; v++) _mm256_storeu_ps(O + (size_t)r * hd + c + 8 * v, acc[r][v]);
 }
 
 static inline __attribute__((always_inline)) void pv_rows(const float *P, int ldk, int nk8, const float *V, int64_t hd,
@@ -118,6 +122,54 @@ void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt
             _mm256_storeu_ps(x, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j] + 2 * d))));
             for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
         }
+}
+
+/* Masked columns get -inf by a blend on the column index; the max is exact in any order (only the
+ * sign of a zero max may differ from the scalar loop's, and exp(s - m) is the same for both). */
+float e0_attn_mask_max_avx2(float *s, int n, int lo, int hi) {
+    if (lo < 0) lo = 0; /* the same columns: j is in 0 .. n */
+    if (hi > n) hi = n;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const __m256i vlo = _mm256_set1_epi32(lo - 1), vhi = _mm256_set1_epi32(hi + 1);
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 mx = ninf;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        /* visible: lo - 1 < j < hi + 1 */
+        const __m256i vis = _mm256_and_si256(_mm256_cmpgt_epi32(idx, vlo), _mm256_cmpgt_epi32(vhi, idx));
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_loadu_ps(s + j), _mm256_castsi256_ps(vis));
+        _mm256_storeu_ps(s + j, x);
+        mx = _mm256_max_ps(x, mx); /* a NaN x keeps mx, as the scalar comparison does */
+        idx = _mm256_add_epi32(idx, _mm256_set1_epi32(8));
+    }
+    float m[8];
+    _mm256_storeu_ps(m, mx);
+    float r = -INFINITY;
+    for (int k = 0; k < 8; k++)
+        if (m[k] > r) r = m[k];
+    for (; j < n; j++) { /* n is a multiple of 8 in the tiled path; any n works */
+        if (j < lo || j > hi) s[j] = -INFINITY;
+        else if (s[j] > r) r = s[j];
+    }
+    return r;
+}
+
+void e0_attn_scale_avx2(float *x, int n, float c, bool round_f16) {
+    const __m256 cv = _mm256_set1_ps(c);
+    int i = 0;
+    if (round_f16)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), cv),
+                                                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    else
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), cv));
+    for (; i < n; i++) { /* n is a multiple of 8 in the tiled path; any n works */
+        float t[8] = {0};
+        t[0] = x[i] * c;
+        __m256 v = _mm256_loadu_ps(t);
+        if (round_f16) v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        x[i] = _mm256_cvtss_f32(v);
+    }
 }
 
 /* exp(x) for 8 floats: x = n ln2 + f (|f| <= ln2 / 2, ln2 in two parts), exp(f) by Cephes' degree

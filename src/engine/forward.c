@@ -31,6 +31,8 @@
  * (qwen3), rotate (RoPE at position pos0 + i) and append k, v to layer il's KV cache (each row
  * converted once to its cache type; a hybrid's attention layers only have one: attn_ext.c's
  * layout tables). */
+#define ROPE_CS_MAX 1024 /* rotated dims whose cos / sin rope_and_cache computes once a token */
+
 static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
     const e0_hparams *hp = c->hp;
     /* gpt-oss: RoPE with scaling (YaRN) and a per-layer base (attn_ext.c) */
@@ -55,11 +57,16 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             e0_rmsnorm(q, q, L->q_norm, c->q_dim, hp->rms_eps);
             e0_rmsnorm(k, k, L->k_norm, c->kv_dim, hp->rms_eps);
         }
+        /* plain RoPE: the position's cos / sin once for all heads (e0_rope's bits) */
+        float cs[ROPE_CS_MAX];
+        const bool use_cs = !rope_ext && !hp->rope_imrope && hp->n_rot > 0 && hp->n_rot < ROPE_CS_MAX;
+        if (use_cs) e0_rope_cs(cs, hp->n_rot, pos, hp->rope_base);
         for (int64_t h = 0; h < hp->n_head; h++) {
             float *qh = q + h * hp->head_dim;
             if (L->q_norm && !hp->qk_norm_full) e0_rmsnorm(qh, qh, L->q_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(qh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else if (use_cs) e0_rope_apply(qh, hp->n_rot, cs, hp->rope_neox);
             else e0_rope(qh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         for (int64_t h = 0; h < hp->n_head_kv; h++) {
@@ -67,6 +74,7 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             if (L->k_norm && !hp->qk_norm_full) e0_rmsnorm(kh, kh, L->k_norm, hp->head_dim, hp->rms_eps);
             if (rope_ext) e0_rope_ext(kh, hp->n_rot, pos, &rc);
             else if (hp->rope_imrope) e0_rope_imrope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_sections);
+            else if (use_cs) e0_rope_apply(kh, hp->n_rot, cs, hp->rope_neox);
             else e0_rope(kh, hp->n_rot, pos, hp->rope_base, hp->rope_neox);
         }
         /* quantized K / V: q, k (v) rotated by llama.cpp's Hadamard matrix first (kv_rot.c) */
@@ -199,7 +207,7 @@ static void swiglu_ffn(e0_ctx *c, const e0_weight *gate, const e0_weight *up, co
     e0_matmul_input(c, c->act.xn, n_tok, c->hp->n_embd);
     e0_matmul gu[2] = {e0_matmul_job(c, gate, c->act.hb), e0_matmul_job(c, up, c->act.hb2)};
     e0_matmul_run(c->threads.cur, gu, 2);
-    e0_swiglu(c->act.hb, c->act.hb2, (int64_t)n_tok * ff);
+    e0_swiglu_rows(c->threads.cur, c->act.hb, c->act.hb2, n_tok, ff);
     e0_matmul_input(c, c->act.hb, n_tok, ff);
     e0_matmul_weight(c, down, out);
 }
@@ -252,6 +260,27 @@ static void expert_bias_down(e0_ctx *c, int b0, int nb, const float *down_b, int
         int x = c->moe.used[b0 + k];
         for (int p = c->moe.expert_start[x]; p < c->moe.expert_start[x + 1]; p++)
             for (int64_t e = 0; e < E; e++) c->moe.pair_out[(size_t)p * E + e] += down_b[(size_t)x * E + e];
+    }
+}
+
+typedef struct {
+    e0_ctx *c;
+    float *out;
+} moe_sum_args;
+
+/* Tokens i0 .. i1-1 of moe_ffn's weighted sum. */
+static void moe_sum_part(void *arg, long i0, long i1) {
+    const moe_sum_args *ms = arg;
+    const e0_ctx *c = ms->c;
+    const int64_t E = c->hp->n_embd, K = c->hp->n_expert_used;
+    for (long i = i0; i < i1; i++) {
+        float *o = ms->out + (size_t)i * E;
+        memset(o, 0, (size_t)E * sizeof(float));
+        for (int64_t s = 0; s < K; s++) {
+            const float w = c->moe.sel_w[(size_t)i * K + s];
+            const float *y = c->moe.pair_out + (size_t)c->moe.pair_of[(size_t)i * K + s] * E;
+            for (int64_t e = 0; e < E; e++) o[e] += w * y[e];
+        }
     }
 }
 
@@ -331,7 +360,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU) */
         if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
             e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
-        else e0_swiglu(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+        else e0_swiglu_rows(c->threads.cur, c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, p1 - p0, F);
 
         /* down of the batch's experts in one dispatch: pair_h [pairs][F] (converted into pair_hq
          * unless down takes F32) -> pair_out [pairs][E] */
@@ -356,16 +385,10 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         if (c->moe.xc) e0_experts_release(c->moe.xc, il);
     }
 
-    /* Weighted sum per token, in slot order: pair_out [n*K][E] -> out [n][E]. */
-    for (int i = 0; i < n_tok; i++) {
-        float *o = out + (size_t)i * E;
-        memset(o, 0, (size_t)E * sizeof(float));
-        for (int64_t s = 0; s < K; s++) {
-            const float w = c->moe.sel_w[(size_t)i * K + s];
-            const float *y = c->moe.pair_out + (size_t)c->moe.pair_of[(size_t)i * K + s] * E;
-            for (int64_t e = 0; e < E; e++) o[e] += w * y[e];
-        }
-    }
+    /* Weighted sum per token, in slot order: pair_out [n*K][E] -> out [n][E] (tokens split over
+     * the threads) */
+    moe_sum_args ms = {c, out};
+    e0_pool_rows(c->threads.cur, n_tok, 8, moe_sum_part, &ms);
     c->stats.st.experts += e0_clock_if(c) - t1;
     return 0;
 }
@@ -442,7 +465,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         const e0_layer *L = &m->layers[il];
         double t0 = e0_clock_if(c);
         /* x [n][E] -> xn = rmsnorm(x) * attn_norm [n][E] */
-        for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->attn_norm, E, hp->rms_eps);
+        e0_rmsnorm_rows(c->threads.cur, xn, x, L->attn_norm, n_tok, E, hp->rms_eps);
         if (e0_layer_is_recurrent(hp, il)) {
             /* hybrid: a Gated DeltaNet layer instead of attention, xn -> attn_out [n][E] (deltanet.c) */
             e0_deltanet_layer(c, (int)il, n_tok, attn_out);
@@ -487,7 +510,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         c->stats.st.attention += e0_clock_if(c) - t0;
     ffn_part:
         /* x -> xn = rmsnorm(x) * ffn_norm [n][E] -> ffn_out [n][E]; x += ffn_out */
-        for (int i = 0; i < n_tok; i++) e0_rmsnorm(xn + i * E, x + i * E, L->ffn_norm, E, hp->rms_eps);
+        e0_rmsnorm_rows(c->threads.cur, xn, x, L->ffn_norm, n_tok, E, hp->rms_eps);
         if (ffn(c, (int)il, n_tok, ffn_out) < 0) return -1;
         residual_add(hp, x, ffn_out, n_tok * E);
     }

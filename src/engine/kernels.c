@@ -49,6 +49,75 @@ void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox) {
     }
 }
 
+void e0_rope_cs(float *cs, int64_t n_rot, int pos, float base) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int64_t i = 0; i < n_rot; i += 2) {
+        cs[i] = cosf(theta), cs[i + 1] = sinf(theta);
+        theta *= theta_scale;
+    }
+}
+
+void e0_rope_apply(float *x, int64_t n_rot, const float *cs, bool neox) {
+    for (int64_t i = 0; i < n_rot; i += 2) {
+        const float c = cs[i], s = cs[i + 1];
+        int64_t i0 = neox ? i / 2 : i, i1 = neox ? i / 2 + n_rot / 2 : i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * c - x1 * s;
+        x[i1] = x0 * s + x1 * c;
+    }
+}
+
+typedef struct {
+    e0_rows_fn fn;
+    void *arg;
+    long n;
+} rows_task;
+
+static void rows_worker(void *arg, int ith, int nth) {
+    const rows_task *t = arg;
+    long lo, hi;
+    e0_split(t->n, ith, nth, &lo, &hi);
+    if (hi > lo) t->fn(t->arg, lo, hi);
+}
+
+void e0_pool_rows(e0_pool *pool, long n, long min_n, e0_rows_fn fn, void *arg) {
+    if (n <= 0) return;
+    if (n < min_n || !pool || e0_pool_size(pool) < 2) {
+        fn(arg, 0, n);
+        return;
+    }
+    rows_task t = {fn, arg, n};
+    e0_pool_run(pool, rows_worker, &t);
+}
+
+typedef struct {
+    float *a, *out;
+    const float *b, *x, *w;
+    int64_t n;
+    float eps;
+} rowwise_args;
+
+static void swiglu_part(void *arg, long i0, long i1) {
+    const rowwise_args *r = arg;
+    e0_swiglu(r->a + (size_t)i0 * (size_t)r->n, r->b + (size_t)i0 * (size_t)r->n, (int64_t)(i1 - i0) * r->n);
+}
+
+void e0_swiglu_rows(e0_pool *pool, float *a, const float *b, long rows, int64_t n) {
+    rowwise_args r = {.a = a, .b = b, .n = n};
+    e0_pool_rows(pool, rows, 32, swiglu_part, &r); /* decode's 8 expert rows stay on one thread */
+}
+
+static void rmsnorm_part(void *arg, long i0, long i1) {
+    const rowwise_args *r = arg;
+    for (long i = i0; i < i1; i++) e0_rmsnorm(r->out + (size_t)i * (size_t)r->n, r->x + (size_t)i * (size_t)r->n, r->w, r->n, r->eps);
+}
+
+void e0_rmsnorm_rows(e0_pool *pool, float *out, const float *x, const float *w, long rows, int64_t n, float eps) {
+    rowwise_args r = {.out = out, .x = x, .w = w, .n = n, .eps = eps};
+    e0_pool_rows(pool, rows, 16, rmsnorm_part, &r);
+}
+
 void e0_axpy(int64_t n, float a, const float *x, float *y) {
     if (e0_simd_level() >= E0_SIMD_AVX2) {
         e0_axpy_f32_avx2(n, a, x, y);

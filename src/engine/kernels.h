@@ -15,6 +15,19 @@ void e0_softmax(float *x, int64_t n);
 void e0_swiglu(float *a, const float *b, int64_t n);
 /* Rotate one head vector of head_dim values at position pos (first n_rot dims). */
 void e0_rope(float *x, int64_t n_rot, int pos, float base, bool neox);
+/* e0_rope in two steps, for many heads at one position: cs [n_rot] = the (cos, sin) pairs of
+ * position pos (computed once, not once per head), then x rotated by them; the same bits as e0_rope. */
+void e0_rope_cs(float *cs, int64_t n_rot, int pos, float base);
+/* fn(arg, i0, i1) on parts of [0, n) in the pool's threads (all of it in the caller when n is
+ * below min_n or the pool has one thread): for per-token work that would otherwise run on one
+ * thread while the others wait. fn must write only what rows i0 .. i1-1 own. */
+typedef void (*e0_rows_fn)(void *arg, long i0, long i1);
+void e0_pool_rows(e0_pool *pool, long n, long min_n, e0_rows_fn fn, void *arg);
+/* a [rows][n] = silu(a) * b, rows split over the pool (e0_swiglu's bits) */
+void e0_swiglu_rows(e0_pool *pool, float *a, const float *b, long rows, int64_t n);
+/* out [rows][n] = rmsnorm(x [rows][n]) * w, rows split over the pool (e0_rmsnorm's bits) */
+void e0_rmsnorm_rows(e0_pool *pool, float *out, const float *x, const float *w, long rows, int64_t n, float eps);
+void e0_rope_apply(float *x, int64_t n_rot, const float *cs, bool neox);
 /* y += a * x (n floats) and the F32 dot product, with the best SIMD the CPU has. */
 void e0_axpy(int64_t n, float a, const float *x, float *y);
 float e0_dot_f32(int64_t n, const float *x, const float *y);

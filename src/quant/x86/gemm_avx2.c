@@ -1,6 +1,11 @@
 /* gemm_avx2.c — AVX2+FMA prefill kernels (e0_gemm_fn, see kernel.h): up to E0_GEMM_ROWS q4_K /
- * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS activation rows (Q8_K / Q8_0), on
- * the plain (not repacked) weight layout.
+ * q5_K / q6_K / q8_0 weight rows against up to E0_GEMM_TOKENS_MAX (q4_K, q5_K, q6_K: their type
+ * rows' gemm_tokens) or E0_GEMM_TOKENS (q8_0) activation rows (Q8_K / Q8_0), on the plain (not
+ * repacked) weight layout. 32 tokens a call rather than 16: a routed expert of a 512-token chunk
+ * of Qwen3-30B-A3B gets ~26 tokens (128 experts, 8 used), which 16 split into two calls that
+ * each unpack every weight block; one call of 26 is +6-8% (scratch A/B of the two groupings, same
+ * bits). The accumulators of 32 x 32 (row, token) pairs take 48 KiB of stack, more than some L1
+ * caches, but each is touched once per super-block and the measured rate still rose.
  *
  * Loop order, per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
@@ -25,7 +30,7 @@
 #include "quant/quant_basic.h"
 #include "quant/x86/quant_k_simd.h"
 
-#define MAXT E0_GEMM_TOKENS
+#define MAXT E0_GEMM_TOKENS_MAX
 _Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of 8 floats");
 #define MAXR E0_GEMM_ROWS
 #define AI static inline __attribute__((always_inline))
@@ -83,6 +88,37 @@ AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[
     return sum;
 }
 
+/* ---- final reductions, 8 tokens at a time ----
+ * hsum_ps (and q45_finish_avx2's min part) of 8 accumulators at once, with the same float adds
+ * per token (adds are commutative, so swapped operands give the same bits): v[2q] and v[2q+1]
+ * hold tokens 2q (low 128 bits) and 2q+1 (high) of 4-lane partial sums; returns the token sums
+ * in the order [0, 2, 4, 6 | 1, 3, 5, 7]. */
+AI __m256 sum4_pairs(const __m256 v[4]) {
+    /* r + movehl(r): lanes 0, 1 of tokens 2q / 2q+1 */
+    const __m256 u0 = _mm256_add_ps(_mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 u1 = _mm256_add_ps(_mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* add_ss(r, movehdup(r)) */
+    return _mm256_add_ps(_mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* hsum_ps of acc[0..8): the low + high halves first (hsum_ps's first add), then sum4_pairs. */
+AI __m256 hsum8_ps(const __m256 acc[8]) {
+    __m256 v[4];
+    for (int q = 0; q < 4; q++)
+        v[q] = _mm256_add_ps(_mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x20), _mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x31));
+    return sum4_pairs(v);
+}
+
+/* s[t * s_stride] = the sums of tokens t = 0..7 (in sum4_pairs' order) */
+AI void store8(__m256 sums, float *s, size_t s_stride) {
+    float f[8];
+    _mm256_storeu_ps(f, sums);
+    for (int k = 0; k < 4; k++) {
+        s[(size_t)(2 * k) * s_stride] = f[k];
+        s[(size_t)(2 * k + 1) * s_stride] = f[4 + k];
+    }
+}
+
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
 
 AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
@@ -97,7 +133,10 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
     __m128i bsum_pairs[MAXT + 1];
     __m256i bsum_pairs2[MAXT / 2];
     __m256i sc2[4], qa[MAXT][8];
-    float yd[MAXT] = {0}, nyd[MAXT] = {0}, d[MAXT], dmin[MAXT];
+    /* -y.d of token pairs: lanes 0..3 token 2p's, 4..7 token 2p+1's (0 past nt), so that one
+     * multiply by x.dmin gives the pair's dmin = -y.d * x.dmin (the same products as one by one) */
+    __m256 nyd2[MAXT / 2];
+    float yd[MAXT] = {0}, nyd[MAXT + 1] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++) {
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
@@ -112,7 +151,11 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
         }
         for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
         bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
-        for (int t = 0; t < nt; t += 2) bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
+        for (int t = 0; t < nt; t += 2) {
+            bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
+            nyd2[t / 2] = _mm256_set_m128(_mm_set1_ps(nyd[t + 1]), _mm_set1_ps(nyd[t])); /* nyd[nt] stays 0 */
+        }
+        IN_MEMORY(nyd2);
         for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
             const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
@@ -121,10 +164,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
             /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
             const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
-            for (int v = 0; v < nt; v += 8) {
-                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
-                _mm256_storeu_ps(dmin + v, _mm256_mul_ps(_mm256_loadu_ps(nyd + v), xdmin));
-            }
+            for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
             const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
             const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
             const __m256i mins2 = _mm256_set_m128i(mins, mins);
@@ -146,19 +186,23 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
                 sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
             }
             IN_MEMORY(sc2);
-            for (int t = 0; t < nt; t += 2) { /* dmin[t + 1] exists: d, dmin are computed in 8s */
-                const __m256 dm = _mm256_set_m128(_mm_broadcast_ss(&dmin[t + 1]), _mm_broadcast_ss(&dmin[t]));
-                acc_m2[r][t / 2] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[t / 2])), acc_m2[r][t / 2]);
+            for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
+                const __m256 dm = _mm256_mul_ps(nyd2[p], xdmin);
+                acc_m2[r][p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[p])), acc_m2[r][p]);
             }
             for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) {
+    for (int r = 0; r < nr; r++) {
+        int t = 0;
+        for (; t + 8 <= nt; t += 8) /* q45_finish_avx2 of 8 tokens: hsum_ps(acc) + the min lanes' sum */
+            store8(_mm256_add_ps(hsum8_ps(&acc[r][t]), sum4_pairs(&acc_m2[r][t / 2])), &s[(size_t)r + (size_t)t * s_stride], s_stride);
+        for (; t < nt; t++) {
             const __m256 m2 = acc_m2[r][t / 2];
             const __m128 acc_m = t % 2 ? _mm256_extractf128_ps(m2, 1) : _mm256_castps256_ps128(m2);
             s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m);
         }
+    }
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -227,8 +271,11 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             }
         }
     }
-    for (int r = 0; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    for (int r = 0; r < nr; r++) {
+        int t = 0;
+        for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&acc[r][t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
+        for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    }
 }
 
 /* ---- q8_0 (scheme of e0_vec_dot_q8_0_avx2: per block, |x| times y with x's sign, and one float
