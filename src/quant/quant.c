@@ -162,6 +162,7 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_iq4_xs_to_float, .from_float_ref = e0_iq4_xs_from_float_ref,
         .vec_dot = {e0_vec_dot_iq4_xs_ref, e0_vec_dot_iq4_xs_avx2, NULL},
         .gemm = {NULL, e0_gemm_iq4_xs_avx2, NULL},
+        .gemm_tokens = {0, E0_GEMM_TOKENS_MAX, 0},
     },
     [E0_TYPE_MXFP4] = {
         .name = "mxfp4", .block_size = E0_QK_MXFP4, .type_size = MXFP4_SIZE, .is_quantized = 1, .weight_ok = 1,

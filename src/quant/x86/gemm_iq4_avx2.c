@@ -51,6 +51,7 @@ AI __m256i dot_pairs(__m256i v, __m256i vabs, __m256i y) { return _mm256_maddubs
  * gemm_avx2.c does not apply: a 4-product int16 sum of IQ4 values (|v| <= 127) can overflow. */
 
 #define XS_BYTES sizeof(e0_block_iq4_xs)
+#define XS_MAXT E0_GEMM_TOKENS_MAX /* the GEMM's tokens a call (IQ4_XS's gemm_tokens in quant.c) */
 
 /* The 8 sub-block scales ls - 32 of block x, each as an int32 lane holding the value in both of its
  * 16-bit words (so a 32-bit broadcast of lane ib is the madd operand of sub-block ib). */
@@ -122,6 +123,9 @@ AI void xs_prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64
 }
 
 /* Loop order: super-block i, row r (unpacked once), token t (streams past the row's registers).
+ * Up to XS_MAXT = 32 tokens a call (IQ4_XS's gemm_tokens), so each row's super-block is unpacked
+ * once for twice the tokens of E0_GEMM_TOKENS: tools/qspeed_gemm (AVX2, one thread) 22.6 row-token
+ * dots/us at 16 tokens, 23.8 at 32 (2 KiB more stack per token: acc is 32 rows x 32 tokens).
  * The products x.d * y.d of all tokens come from one vector multiply per 8 tokens and are read
  * back with broadcast loads (the same float products as vec_dot's scalar multiply). */
 void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
@@ -129,9 +133,9 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
     const uint8_t *w = vw, *a = va;
     const int64_t nb = n / QK_K;
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
-    __m256 acc[MAXR][MAXT];
+    __m256 acc[MAXR][XS_MAXT];
     __m256i v[8], sc[8];
-    float yd[MAXT] = {0}, dd[MAXT];
+    float yd[XS_MAXT] = {0}, dd[XS_MAXT];
     for (int r = 0; r < nr; r++) zero_acc(acc[r], nt);
     for (int64_t i = 0; i < nb; i++) {
         for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
