@@ -233,10 +233,8 @@ typedef struct {
     size_t out_stride;
 } quantize_task;
 
-static void quantize_worker(void *arg, int ith, int nth) {
+static void quantize_tokens(void *arg, long lo, long hi) {
     const quantize_task *q = arg;
-    long lo, hi;
-    e0_split(q->n_tok, ith, nth, &lo, &hi);
     const e0_kernels *k = e0_kernels_of(q->type);
     for (long t = lo; t < hi; t++) {
         if (q->type == E0_TYPE_F32) memcpy(q->out + (size_t)t * q->out_stride, q->x + t * q->n, (size_t)q->n * sizeof(float));
@@ -247,6 +245,5 @@ static void quantize_worker(void *arg, int ith, int nth) {
 void e0_quantize_rows(e0_pool *pool, uint32_t type, const float *x, int n_tok, int64_t n, uint8_t *out,
                       size_t out_stride) {
     quantize_task q = {type, x, n_tok, n, out, out_stride};
-    if (n_tok == 1) quantize_worker(&q, 0, 1);
-    else e0_pool_run(pool, quantize_worker, &q);
+    e0_pool_rows(pool, n_tok, 2, quantize_tokens, &q);
 }
