@@ -86,7 +86,8 @@ static const char COMPARE_USAGE[] =
     "--mode sustained: decode for --duration S seconds per process [60]: mean tok/s, its slope\n"
     "  over time (tok/s per minute) and the per-second series\n"
     "--depth D[,D...] (--mode depth): llama-bench's -d: ppP (--depth-prompt P [512]) and tgN\n"
-    "  (--ntok N) with D tokens already in the KV cache, each engine a process per row\n"
+    "  (--ntok N) with D tokens already in the KV cache (a cached prefix), and pp(D+P) cold: the\n"
+    "  same request's D + P tokens from an empty cache; each engine a process per row\n"
     "\n"
     "An openai engine is measured from the client (TTFT = prefill; requests carry cache_prompt\n"
     "false and ignore_eos); its model file and KV types are checked where /v1/models says them\n"
@@ -211,7 +212,7 @@ static int check_mode_flags(compare_opts *o, int n_server_urls) {
     for (int i = 0; (sustained || depth) && i < o->n_eng; i++)
         if (o->eng[i]->kind == ENG_OPENAI)
             return bench_error("--mode %s: %s is a server; this mode runs the engines' processes (edge0, llama.cpp)", m, o->name[i]);
-    if (depth) o->n_points = 2 * o->n_depth; /* a prompt-processing and a generation row per depth */
+    if (depth) o->n_points = 3 * o->n_depth; /* per depth: pp and tg with the prefix cached, pp without (cold) */
     if (depth && !o->depth_prompt && !o->ntok) return bench_error("--depth: --depth-prompt and --ntok are both 0");
     return 0;
 }
@@ -418,12 +419,22 @@ static int make_ids(compare_opts *o, const char *prompt_path, char *ids_path, si
     return 0;
 }
 
-/* The depth row `sub` of --mode depth: depth index sub / 2; even = prompt processing, odd = generation. */
-static int64_t depth_of(const compare_opts *o, int sub) { return o->depth[sub / 2]; }
-static int depth_is_pp(int sub) { return sub % 2 == 0; }
-/* The KV cache of a depth row: depth + its test, rounded up to 256. */
+/* The depth rows of --mode depth, three per depth D (index sub / 3), by sub % 3:
+ *   0  ppP @ dD     prompt processing of P tokens with D already in the KV cache (a prefix-cache hit)
+ *   1  tgN @ dD     generation of N tokens after D
+ *   2  pp(D+P) cold the same request without a cached prefix: its D + P tokens from an empty cache */
+enum { DEPTH_PP, DEPTH_TG, DEPTH_COLD };
+static int64_t depth_of(const compare_opts *o, int sub) { return o->depth[sub / 3]; }
+static int depth_kind(int sub) { return sub % 3; }
+static int depth_is_pp(int sub) { return depth_kind(sub) != DEPTH_TG; }
+/* Tokens in the KV cache before the test, and the test's own tokens. */
+static int64_t depth_kv(const compare_opts *o, int sub) { return depth_kind(sub) == DEPTH_COLD ? 0 : depth_of(o, sub); }
+static int64_t depth_tokens(const compare_opts *o, int sub) {
+    return depth_kind(sub) == DEPTH_TG ? o->ntok : depth_kind(sub) == DEPTH_COLD ? depth_of(o, sub) + o->depth_prompt : o->depth_prompt;
+}
+/* The KV cache of a depth row: what is cached + its test, rounded up to 256. */
 static int64_t depth_context(const compare_opts *o, int sub) {
-    int64_t n = depth_of(o, sub) + (depth_is_pp(sub) ? o->depth_prompt : o->ntok);
+    int64_t n = depth_kv(o, sub) + depth_tokens(o, sub);
     return (n + 255) / 256 * 256;
 }
 
@@ -445,12 +456,12 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
         for (size_t k = 0; k < sizeof cap / sizeof *cap; k++) v[n++] = (char *)cap[k];
     }
     const engine_def *d = o->eng[i];
-    if (!strcmp(o->mode, "depth")) { /* llama-bench's -d: one test (ppP or tgN) at depth D, one timed repetition */
+    if (!strcmp(o->mode, "depth")) { /* llama-bench's -d: one test (ppP, tgN or the cold pp) at its depth, one timed repetition */
         int pp = depth_is_pp(sub);
-        snprintf(nums[0], 32, "%lld", pp ? (long long)o->depth_prompt : 0LL);
-        snprintf(nums[1], 32, "%lld", pp ? 0LL : (long long)o->ntok);
+        snprintf(nums[0], 32, "%lld", pp ? (long long)depth_tokens(o, sub) : 0LL);
+        snprintf(nums[1], 32, "%lld", pp ? 0LL : (long long)depth_tokens(o, sub));
         snprintf(nums[3], 32, "%lld", (long long)depth_context(o, sub));
-        snprintf(nums[5], 32, "%lld", (long long)depth_of(o, sub));
+        snprintf(nums[5], 32, "%lld", (long long)depth_kv(o, sub));
         if (d->kind == ENG_EDGE0) {
             const char *a[] = {o->cli, "bench", "-m", o->model_of[i], "-o", "jsonl", "-r", "1", "-b", "256"};
             for (size_t k = 0; k < sizeof a / sizeof *a; k++) v[n++] = (char *)a[k];
@@ -1056,9 +1067,12 @@ int bench_compare(int argc, char **argv) {
             if (o.n_batch) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s b=%lld", o.name[i], (long long)cfg_batch[n_cfg]);
             else if (server && b < o.n_rates) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s rate=%g", o.name[i], o.rates[b]);
             else if (server) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s c=%lld", o.name[i], (long long)o.conc[b - o.n_rates]);
+            else if (depth && depth_kind(b) == DEPTH_COLD)
+                snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s pp%lld cold (d%lld uncached)", o.name[i],
+                         (long long)depth_tokens(&o, b), (long long)depth_of(&o, b));
             else if (depth)
                 snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s %s%lld @ d%lld", o.name[i], depth_is_pp(b) ? "pp" : "tg",
-                         (long long)(depth_is_pp(b) ? o.depth_prompt : o.ntok), (long long)depth_of(&o, b));
+                         (long long)depth_tokens(&o, b), (long long)depth_of(&o, b));
             else snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s", o.name[i]);
             processes[n_cfg++] = json_array();
         }
@@ -1119,9 +1133,12 @@ int bench_compare(int argc, char **argv) {
         }
         if (sustained) json_object_set_new(cj, "sustained", compare_sustained_summary(processes[c]));
         if (depth)
-            json_object_set_new(cj, "depth", json_pack("{s:I, s:s, s:I}", "depth", (json_int_t)depth_of(&o, cfg_sub[c]), "test",
-                                                       depth_is_pp(cfg_sub[c]) ? "pp" : "tg", "tokens",
-                                                       (json_int_t)(depth_is_pp(cfg_sub[c]) ? o.depth_prompt : o.ntok)));
+            json_object_set_new(cj, "depth", json_pack("{s:I, s:s, s:I, s:I}", "depth", (json_int_t)depth_of(&o, cfg_sub[c]), "test",
+                                                       depth_kind(cfg_sub[c]) == DEPTH_COLD ? "pp_cold"
+                                                       : depth_is_pp(cfg_sub[c])            ? "pp"
+                                                                                            : "tg",
+                                                       "tokens", (json_int_t)depth_tokens(&o, cfg_sub[c]), "kv_tokens",
+                                                       (json_int_t)depth_kv(&o, cfg_sub[c])));
         json_object_set_new(cj, "engine_name", json_string(o.name[cfg_eng[c]]));
         json_array_append_new(engines, cj);
         processes[c] = NULL;

@@ -293,7 +293,8 @@ static void put_sustained(e0_strbuf *b, const json_t *r) {
 
 static void put_depth(e0_strbuf *b, const json_t *r) {
     e0_sb_printf(b, "## Long context (KV depth)\n\nllama-bench's -d: the depth's tokens are in the KV cache (untimed) before the "
-                 "test; tok/s is the median over the rounds.\n\n| Test | Depth |");
+                 "test, as with a prefix-cache hit; \"cold\" is the same request without one, its depth and prompt tokens "
+                 "prefilled from an empty cache; tok/s is the median over the rounds.\n\n| Test | Depth |");
     /* engines as columns, in their order */
     const char *eng[16];
     int n_eng = 0;
@@ -314,8 +315,9 @@ static void put_depth(e0_strbuf *b, const json_t *r) {
         const json_t *d = get(c, "depth");
         if (!d || !json_string_value(get(c, "engine_name")) || strcmp(json_string_value(get(c, "engine_name")), eng[0])) continue;
         const char *test = json_string_value(get(d, "test"));
-        e0_sb_printf(b, "| %s%lld | %lld |", test ? test : "?", (long long)json_integer_value(get(d, "tokens")),
-                     (long long)json_integer_value(get(d, "depth")));
+        const int cold = test && !strcmp(test, "pp_cold");
+        e0_sb_printf(b, "| %s%lld%s | %lld |", cold ? "pp" : test ? test : "?", (long long)json_integer_value(get(d, "tokens")),
+                     cold ? " cold" : "", (long long)json_integer_value(get(d, "depth")));
         double vals[16];
         for (int k = 0; k < n_eng; k++) {
             size_t j;
@@ -324,7 +326,7 @@ static void put_depth(e0_strbuf *b, const json_t *r) {
             json_array_foreach(get(r, "configurations"), j, o) {
                 const json_t *od = get(o, "depth");
                 if (od && json_equal(od, d) && !strcmp(json_string_value(get(o, "engine_name")), eng[k]))
-                    v = num(get(get(get(o, "metrics"), test && !strcmp(test, "pp") ? "prefill_tokens_per_second" : "decode_tokens_per_second"),
+                    v = num(get(get(get(o, "metrics"), test && (!strcmp(test, "pp") || cold) ? "prefill_tokens_per_second" : "decode_tokens_per_second"),
                                 "median"));
             }
             vals[k] = v;

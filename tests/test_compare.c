@@ -451,20 +451,26 @@ static void test_depth_mode(void) {
     if (!r) return;
     CHECK(!strcmp(json_string_value(get(get(r, "protocol"), "mode")), "depth"));
     const json_t *cfgs = get(r, "configurations");
-    CHECK(json_array_size(cfgs) == 8); /* 2 engines x 2 depths x (pp, tg) */
+    CHECK(json_array_size(cfgs) == 12); /* 2 engines x 2 depths x (pp and tg with the prefix cached, pp cold) */
     for (size_t i = 0; i < json_array_size(cfgs); i++) {
         const json_t *e = json_array_get(cfgs, i), *d = get(e, "depth");
-        int pp = !strcmp(json_string_value(get(d, "test")), "pp");
-        CHECK(json_integer_value(get(d, "depth")) == ((i % 4) < 2 ? 0 : 96));
+        const char *test = json_string_value(get(d, "test"));
+        const int cold = !strcmp(test, "pp_cold"), pp = cold || !strcmp(test, "pp");
+        const long long depth = (i % 6) < 3 ? 0 : 96;
+        CHECK(json_integer_value(get(d, "depth")) == depth);
+        CHECK(!strcmp(test, (const char *const[]){"pp", "tg", "pp_cold"}[i % 3]));
         CHECK(json_integer_value(get(e, "ok")) == 2);
         const json_t *m = get(get(e, "metrics"), pp ? "prefill_tokens_per_second" : "decode_tokens_per_second");
         CHECKF(json_number_value(get(m, "median")) > 0, "%s", json_string_value(get(e, "name")));
         const json_t *row = get(json_array_get(get(e, "processes"), 0), "row");
-        CHECK(json_integer_value(get(row, "n_depth")) == json_integer_value(get(d, "depth")));
-        CHECK(json_integer_value(get(row, pp ? "n_prompt" : "n_gen")) == (pp ? 32 : 8));
+        /* cold: nothing cached, the depth's tokens and the prompt prefilled together */
+        CHECK(json_integer_value(get(row, "n_depth")) == (cold ? 0 : depth));
+        CHECK(json_integer_value(get(row, pp ? "n_prompt" : "n_gen")) == (cold ? depth + 32 : pp ? 32 : 8));
+        CHECK(json_integer_value(get(d, "kv_tokens")) == (cold ? 0 : depth));
     }
     json_decref(r);
     CHECK(sh("grep -c '| tg8 | 96 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
+    CHECK(sh("grep -c '| pp128 cold | 96 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
 }
 
 /* --mode batch with the process engines: edge0-infer bench --batch-size B and llamacpp-bench
