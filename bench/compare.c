@@ -559,15 +559,43 @@ static void add_once(json_t *list, const char *s) {
     json_array_append_new(list, json_string(s));
 }
 
-/* Every successful row of every engine against the first one's terms: a difference is a reason
- * to refuse; a term one side does not report (an openai server that does not say its KV type)
- * is a warning, "not verified". */
+/* Two configurations at the same workload point (batch size, load point, depth row). */
+static int same_slot(const json_t *a, const json_t *b) {
+    static const char *const keys[] = {"batch_size", "load_point", "depth"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const json_t *x = json_object_get(a, keys[k]), *y = json_object_get(b, keys[k]);
+        if ((x || y) && !json_equal(x, y)) return 0;
+    }
+    return 1;
+}
+
+/* The terms of the first successful process of the first configuration at e's workload point
+ * (e's own when it is the first), and that configuration's name; NULL when there is none. */
+static json_t *reference_terms(json_t *engines, const json_t *e, const char **name) {
+    size_t j, k;
+    json_t *f, *p;
+    json_array_foreach(engines, j, f) {
+        if (!same_slot(f, e)) continue;
+        json_array_foreach(json_object_get(f, "processes"), k, p) {
+            if (strcmp(json_string_value(json_object_get(p, "status")), "ok")) continue;
+            *name = json_string_value(json_object_get(f, "name"));
+            return terms_of(json_object_get(p, "row"));
+        }
+        if (f == e) break;
+    }
+    return NULL;
+}
+
+/* Every successful row of every engine against the terms of the first one at the same workload
+ * point (batch size, load point, depth row: depth rows differ in their context by design): a
+ * difference is a reason to refuse; a term one side does not report (an openai server that does
+ * not say its KV type) is a warning, "not verified". */
 static void check_terms(json_t *engines, int64_t n_ids, json_t *reasons, json_t *warnings) {
-    json_t *ref = NULL;
-    const char *ref_name = NULL;
     size_t i, k;
     json_t *e, *p;
     json_array_foreach(engines, i, e) {
+        const char *ref_name = NULL;
+        json_t *ref = reference_terms(engines, e, &ref_name); /* NULL: e has no successful process */
         json_array_foreach(json_object_get(e, "processes"), k, p) {
             if (strcmp(json_string_value(json_object_get(p, "status")), "ok")) continue;
             json_t *t = terms_of(json_object_get(p, "row"));
@@ -577,10 +605,6 @@ static void check_terms(json_t *engines, int64_t n_ids, json_t *reasons, json_t 
                 snprintf(buf, sizeof buf, "%s saw %lld prompt tokens, not the %lld ids given", name,
                          (long long)json_integer_value(json_object_get(t, "n_prompt")), (long long)n_ids);
                 json_array_append_new(reasons, json_string(buf));
-            }
-            if (!ref) {
-                ref = t, ref_name = name;
-                continue;
             }
             static const char *const keys[] = {"context", "kv_type_k", "kv_type_v", "sampling", "threads"};
             for (size_t j = 0; j < sizeof keys / sizeof *keys; j++) {
@@ -601,19 +625,10 @@ static void check_terms(json_t *engines, int64_t n_ids, json_t *reasons, json_t 
             }
             json_decref(t);
         }
+        json_decref(ref);
     }
-    json_decref(ref);
 }
 
-/* Two configurations at the same workload point (batch size, load point, depth row). */
-static int same_slot(const json_t *a, const json_t *b) {
-    static const char *const keys[] = {"batch_size", "load_point", "depth"};
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        const json_t *x = json_object_get(a, keys[k]), *y = json_object_get(b, keys[k]);
-        if ((x || y) && !json_equal(x, y)) return 0;
-    }
-    return 1;
-}
 
 /* Per engine after the first: the first engine's median over this engine's, per metric (for
  * tok/s above 1 means the first is faster; for seconds and bytes, that the first is slower). */
