@@ -50,6 +50,8 @@ static const float_fields k_fields[] = {
     {E0_TYPE_IQ4_XS, 1, {{0, 2}}}, {E0_TYPE_MXFP4, 0, {{0, 0}}},
     {E0_TYPE_IQ3_XXS, 1, {{0, 2}}},     {E0_TYPE_IQ3_S, 1, {{0, 2}}},
     {E0_TYPE_IQ4_NL, 1, {{0, 2}}},
+    {E0_TYPE_Q4_KX, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_KX, 1, {{0, 4}}}, /* q4_K, q6_K repacked (quant_kx.h) */
+    {E0_TYPE_Q6_KX, 1, {{208, 2}}},      {E0_TYPE_Q8_KP, 1, {{0, 4}}},
 };
 
 static const float_fields *fields_of(int type) {
@@ -168,7 +170,7 @@ static void test_gemm_matches_vec_dot(void) {
         }
         /* AVX2 has one for each prefill type (else the test checked nothing) */
         if (level == E0_SIMD_AVX2) {
-            static const int need[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0};
+            static const int need[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_KX, E0_TYPE_Q6_KX};
             for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
                 CHECKF(e0_kernels_at(e0_type_traits_of((uint32_t)need[i]), level).gemm != NULL, "type %d has no avx2 gemm", need[i]);
             /* IQ2_XXS's gemm takes the wider token groups (checked up to that count above) */

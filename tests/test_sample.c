@@ -3,6 +3,8 @@
 #include "engine/sample.h"
 #include "t.h"
 
+#include <math.h>
+
 #define NV 1000
 
 static void fill(float *l, unsigned seed) {
@@ -28,6 +30,43 @@ static void test_greedy(void) {
         e0_sampler *sm = e0_sampler_new(&p, NV);
         CHECK(e0_sample(sm, l) == argmax(l));
         e0_sampler_free(sm);
+    }
+}
+
+/* e0_argmax against the one-by-one loop: every length 1..40 (the 8-lane pass and its tail), the
+ * maximum at every position, ties (the first wins), NaNs (never chosen) and all-NaN / -inf. */
+static void test_argmax(void) {
+    float x[40];
+    for (int n = 1; n <= 40; n++)
+        for (int at = 0; at < n; at++) {
+            for (int i = 0; i < n; i++) x[i] = (float)((i * 7) % 5) - 10.0f;
+            x[at] = 3.0f;
+            CHECKF(e0_argmax(x, n) == at, "n=%d max at %d", n, at);
+            if (at + 1 < n) { /* a later tie loses */
+                x[n - 1] = 3.0f;
+                CHECKF(e0_argmax(x, n) == at, "n=%d tie at %d and %d", n, at, n - 1);
+            }
+            if (n > 1) { /* a NaN elsewhere is skipped */
+                x[at == 0 ? n - 1 : 0] = NAN;
+                CHECKF(e0_argmax(x, n) == at, "n=%d NaN beside the max at %d", n, at);
+            }
+        }
+    for (int i = 0; i < 40; i++) x[i] = NAN;
+    CHECK(e0_argmax(x, 40) == 0);
+    x[17] = -INFINITY;
+    CHECK(e0_argmax(x, 40) == 17);
+    x[33] = -1e30f;
+    CHECK(e0_argmax(x, 40) == 33);
+    CHECK(e0_argmax(x, 0) == 0);
+    float l[NV];
+    for (unsigned s = 1; s < 50; s++) {
+        fill(l, s);
+        CHECK(e0_argmax(l, NV) == argmax(l));
+        const int n = NV - (int)s; /* a prefix: lengths not a multiple of 8 */
+        int b = 0;
+        for (int i = 1; i < n; i++)
+            if (l[i] > l[b]) b = i;
+        CHECK(e0_argmax(l, n) == b);
     }
 }
 
@@ -147,6 +186,7 @@ static void test_frequency_presence(void) {
 
 int main(void) {
     RUN(test_greedy);
+    RUN(test_argmax);
     RUN(test_top_k_membership);
     RUN(test_cutoffs);
     RUN(test_seed);

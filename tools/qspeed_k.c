@@ -5,7 +5,8 @@
  * For each weight type and kernel level, a matrix of rows of n = 2048 (a Qwen3-30B-A3B hidden
  * row) is dotted row by row with one Q8_K activation row, single-threaded, like a decode matvec.
  * Reports GB/s of weight bytes, for a small matrix (1 MiB, cache resident: kernel throughput)
- * and a big one (big_MiB: memory bound once it exceeds the L3). Best of 200 / 5 runs
+ * and a big one (big_MiB: memory bound once it exceeds the L3; the small one is past a 512 KiB
+ * L2 too). Best of 200 / 5 runs
  * (the machine is shared: best-of filters out the time others take). Also times the Q8_K
  * quantizers in GB/s of float input. */
 #include <stdio.h>
@@ -44,10 +45,12 @@ int main(int argc, char **argv) {
     if (!x || !a) return 1;
     for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref(x, a, n);
-    const int types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K};
+    /* and q4_K / q6_K repacked (quant_kx.h), against their own activation types */
+    const int types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q4_KX, E0_TYPE_Q6_KX};
     printf("%-6s %-7s %10s %10s\n", "type", "kernel", "1MiB", "big");
-    for (int ti = 0; ti < 5; ti++) {
+    for (int ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++) {
         const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);
+        e0_type_traits_of((uint32_t)t->vec_dot_type)->from_float_ref(x, a, n); /* same size as Q8_K */
         const size_t row_bytes = e0_row_size((uint32_t)types[ti], n);
         const int64_t rows_small = (int64_t)((1u << 20) / row_bytes), rows_big = (int64_t)((big_mib << 20) / row_bytes);
         uint8_t *w = malloc((size_t)rows_big * row_bytes);

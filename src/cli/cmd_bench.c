@@ -14,6 +14,7 @@
 #include "quant/quant.h"
 #include "measure/stats.h"
 #include "engine/experts.h"
+#include "engine/sample.h"
 #include "measure/sysinfo.h"
 
 static void help(void) {
@@ -73,13 +74,6 @@ static char *read_fixture(const char *file, char *path, size_t cap, e0_err *e) {
         }
     }
     return e0_read_file(path, 16 << 20, NULL, e);
-}
-
-static int argmax(const float *x, int64_t n) {
-    int best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = (int)i;
-    return best;
 }
 
 static json_t *tensor_types_json(const gguf_file *f) {
@@ -188,11 +182,11 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
             shown = now;
         }
     }
-    int tok = argmax(e0_ctx_logits(c), V);
+    int tok = e0_argmax(e0_ctx_logits(c), V);
     r->prefill_s = e0_now() - t0;
     for (int64_t k = 0; k < a->warmup; k++) {
         if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
-        tok = argmax(e0_ctx_logits(c), V);
+        tok = e0_argmax(e0_ctx_logits(c), V);
     }
     e0_ctx_reset_stats(c);
     if (xc) e0_experts_reset_stats(xc);
@@ -214,7 +208,7 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
         }
         if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
         double ts = a->breakdown ? e0_now() : 0;
-        tok = argmax(e0_ctx_logits(c), V);
+        tok = e0_argmax(e0_ctx_logits(c), V);
         double now = e0_now();
         if (a->breakdown) r->sampling_s += now - ts;
         if (r->n_decode < a->ntok) r->itl[r->n_decode] = now - prev;
@@ -274,7 +268,7 @@ static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args 
     for (int b = 0; b < B; b++) {
         e0_ctx_truncate(cs[b], 0);
         if (e0_eval(cs[b], prompt, n_prompt, NULL, e) < 0) goto done;
-        tok[b] = argmax(e0_ctx_logits(cs[b]), V);
+        tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
     }
     r->prefill_s = e0_now() - t0;
     r->agree = true;
@@ -294,7 +288,7 @@ static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args 
         if (e0_eval_batch(cs, tok, B, e) < 0) goto done;
         double ts = e0_now();
         for (int b = 0; b < B; b++) {
-            tok[b] = argmax(e0_ctx_logits(cs[b]), V);
+            tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
             r->agree &= tok[b] == tok[0];
         }
         if (k < a->warmup) continue;

@@ -2,7 +2,7 @@
  *
  *   e0_ctx *c = e0_ctx_new(model, &(e0_ctx_params){.n_ctx = 4096, .n_threads = 2}, &err);
  *   e0_eval(c, prompt, n_prompt, NULL, &err);       // prefill (batched)
- *   int next = argmax(e0_ctx_logits(c), n_vocab);
+ *   int next = e0_argmax(e0_ctx_logits(c), n_vocab);  // engine/sample.h
  *   e0_eval(c, &next, 1, NULL, &err);                // decode one token
  *
  * All buffers are allocated by e0_ctx_new; evaluating tokens allocates nothing.

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "quant/quant.h"
+
 #define DIRECT_ALIGN 4096 /* O_DIRECT offset/length/buffer alignment; a multiple of any logical block size in use */
 #define N_PARTS 3         /* gate, up, down */
 
@@ -48,6 +50,8 @@ typedef struct layer_cache {
     size_t mem_bytes;
     size_t part_off[N_PARTS], part_len[N_PARTS]; /* in a slot; part_len = matrix bytes */
     uint64_t file_off[N_PARTS];                   /* of expert 0's matrix */
+    uint32_t file_type[N_PARTS];                  /* the file's type of each part, and */
+    bool repack[N_PARTS];                         /* whether reads are repacked (e0_repack) */
     uint64_t expert_bytes;
     size_t stride;
 } layer_cache;
@@ -231,6 +235,7 @@ static void *io_main(void *arg) {
         uint64_t err_off = 0;
         int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, t->staging, dst, len, off, &err_no, &err_off)
                                                 : read_cached(x->fd_cached, dst, len, off, &err_no, &err_off);
+        if (rc == READ_OK && lc->repack[r.part]) e0_repack(lc->file_type[r.part], dst, len); /* as the resident load */
 
         pthread_mutex_lock(&x->mu);
         if (rc != READ_OK && !s->err_kind) {
@@ -622,6 +627,8 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
             lc->part_off[q] = off;
             lc->part_len[q] = w->matrix_bytes;
             lc->file_off[q] = w->t->offset;
+            lc->file_type[q] = w->t->type;
+            lc->repack[q] = w->type != w->t->type; /* the model keeps this type repacked */
             off += align_up(w->matrix_bytes, 64);
         }
         lc->stride = off; /* = slot_stride(L) */

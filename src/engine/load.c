@@ -237,6 +237,7 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     e0_model_params p = mp ? *mp : (e0_model_params){0};
     p.experts_resident = !s->streamed;
     p.embd_from_file = s->streamed;
+    p.repack = o->repack != E0_OFF;
     if (!(s->m = e0_model_load(path, &p, true, e))) return -1;
     if (s->streamed) {
         e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read, .evict = o->evict,
@@ -304,6 +305,9 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "experts", json_string(!moe ? "none (dense model)" : s->streamed ? "stream" : "resident"));
     json_object_set_new(j, "token_embd", json_string(s->m->embd_from_file ? "file (one row read per token)" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));
+    json_object_set_new(j, "repack", json_string(o->repack == E0_OFF                         ? "off"
+                                                 : e0_repack_type(E0_TYPE_Q4_K) != E0_TYPE_Q4_K ? "auto (q4_K -> q4_KX)"
+                                                                                                 : "auto (none: SIMD level not avx2)"));
     if (s->trace) { /* replay: a measurement mode, labelled so that it never passes for a real run */
         json_object_set_new(j, "routing_trace", json_string(s->trace->name));
         json_object_set_new(j, "replay_predict", o->replay_predict >= 0 ? json_real(o->replay_predict) : json_string("none"));

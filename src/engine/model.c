@@ -62,6 +62,7 @@ typedef struct {
     binding *b;
     size_t n, cap;
     size_t dense_bytes, expert_bytes;
+    bool repack; /* e0_model_params.repack */
     e0_err *e;
 } binder;
 
@@ -118,7 +119,7 @@ static int bind_matrix(binder *bd, e0_weight *w, const char *name, int64_t ne0, 
         return e0_fail(bd->e, "%s: tensor '%s' has unsupported type %s", bd->f->path, name, e0_type_name(t->type, buf));
     }
     w->t = t;
-    w->type = t->type;
+    w->type = bd->repack ? e0_repack_type(t->type) : t->type; /* same block size, same bytes */
     w->ne[0] = ne0;
     w->ne[1] = ne1;
     w->ne[2] = ne2 > 0 ? ne2 : 1;
@@ -306,6 +307,7 @@ static int load_binding(const e0_model *m, binding *b, e0_err *e) {
     uint8_t *dst = (b->expert ? m->expert_buf : m->dense_buf) + b->offset;
     if (b->w) {
         if (gguf_read(m->gguf, b->t->offset, dst, b->t->nbytes, e) < 0) return -1;
+        if (b->w->type != b->t->type) e0_repack(b->t->type, dst, b->t->nbytes);
         b->w->data = dst;
         return 0;
     }
@@ -351,7 +353,7 @@ int e0_model_embd_row(const e0_model *m, int32_t tok, float *out, uint8_t *raw, 
         return 0;
     }
     if (gguf_read(m->gguf, w->t->offset + (uint64_t)tok * w->row_bytes, raw, w->row_bytes, e) < 0) return -1;
-    e0_type_traits_of(w->type)->to_float(raw, out, w->ne[0]);
+    e0_type_traits_of(w->t->type)->to_float(raw, out, w->ne[0]); /* the file's bytes, not repacked */
     return 0;
 }
 
@@ -361,7 +363,7 @@ e0_model *e0_model_load(const char *path, const e0_model_params *mp, bool load_w
         e0_fail(e, "out of memory");
         return NULL;
     }
-    binder bd = {.e = e};
+    binder bd = {.e = e, .repack = mp && mp->repack};
     if (!(m->gguf = gguf_open(path, e))) goto fail;
     bd.f = m->gguf;
     if (e0_arch_read_hparams(m->gguf, &m->hp, e) < 0) goto fail;

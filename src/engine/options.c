@@ -32,7 +32,9 @@ const char *e0_options_help(void) {
            "  --model-option prefill_ahead_min_tokens=N     chunk size from which prefill_read=auto overlaps\n"
            "  --model-option evict=lru|lfu|lrfu|pin         expert cache eviction policy (default lrfu)\n"
            "  --model-option protect_predicted=on|off       never evict an expert predicted for the next step\n"
-           "  --model-option io_threads=N                   expert reader threads\n";
+           "  --model-option io_threads=N                   expert reader threads\n"
+           "  --model-option repack=auto|off                q4_K weights repacked at load for the AVX2 kernels\n"
+           "                                                (auto; faster, last bits differ from off)\n";
 }
 
 /* value must be one of names[]; index into *out */
@@ -112,6 +114,11 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
         if (dst == &o->prefill_read && *dst == E0_ON) *dst = E0_AUTO;
         return 0;
     }
+    if (!strcmp(key, "repack")) {
+        static const char *const names[] = {"auto", "off"};
+        static const int values[] = {E0_AUTO, E0_OFF};
+        return pick(key, v, names, values, 2, &o->repack, e);
+    }
     if (!strcmp(key, "expert_slots")) {
         if (e0_parse_i64(v, 1, 1 << 20, &n, what, e) < 0) return -1;
         o->expert_slots = n;
@@ -146,7 +153,7 @@ int e0_options_parse(e0_options *o, const char *kv, e0_err *e) {
     }
     return e0_fail(e, "--model-option: unknown key '%s' (known: experts, expert_slots, memory_budget, expert_read, routing, "
                       "predict_from_layer, predict_ahead, prefetch, prefill_read, prefill_ahead_min_tokens, evict, io_threads, "
-                      "routing_trace, replay_predict, replay_seed, protect_predicted)", key);
+                      "routing_trace, replay_predict, replay_seed, protect_predicted, repack)", key);
 }
 
 int e0_options_check_model(const e0_options *o, int64_t n_layer, e0_err *e) {

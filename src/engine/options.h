@@ -32,6 +32,7 @@ typedef struct e0_options {
     double replay_predict;            /* routing=replay: predictor accuracy 0..1; < 0 = no predictor */
     int64_t replay_seed;              /* seed of replay_predict's wrong guesses; 0 = default (1) */
     int protect_predicted;            /* e0_tristate: prediction-aware eviction (experts.h); AUTO = on */
+    int repack;                       /* E0_AUTO (q4_K kept in the AVX2 layout where it runs, quant_kx.h) or E0_OFF */
 } e0_options;
 
 void e0_options_init(e0_options *o);

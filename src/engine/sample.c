@@ -137,12 +137,27 @@ static void apply_penalties(e0_sampler *s, candidate *c, int64_t n) {
     }
 }
 
+int e0_argmax(const float *x, int64_t n) {
+    float lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
+    float m = -INFINITY;
+    for (int l = 0; l < 8; l++) m = lane[l] > m ? lane[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int64_t j = 0; j < n; j++)
+        if (x[j] == m) return (int)j;
+    return 0;
+}
+
 int e0_sample(e0_sampler *s, const float *logits) {
     const e0_sampler_params *p = &s->p;
     candidate *c = s->cand;
     int64_t n = s->n_vocab;
+    const int penalties = p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f;
+    if (p->temp <= 0 && !penalties) return e0_argmax(logits, n);
     for (int64_t i = 0; i < n; i++) c[i] = (candidate){(int)i, logits[i], 0};
-    if (p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) apply_penalties(s, c, n);
+    if (penalties) apply_penalties(s, c, n);
     if (p->temp <= 0) {
         int64_t best = 0;
         for (int64_t i = 1; i < n; i++)

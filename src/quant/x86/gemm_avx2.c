@@ -29,50 +29,15 @@
 #include "quant/gemm.h"
 #include "quant/quant_basic.h"
 #include "quant/x86/quant_k_simd.h"
+#include "quant/x86/gemm_simd.h"
 
 #define MAXT E0_GEMM_TOKENS_MAX
 _Static_assert(MAXT % 8 == 0, "the per-token scales are multiplied in vectors of 8 floats");
 #define MAXR E0_GEMM_ROWS
-#define AI static inline __attribute__((always_inline))
 
 /* IN_MEMORY (keeps the scale vectors as memory operands) and zero_acc: x86/simd.h. */
 
-/* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them), which
- * the hardware prefetcher follows poorly: while a row's block i is used, its block i + 1 is asked
- * for (one super-block step, nr rows times nt tokens of work, ahead); in the last step, block 0 of
- * the same row of the next nr rows (usually the next call's). Prefetches never fault. */
-AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb, size_t bsize) {
-    const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * bsize : w + (size_t)(nr + r) * w_stride;
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
-    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
-}
-
-/* ---- sub-block pairing (q4_K, q5_K, q6_K) ----
- * The one-token kernels compute, per 32 values j of a super-block, madd(maddubs(u_j, q_j), sc_j):
- * int32 lane k gets sc_j * (the 4 products of bytes 4k..4k+3), and lanes are summed over j. Here
- * sub-blocks j, j' = 2m, 2m+1 are interleaved by 16-bit words (in every 32-bit lane: A = low words
- * of j and j', B = high words of j and j'), the same for weights and activations, so that
- * maddubs(A_u, A_q) + maddubs(B_u, B_q) holds in each 32-bit lane the two 4-product sums of j
- * and j' (int16: at most 4 * 63 * 128 = 32256, no overflow for 4-, 5- and 6-bit codes), and one
- * madd with [sc_j, sc_j'] gives lane k's sc_j * S_jk + sc_j' * S_j'k. The int32 lane sums are the
- * same integers as the one-token kernel's, from 3 instead of 4 multiply-port operations per 64
- * values (the activations are interleaved once per super-block for all rows). */
-
-/* v[0], v[1] (sub-blocks j, j') -> A, B in place. */
-AI void pair_words(__m256i v[2]) {
-    const __m256i j = v[0], jj = v[1];
-    v[0] = _mm256_blend_epi16(j, _mm256_slli_epi32(jj, 16), 0xAA);
-    v[1] = _mm256_blend_epi16(_mm256_srli_epi32(j, 16), jj, 0xAA);
-}
-
-/* The 8 activation vectors of one super-block (256 int8), paired. */
-AI void pair_subblocks(const uint8_t *q8, __m256i out[8]) {
-    for (int m = 0; m < 4; m++) {
-        out[2 * m] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m));
-        out[2 * m + 1] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m + 32));
-        pair_words(&out[2 * m]);
-    }
-}
+/* Sub-block pairing (pair_words, pair_subblocks): x86/gemm_simd.h. */
 
 /* Shuffle control: word 2m of the scale vector into the even words, word 2m+1 into the odd. */
 static inline __m256i scale_pair_ctrl(int m) { return _mm256_set1_epi32((4 * m) | (4 * m + 1) << 8 | (4 * m + 2) << 16 | (4 * m + 3) << 24); }
@@ -86,37 +51,6 @@ AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[
         sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc2[m]));
     }
     return sum;
-}
-
-/* ---- final reductions, 8 tokens at a time ----
- * hsum_ps (and q45_finish_avx2's min part) of 8 accumulators at once, with the same float adds
- * per token (adds are commutative, so swapped operands give the same bits): v[2q] and v[2q+1]
- * hold tokens 2q (low 128 bits) and 2q+1 (high) of 4-lane partial sums; returns the token sums
- * in the order [0, 2, 4, 6 | 1, 3, 5, 7]. */
-AI __m256 sum4_pairs(const __m256 v[4]) {
-    /* r + movehl(r): lanes 0, 1 of tokens 2q / 2q+1 */
-    const __m256 u0 = _mm256_add_ps(_mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m256 u1 = _mm256_add_ps(_mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    /* add_ss(r, movehdup(r)) */
-    return _mm256_add_ps(_mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* hsum_ps of acc[0..8): the low + high halves first (hsum_ps's first add), then sum4_pairs. */
-AI __m256 hsum8_ps(const __m256 acc[8]) {
-    __m256 v[4];
-    for (int q = 0; q < 4; q++)
-        v[q] = _mm256_add_ps(_mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x20), _mm256_permute2f128_ps(acc[2 * q], acc[2 * q + 1], 0x31));
-    return sum4_pairs(v);
-}
-
-/* s[t * s_stride] = the sums of tokens t = 0..7 (in sum4_pairs' order) */
-AI void store8(__m256 sums, float *s, size_t s_stride) {
-    float f[8];
-    _mm256_storeu_ps(f, sums);
-    for (int k = 0; k < 4; k++) {
-        s[(size_t)(2 * k) * s_stride] = f[k];
-        s[(size_t)(2 * k + 1) * s_stride] = f[4 + k];
-    }
 }
 
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
@@ -193,16 +127,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
-    for (int r = 0; r < nr; r++) {
-        int t = 0;
-        for (; t + 8 <= nt; t += 8) /* q45_finish_avx2 of 8 tokens: hsum_ps(acc) + the min lanes' sum */
-            store8(_mm256_add_ps(hsum8_ps(&acc[r][t]), sum4_pairs(&acc_m2[r][t / 2])), &s[(size_t)r + (size_t)t * s_stride], s_stride);
-        for (; t < nt; t++) {
-            const __m256 m2 = acc_m2[r][t / 2];
-            const __m128 acc_m = t % 2 ? _mm256_extractf128_ps(m2, 1) : _mm256_castps256_ps128(m2);
-            s[(size_t)r + (size_t)t * s_stride] = q45_finish_avx2(acc[r][t], acc_m);
-        }
-    }
+    for (int r = 0; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -220,7 +145,6 @@ void e0_gemm_q5_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt
 void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                        size_t s_stride) {
     const uint8_t *w = vw, *a = va;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     __m256 acc[MAXR][MAXT];
     __m256i sc2[4], qa[MAXT][8];
     float yd[MAXT] = {0}, d[MAXT];
@@ -243,16 +167,7 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             #pragma GCC unroll 2
             for (int c = 0; c < 2; c++) {
                 const __m256i scs = scs2[c];
-                const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c));
-                const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c + 32));
-                const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * c));
-                u[4 * c + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-                u[4 * c + 1] =
-                    _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-                u[4 * c + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-                u[4 * c + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+                q6_codes(x->ql + 64 * c, x->qh + 32 * c, &u[4 * c]);
                 #pragma GCC unroll 4
                 for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
             }

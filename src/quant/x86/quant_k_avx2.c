@@ -140,7 +140,6 @@ void e0_vec_dot_q5_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
 void e0_vec_dot_q6_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const e0_block_q6_K *x = vw;
     const e0_block_q8_K *y = va;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
@@ -153,20 +152,12 @@ void e0_vec_dot_q6_K_avx2(int64_t n, float *s, const void *vw, const void *va) {
         const int8_t *q8 = y[i].qs;
         #pragma GCC unroll 4
         for (int c = 0; c < 2; c++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * c));
-            const __m256i u0 = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            const __m256i u1 = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-            const __m256i u2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-            const __m256i u3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
-            sumi = _mm256_add_epi32(sumi, dot32_pair(u0, q8 + 0, scs[c], 0));
-            sumi = _mm256_add_epi32(sumi, dot32_pair(u1, q8 + 32, scs[c], 1));
-            sumi = _mm256_add_epi32(sumi, dot32_pair(u2, q8 + 64, scs[c], 2));
-            sumi = _mm256_add_epi32(sumi, dot32_pair(u3, q8 + 96, scs[c], 3));
+            __m256i u[4];
+            q6_codes(x[i].ql + 64 * c, x[i].qh + 32 * c, u);
+            /* two independent int32 chains (integer adds: the same sum in any order) */
+            const __m256i a = _mm256_add_epi32(dot32_pair(u[0], q8 + 0, scs[c], 0), dot32_pair(u[1], q8 + 32, scs[c], 1));
+            const __m256i b = _mm256_add_epi32(dot32_pair(u[2], q8 + 64, scs[c], 2), dot32_pair(u[3], q8 + 96, scs[c], 3));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(a, b));
             q8 += 128;
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);

@@ -38,4 +38,18 @@ static inline float q45_finish_avx512(__m256 acc, __m128 acc_m) { /* quant_k_avx
     return _mm_cvtss_f32(r);
 }
 
+/* q6_K: the 4 code vectors (u = q + 32 in 0..63, 32 values each) of one 128-value half of a
+ * block, from its 64 ql bytes and 32 qh bytes: u[g] = nibbles | high bits << 4. The high bits are
+ * moved to bits 4-5 by one 16-bit shift each (bits that cross into the next byte are masked
+ * off), 17 operations instead of 21; shared by the one-token, 4-token and GEMM kernels. */
+static inline __attribute__((always_inline)) void q6_codes(const uint8_t *ql, const uint8_t *qh, __m256i u[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    const __m256i ql0 = _mm256_loadu_si256((const __m256i *)ql), ql1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+    u[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+    u[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(h, m30));
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
 #endif

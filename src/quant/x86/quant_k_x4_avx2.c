@@ -91,7 +91,6 @@ void e0_vec_dot_4_q5_K_avx2(int64_t n, float *s, size_t s_stride, const void *vw
  * sub-blocks from one vpshufb each. */
 void e0_vec_dot_4_q6_K_avx2(int64_t n, float *s, size_t s_stride, const void *vw, const void *va, size_t a_stride) {
     const e0_block_q6_K *x = vw;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3);
     const e0_block_q8_K *yrow[NT];
     __m256 acc[NT];
     for (int k = 0; k < NT; k++) {
@@ -110,17 +109,8 @@ void e0_vec_dot_4_q6_K_avx2(int64_t n, float *s, size_t s_stride, const void *vw
         }
         #pragma GCC unroll 2
         for (int c = 0; c < 2; c++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x[i].ql + 64 * c + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * c));
-            const __m256i u[4] = {
-                _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
-            };
+            __m256i u[4];
+            q6_codes(x[i].ql + 64 * c, x[i].qh + 32 * c, u);
             #pragma GCC unroll 4
             for (int g = 0; g < 4; g++) {
                 const __m256i sc = _mm256_shuffle_epi8(scs[c], word_pair_ctrl(2 * g, 2 * g + 1));

@@ -1,0 +1,83 @@
+/* quant_kx.h — q4_K and q6_K repacked at load ("q4_KX", "q6_KX": engine-internal types, never in
+ * a file) and their activation types Q8_KX and Q8_KP: the layouts, the repacking, and the kernels
+ * quant.c's table points at (scalar here in quant_kx.c, AVX2 in x86/quant_kx_avx2.c).
+ *
+ * Why: on AVX2 the integer multiplier is the limit of the q4_K dot (a Zen 1 core runs one 256-bit
+ * vpmaddubsw or vpmaddwd every two cycles). The plain layout needs one vpmaddwd (the sub-block
+ * scale) per vpmaddubsw, because the 32 bytes of a vector hold one sub-block. In the repacked
+ * layout the four code vectors of 128 values interleave four sub-blocks by 16-bit words, so four
+ * vpmaddubsw outputs add up in int16 (8 products of one sub-block per word, at most
+ * 8 * 15 * 127 = 15240: no overflow) before one vpmaddwd applies the four scales: 10 instead of
+ * 16 multiplies per 256 values in the one-token dot, 10.5 instead of 12.5 per (row, token) in
+ * the GEMM. The activations must be permuted the same way: Q8_KX is Q8_K (same d, same bsums,
+ * which are sums of natural runs of 16) with each 128-value half of qs reordered.
+ *
+ * The permutation, per 128-value half c of a super-block: code vector r (0..3) byte p (0..31)
+ * holds natural value kx_natural(c, r, p) = 128c + 32s + 8r + 2(p/8) + p%2 with s = (p/2)%4,
+ * i.e. 16-bit word w of every vector belongs to sub-block 4c + w%4. A q4_KX block keeps q4_K's
+ * d, dmin and scales; its qs byte 64c + 32(r/2) + p holds vector r's code in the low (r even) or
+ * high (r odd) nibble. Q8_KX's qs[128c + 32r + p] = Q8_K's qs[kx_natural(c, r, p)].
+ *
+ * Results: the integer sums are exact, but they land in other float lanes than the plain q4_K
+ * kernels', so the float accumulation (and the last bits) differ from a non-repacked run; within
+ * a process every q4_KX kernel gives the same bits (GEMM = dot, tests/test_gemm.c).
+ *
+ * q6_KX: q6_K's 6-bit codes cannot add four vpmaddubsw outputs in int16 (8 * 63 * 127 > 32767),
+ * but two can (4 products per word): the layout of gemm_avx2.c's sub-block pairing, stored. Per
+ * 128-value half c, the four code vectors that q6_codes() unpacks are the pairs A, B of natural
+ * vectors (2m, 2m+1), m = 0, 1: in each 32-bit lane, A holds the low words and B the high words of
+ * the two; kp_natural(c, g, p) is the natural value of vector g, byte p. The block's d and scales
+ * stay; Q8_KP permutes Q8_K's qs the same way. Two vpmaddubsw, one int16 add and one vpmaddwd
+ * per 64 values (12 instead of 16 multiplies per block in the one-token dot, and no pairing work
+ * per row and token in the GEMM); the int32 lane sums are exactly those of the plain q6_K AVX2
+ * dot, so q6_KX gives q6_K's bits (tests/test_quant_kx.c checks it). */
+#ifndef E0_QUANT_KX_H
+#define E0_QUANT_KX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Natural index (0..255) of code vector r, byte p of half c (see above). */
+static inline int kx_natural(int c, int r, int p) { return 128 * c + 32 * ((p / 2) % 4) + 8 * r + 2 * (p / 8) + p % 2; }
+
+/* Natural index (0..255) of q6_KX code vector g (0..3), byte p of half c. */
+static inline int kp_natural(int c, int g, int p) {
+    const int m = g / 2, b = g % 2, k = p / 4, w = p % 4;
+    return 128 * c + 32 * (2 * m + w / 2) + 4 * k + 2 * b + w % 2;
+}
+
+/* n q4_K blocks in place -> q4_KX, and back. */
+void e0_q4_K_repack(void *blocks, int64_t n_blocks);
+void e0_q4_KX_unpack(void *blocks, int64_t n_blocks);
+
+void e0_q4_KX_to_float(const void *src, float *dst, int64_t n);
+void e0_q4_KX_from_float_ref(const float *x, void *dst, int64_t n);
+void e0_vec_dot_q4_KX_ref(int64_t n, float *s, const void *w, const void *a);
+void e0_q8_KX_to_float(const void *src, float *dst, int64_t n);
+/* Q8_K blocks in place -> Q8_KX / Q8_KP (the AVX2 quantizers: Q8_K's, then this) */
+void e0_q8_KX_permute(void *blocks, int64_t n_blocks);
+void e0_q8_KP_permute(void *blocks, int64_t n_blocks);
+void e0_q8_KX_from_float_ref(const float *x, void *dst, int64_t n);
+
+void e0_q6_K_repack(void *blocks, int64_t n_blocks);
+void e0_q6_KX_unpack(void *blocks, int64_t n_blocks);
+void e0_q6_KX_to_float(const void *src, float *dst, int64_t n);
+void e0_q6_KX_from_float_ref(const float *x, void *dst, int64_t n);
+void e0_vec_dot_q6_KX_ref(int64_t n, float *s, const void *w, const void *a);
+void e0_q8_KP_to_float(const void *src, float *dst, int64_t n);
+void e0_q8_KP_from_float_ref(const float *x, void *dst, int64_t n);
+
+/* x86/quant_kx_avx2.c */
+void e0_q8_KX_from_float_avx2(const float *x, void *dst, int64_t n);
+void e0_vec_dot_q4_KX_avx2(int64_t n, float *s, const void *w, const void *a);
+void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                        size_t s_stride);
+void e0_q8_KP_from_float_avx2(const float *x, void *dst, int64_t n);
+/* e0_q4_K_repack / e0_q6_K_repack in registers, the same bytes (what e0_repack runs: AVX2 level only) */
+void e0_q4_K_repack_avx2(void *blocks, int64_t n_blocks);
+void e0_q6_K_repack_avx2(void *blocks, int64_t n_blocks);
+void e0_vec_dot_q6_KX_avx2(int64_t n, float *s, const void *w, const void *a);
+void e0_gemm_q6_KX_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+                        size_t s_stride);
+
+#endif
