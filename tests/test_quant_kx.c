@@ -35,18 +35,24 @@ static void test_permutation(void) {
             }
         for (int v = 128 * c; v < 128 * c + 128; v++) CHECKF(seen[v] == 1, "q6: natural value %d taken %d times", v, seen[v]);
     }
-    for (int c = 0; c < 2; c++) {
-        int seen[QK_K] = {0};
-        for (int r = 0; r < 4; r++)
+    /* q4_KX: over the whole block a bijection; word p/2 of every vector in sub-block (p/2)%8,
+     * each vector holding 4 values (2 words) of every sub-block */
+    int seen[QK_K] = {0};
+    for (int c = 0; c < 2; c++)
+        for (int r = 0; r < 4; r++) {
+            int per_sb[8] = {0};
             for (int p = 0; p < 32; p++) {
                 const int v = kx_natural(c, r, p);
-                CHECKF(v >= 128 * c && v < 128 * c + 128, "half %d vector %d byte %d -> %d", c, r, p, v);
-                if (v >= 0 && v < QK_K) seen[v]++;
-                /* word p/2 of every vector belongs to sub-block 4c + (p/2)%4 */
-                CHECKF(v / 32 == 4 * c + (p / 2) % 4, "half %d vector %d byte %d: sub-block %d", c, r, p, v / 32);
+                CHECKF(v >= 0 && v < QK_K, "vector %d byte %d -> %d", 4 * c + r, p, v);
+                if (v < 0 || v >= QK_K) continue;
+                seen[v]++;
+                per_sb[v / 32]++;
+                CHECKF(v / 32 == (p / 2) % 8, "vector %d byte %d: sub-block %d", 4 * c + r, p, v / 32);
+                if (p % 2) CHECKF(v == kx_natural(c, r, p - 1) + 1, "vector %d: word %d is not a natural pair", 4 * c + r, p / 2);
             }
-        for (int v = 128 * c; v < 128 * c + 128; v++) CHECKF(seen[v] == 1, "natural value %d taken %d times", v, seen[v]);
-    }
+            for (int sb = 0; sb < 8; sb++) CHECKF(per_sb[sb] == 4, "vector %d holds %d values of sub-block %d", 4 * c + r, per_sb[sb], sb);
+        }
+    for (int v = 0; v < QK_K; v++) CHECKF(seen[v] == 1, "natural value %d taken %d times", v, seen[v]);
 }
 
 /* n blocks of q4_K: quantized gaussian data (mode 0), random bytes with finite scales (1), or

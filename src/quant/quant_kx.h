@@ -5,18 +5,19 @@
  * Why: on AVX2 the integer multiplier is the limit of the q4_K dot (a Zen 1 core runs one 256-bit
  * vpmaddubsw or vpmaddwd every two cycles). The plain layout needs one vpmaddwd (the sub-block
  * scale) per vpmaddubsw, because the 32 bytes of a vector hold one sub-block. In the repacked
- * layout the four code vectors of 128 values interleave four sub-blocks by 16-bit words, so four
- * vpmaddubsw outputs add up in int16 (8 products of one sub-block per word, at most
- * 8 * 15 * 127 = 15240: no overflow) before one vpmaddwd applies the four scales: 10 instead of
- * 16 multiplies per 256 values in the one-token dot, 10.5 instead of 12.5 per (row, token) in
- * the GEMM. The activations must be permuted the same way: Q8_KX is Q8_K (same d, same bsums,
- * which are sums of natural runs of 16) with each 128-value half of qs reordered.
+ * layout the eight code vectors of a block interleave all eight sub-blocks by 16-bit words, so
+ * the eight vpmaddubsw outputs add up in int16 (16 products of one sub-block per word, at most
+ * 16 * 15 * 128 = 30720: no overflow) before one vpmaddwd applies the eight scales: 9 instead of
+ * 16 multiplies per 256 values in the one-token dot, 9.5 instead of 12.5 per (row, token) in the
+ * GEMM. The activations must be permuted the same way: Q8_KX is Q8_K (same d, same bsums, which
+ * are sums of natural runs of 16) with qs reordered.
  *
- * The permutation, per 128-value half c of a super-block: code vector r (0..3) byte p (0..31)
- * holds natural value kx_natural(c, r, p) = 128c + 32s + 8r + 2(p/8) + p%2 with s = (p/2)%4,
- * i.e. 16-bit word w of every vector belongs to sub-block 4c + w%4. A q4_KX block keeps q4_K's
- * d, dmin and scales; its qs byte 64c + 32(r/2) + p holds vector r's code in the low (r even) or
- * high (r odd) nibble. Q8_KX's qs[128c + 32r + p] = Q8_K's qs[kx_natural(c, r, p)].
+ * The permutation: code vector v (0..7) byte p (0..31) holds natural value 32s + 4v + 2(p/16) +
+ * p%2 with s = (p/2)%8, i.e. 16-bit word w of every vector belongs to sub-block w%8 (words w and
+ * w+8: the low and high lane). kx_natural(c, r, p) takes v = 4c + r (c: the block half that
+ * vector v is stored in). A q4_KX block keeps q4_K's d, dmin and scales; its qs byte 32(v/2) + p
+ * holds vector v's code in the low (v even) or high (v odd) nibble. Q8_KX's qs[32v + p] = Q8_K's
+ * qs[natural value of (v, p)].
  *
  * Results: the integer sums are exact, but they land in other float lanes than the plain q4_K
  * kernels', so the float accumulation (and the last bits) differ from a non-repacked run; within
@@ -37,8 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Natural index (0..255) of code vector r, byte p of half c (see above). */
-static inline int kx_natural(int c, int r, int p) { return 128 * c + 32 * ((p / 2) % 4) + 8 * r + 2 * (p / 8) + p % 2; }
+/* Natural index (0..255) of code vector v = 4c + r, byte p (see above). */
+static inline int kx_natural(int c, int r, int p) { return 32 * ((p / 2) % 8) + 4 * (4 * c + r) + 2 * (p / 16) + p % 2; }
 
 /* Natural index (0..255) of q6_KX code vector g (0..3), byte p of half c. */
 static inline int kp_natural(int c, int g, int p) {

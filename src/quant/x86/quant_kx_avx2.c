@@ -2,9 +2,9 @@
  * and rationale in quant_kx.h): the Q8_KX / Q8_KP activation quantizers, the one-token dots and
  * the prefill GEMMs.
  *
- * Per 128 values and (row, token): four vpmaddubsw of the code vectors with the permuted
- * activations, added in int16, and one vpmaddwd with the scale vector [sc(4c) sc(4c+1) sc(4c+2)
- * sc(4c+3)] x 4 (word w of every vector belongs to sub-block 4c + w%4). The mins go through
+ * Per block and (row, token), q4_KX: eight vpmaddubsw of the code vectors with the permuted
+ * activations, added in int16, and one vpmaddwd with the scale vector [sc0 .. sc7] x 2 (word w
+ * of every vector belongs to sub-block w%8). The mins go through
  * the bsums as in quant_k_avx2.c. The GEMM does, per (row, token), the same integer operations
  * into the same lanes and the same float operations in the same order as the dot, so the two
  * give the same bits (tests/test_gemm.c checks it with memcmp). */
@@ -16,35 +16,46 @@
 #define MAXR E0_GEMM_ROWS
 
 /* ---- the permutations in registers (the scalar definitions: quant_kx.h, quant_kx.c) ----
- * q4_KX / Q8_KX, per half: vector r = the 16-bit words of qword r of the natural vectors n[0..3]
- * interleaved (word 4q + s = n[s] word 4r + q), a 4 x 4 transpose of words per qword. */
-AI void kx_interleave4(const __m256i n[4], __m256i v[4]) {
-    const __m256i lo01 = _mm256_unpacklo_epi16(n[0], n[1]), lo23 = _mm256_unpacklo_epi16(n[2], n[3]);
-    const __m256i hi01 = _mm256_unpackhi_epi16(n[0], n[1]), hi23 = _mm256_unpackhi_epi16(n[2], n[3]);
-    /* per 128-bit lane: qword 0 (lane 0) / 2 (lane 1) interleaved in x0 | y0, qword 1 / 3 in x1 | y1 */
-    const __m256i x0 = _mm256_unpacklo_epi32(lo01, lo23), y0 = _mm256_unpackhi_epi32(lo01, lo23);
-    const __m256i x1 = _mm256_unpacklo_epi32(hi01, hi23), y1 = _mm256_unpackhi_epi32(hi01, hi23);
-    v[0] = _mm256_permute2x128_si256(x0, y0, 0x20);
-    v[2] = _mm256_permute2x128_si256(x0, y0, 0x31);
-    v[1] = _mm256_permute2x128_si256(x1, y1, 0x20);
-    v[3] = _mm256_permute2x128_si256(x1, y1, 0x31);
+ * q4_KX / Q8_KX: from the natural sub-block vectors n[0..7], vector v = word 2v (low lane) and
+ * word 2v + 1 (high lane) of every n[s], s = 0..7 in order: an 8 x 8 transpose of 16-bit words
+ * in each 128-bit lane (t[k] lane L = word 8L + k of n[0..7]), then the lanes regrouped. */
+AI void kx_interleave8(const __m256i n[8], __m256i v[8]) {
+    __m256i a[4], b[4], c[4], d[4], t[8];
+    for (int k = 0; k < 4; k++) {
+        a[k] = _mm256_unpacklo_epi16(n[2 * k], n[2 * k + 1]); /* words 0-3 of n[2k], n[2k+1] interleaved */
+        b[k] = _mm256_unpackhi_epi16(n[2 * k], n[2 * k + 1]); /* words 4-7 */
+    }
+    for (int k = 0; k < 2; k++) {
+        c[2 * k] = _mm256_unpacklo_epi32(a[2 * k], a[2 * k + 1]);
+        c[2 * k + 1] = _mm256_unpackhi_epi32(a[2 * k], a[2 * k + 1]);
+        d[2 * k] = _mm256_unpacklo_epi32(b[2 * k], b[2 * k + 1]);
+        d[2 * k + 1] = _mm256_unpackhi_epi32(b[2 * k], b[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        t[2 * k] = _mm256_unpacklo_epi64(c[k], c[k + 2]);
+        t[2 * k + 1] = _mm256_unpackhi_epi64(c[k], c[k + 2]);
+        t[4 + 2 * k] = _mm256_unpacklo_epi64(d[k], d[k + 2]);
+        t[4 + 2 * k + 1] = _mm256_unpackhi_epi64(d[k], d[k + 2]);
+    }
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2x128_si256(t[2 * k], t[2 * k + 1], 0x20);
+        v[4 + k] = _mm256_permute2x128_si256(t[2 * k], t[2 * k + 1], 0x31);
+    }
 }
 
 /* Q8_K blocks in place -> Q8_KX (kx = 1) or Q8_KP (kx = 0): e0_q8_KX_permute / e0_q8_KP_permute. */
 AI void q8_permute_avx2(e0_block_q8_K *y, int64_t n_blocks, int kx) {
-    for (int64_t i = 0; i < n_blocks; i++)
-        for (int c = 0; c < 2; c++) {
-            __m256i *q = (__m256i *)(y[i].qs + 128 * c), n[4], v[4];
-            for (int k = 0; k < 4; k++) n[k] = _mm256_loadu_si256(q + k);
-            if (kx) {
-                kx_interleave4(n, v);
-            } else {
-                memcpy(v, n, sizeof v);
-                pair_words(&v[0]);
-                pair_words(&v[2]);
-            }
-            for (int k = 0; k < 4; k++) _mm256_storeu_si256(q + k, v[k]);
+    for (int64_t i = 0; i < n_blocks; i++) {
+        __m256i *q = (__m256i *)y[i].qs, n[8], v[8];
+        for (int k = 0; k < 8; k++) n[k] = _mm256_loadu_si256(q + k);
+        if (kx) {
+            kx_interleave8(n, v);
+        } else {
+            memcpy(v, n, sizeof v);
+            for (int k = 0; k < 8; k += 2) pair_words(&v[k]);
         }
+        for (int k = 0; k < 8; k++) _mm256_storeu_si256(q + k, v[k]);
+    }
 }
 
 /* Q8_K's AVX2 quantizer (the reference's bytes), then the permutation */
@@ -57,21 +68,20 @@ void e0_q8_KP_from_float_avx2(const float *x, void *dst, int64_t n) {
     q8_permute_avx2(dst, n / QK_K, 0);
 }
 
-/* e0_q4_K_repack's bytes: nibbles unpacked, interleaved per half, packed two vectors a byte. */
+/* e0_q4_K_repack's bytes: nibbles unpacked, interleaved, packed two vectors a byte. */
 void e0_q4_K_repack_avx2(void *blocks, int64_t n_blocks) {
     e0_block_q4_K *b = blocks;
     const __m256i m4 = _mm256_set1_epi8(0xF);
-    for (int64_t i = 0; i < n_blocks; i++)
-        for (int c = 0; c < 2; c++) {
-            __m256i *q = (__m256i *)(b[i].qs + 64 * c), n[4], v[4];
-            for (int k = 0; k < 2; k++) { /* natural sub-blocks 4c + 2k (low nibbles), 4c + 2k + 1 (high) */
-                const __m256i bits = _mm256_loadu_si256(q + k);
-                n[2 * k] = _mm256_and_si256(bits, m4);
-                n[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            }
-            kx_interleave4(n, v);
-            for (int k = 0; k < 2; k++) _mm256_storeu_si256(q + k, _mm256_or_si256(v[2 * k], _mm256_slli_epi16(v[2 * k + 1], 4)));
+    for (int64_t i = 0; i < n_blocks; i++) {
+        __m256i *q = (__m256i *)b[i].qs, n[8], v[8];
+        for (int k = 0; k < 4; k++) { /* natural sub-blocks 2k (low nibbles), 2k + 1 (high) */
+            const __m256i bits = _mm256_loadu_si256(q + k);
+            n[2 * k] = _mm256_and_si256(bits, m4);
+            n[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
         }
+        kx_interleave8(n, v);
+        for (int k = 0; k < 4; k++) _mm256_storeu_si256(q + k, _mm256_or_si256(v[2 * k], _mm256_slli_epi16(v[2 * k + 1], 4)));
+    }
 }
 
 /* e0_q6_K_repack's bytes: codes unpacked (q6_codes), paired, packed back into ql / qh. */
@@ -94,15 +104,14 @@ void e0_q6_K_repack_avx2(void *blocks, int64_t n_blocks) {
         }
 }
 
-/* The two scale vectors of a block (halves c = 0, 1) and its mins as int16 (xmm). */
-AI void kx_scales(const uint8_t *packed, __m256i sc[2], __m128i *mins) {
+/* The scale vector of a block (word w: scale w%8) and its mins as int16 (xmm). */
+AI void kx_scales(const uint8_t *packed, __m256i *sc, __m128i *mins) {
     const __m128i sm = k_unpack_scales_mins_simd(packed); /* bytes 0..7 scales, 8..15 mins */
-    sc[0] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3)));
-    sc[1] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7)));
+    *sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)));
     *mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
 }
 
-/* The 8 code vectors of a block (4 per half). */
+/* The 8 code vectors of a block. */
 AI void kx_codes(const uint8_t *qs, __m256i u[8]) {
     const __m256i m4 = _mm256_set1_epi8(0xF);
     #pragma GCC unroll 4
@@ -113,19 +122,18 @@ AI void kx_codes(const uint8_t *qs, __m256i u[8]) {
     }
 }
 
-/* The block's int32 lane sums for one token (q8: its 256 permuted activations). */
-AI __m256i kx_block_dot(const __m256i u[8], const int8_t *q8, const __m256i sc[2]) {
-    __m256i sum[2];
+/* The block's int32 lane sums for one token (q8: its 256 permuted activations): eight
+ * vpmaddubsw added in int16, one vpmaddwd. */
+AI __m256i kx_block_dot(const __m256i u[8], const int8_t *q8, __m256i sc) {
+    const __m256i *a = (const __m256i *)q8;
+    __m256i p[2];
     #pragma GCC unroll 2
-    for (int c = 0; c < 2; c++) {
-        const __m256i *a = (const __m256i *)(q8 + 128 * c);
-        __m256i p = _mm256_maddubs_epi16(u[4 * c], _mm256_loadu_si256(a));
-        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[4 * c + 1], _mm256_loadu_si256(a + 1)));
-        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[4 * c + 2], _mm256_loadu_si256(a + 2)));
-        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[4 * c + 3], _mm256_loadu_si256(a + 3)));
-        sum[c] = _mm256_madd_epi16(p, sc[c]);
-    }
-    return _mm256_add_epi32(sum[0], sum[1]);
+    for (int h = 0; h < 2; h++) /* two int16 chains, then one add */
+        p[h] = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u[4 * h], _mm256_loadu_si256(a + 4 * h)),
+                                                 _mm256_maddubs_epi16(u[4 * h + 1], _mm256_loadu_si256(a + 4 * h + 1))),
+                                _mm256_add_epi16(_mm256_maddubs_epi16(u[4 * h + 2], _mm256_loadu_si256(a + 4 * h + 2)),
+                                                 _mm256_maddubs_epi16(u[4 * h + 3], _mm256_loadu_si256(a + 4 * h + 3))));
+    return _mm256_madd_epi16(_mm256_add_epi16(p[0], p[1]), sc);
 }
 
 AI __m128i bsum_pairs_of(const e0_block_q8_K *y) {
@@ -141,9 +149,9 @@ void e0_vec_dot_q4_KX_avx2(int64_t n, float *s, const void *vw, const void *va) 
     for (int64_t i = 0; i < n / QK_K; i++) {
         e0_prefetch_bytes(x + i + E0_PREFETCH_BLOCKS, sizeof *x);
         const float d = y[i].d * fp16(x[i].d), dmin = -y[i].d * fp16(x[i].dmin);
-        __m256i sc[2], u[8];
+        __m256i sc, u[8];
         __m128i mins;
-        kx_scales(x[i].scales, sc, &mins);
+        kx_scales(x[i].scales, &sc, &mins);
         acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum_pairs_of(&y[i]))), acc_m);
         kx_codes(x[i].qs, u);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(kx_block_dot(u, y[i].qs, sc)), acc);
@@ -190,9 +198,9 @@ void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
             /* the dot's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
             const __m256 xd = _mm256_set1_ps(fp16(x->d)), xdmin = _mm256_set1_ps(fp16(x->dmin));
             for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
-            __m256i sc[2], u[8];
+            __m256i sc, u[8];
             __m128i mins;
-            kx_scales(x->scales, sc, &mins);
+            kx_scales(x->scales, &sc, &mins);
             const __m256i mins2 = _mm256_set_m128i(mins, mins);
             kx_codes(x->qs, u);
             for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
