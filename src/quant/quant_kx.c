@@ -90,13 +90,15 @@ void e0_q8_KX_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_q8_KX_permute(dst, n / QK_K);
 }
 
-void e0_q8_KX_to_float(const void *src, float *dst, int64_t n) {
+/* Q8_KX / Q8_KP dequantized: each block un-permuted, then Q8_K's. */
+static void q8_permuted_to_float(const void *src, float *dst, int64_t n, int (*natural)(int, int, int)) {
     for (int64_t i = 0; i < n / QK_K; i++) {
         e0_block_q8_K b = ((const e0_block_q8_K *)src)[i];
-        q8_KX_unpermute(&b);
+        q8_permute(&b, 1, natural, true);
         e0_q8_K_to_float(&b, dst + i * QK_K, QK_K);
     }
 }
+void e0_q8_KX_to_float(const void *src, float *dst, int64_t n) { q8_permuted_to_float(src, dst, n, kx_natural); }
 
 /* Block by block through q4_K's reference dot on the un-permuted blocks (the float sum of the
  * blocks is in another order than q4_K's reference over a row: equal up to rounding). */
@@ -184,13 +186,7 @@ void e0_q8_KP_from_float_ref(const float *x, void *dst, int64_t n) {
     e0_q8_KP_permute(dst, n / QK_K);
 }
 
-void e0_q8_KP_to_float(const void *src, float *dst, int64_t n) {
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        e0_block_q8_K b = ((const e0_block_q8_K *)src)[i];
-        q8_KP_unpermute(&b);
-        e0_q8_K_to_float(&b, dst + i * QK_K, QK_K);
-    }
-}
+void e0_q8_KP_to_float(const void *src, float *dst, int64_t n) { q8_permuted_to_float(src, dst, n, kp_natural); }
 
 /* As e0_vec_dot_q4_KX_ref: q6_K's reference dot block by block on the un-permuted blocks. */
 void e0_vec_dot_q6_KX_ref(int64_t n, float *s, const void *w, const void *a) {

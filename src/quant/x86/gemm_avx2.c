@@ -84,11 +84,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             nyd[t] = -y->d;
         }
         for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
-        bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
-        for (int t = 0; t < nt; t += 2) {
-            bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
-            nyd2[t / 2] = _mm256_set_m128(_mm_set1_ps(nyd[t + 1]), _mm_set1_ps(nyd[t])); /* nyd[nt] stays 0 */
-        }
+        q45_token_pairs(nt, bsum_pairs, nyd, bsum_pairs2, nyd2);
         IN_MEMORY(nyd2);
         for (int r = 0; r < nr; r++) {
             const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;

@@ -80,6 +80,17 @@ AI void store8(__m256 sums, float *s, size_t s_stride) {
     }
 }
 
+/* The tokens' min-term operands by pairs (q4_K-scheme GEMMs): bsum_pairs2[p] holds the bsum
+ * pairs of token 2p (low lane) and 2p+1 (high), nyd2[p] their -y.d likewise; an odd last token's
+ * partner is zeros (bsum_pairs[nt] is set here; nyd[nt] must be 0). */
+AI void q45_token_pairs(int nt, __m128i *bsum_pairs, const float *nyd, __m256i *bsum_pairs2, __m256 *nyd2) {
+    bsum_pairs[nt] = _mm_setzero_si128();
+    for (int t = 0; t < nt; t += 2) {
+        bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
+        nyd2[t / 2] = _mm256_set_m128(_mm_set1_ps(nyd[t + 1]), _mm_set1_ps(nyd[t]));
+    }
+}
+
 /* One row's results of a q4_K-scheme GEMM (q4_K, q5_K, q4_KX): s[t * s_stride] =
  * q45_finish_avx2(acc[t], the min lanes of token t in acc_m2[t / 2]), 8 tokens at a time. */
 AI void q45_store_row(const __m256 *acc, const __m256 *acc_m2, int nt, float *s, size_t s_stride) {

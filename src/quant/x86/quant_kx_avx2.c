@@ -186,11 +186,7 @@ void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
             nyd[t] = -y->d;
             q8[t] = y->qs;
         }
-        bsum_pairs[nt] = _mm_setzero_si128(); /* the partner of an odd last token */
-        for (int t = 0; t < nt; t += 2) {
-            bsum_pairs2[t / 2] = _mm256_set_m128i(bsum_pairs[t + 1], bsum_pairs[t]);
-            nyd2[t / 2] = _mm256_set_m128(_mm_set1_ps(nyd[t + 1]), _mm_set1_ps(nyd[t])); /* nyd[nt] stays 0 */
-        }
+        q45_token_pairs(nt, bsum_pairs, nyd, bsum_pairs2, nyd2);
         IN_MEMORY(nyd2);
         for (int r = 0; r < nr; r++) {
             const e0_block_q4_K *x = (const e0_block_q4_K *)(w + (size_t)r * w_stride) + i;
