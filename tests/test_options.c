@@ -19,11 +19,15 @@ static void test_parse(void) {
     CHECK(e0_options_parse(&o, "expert_read=direct", &e) == 0 && o.expert_read == E0_READ_DIRECT);
     CHECK(e0_options_parse(&o, "prefetch=on", &e) == 0 && o.prefetch == E0_ON);
     CHECK(e0_options_parse(&o, "evict=lfu", &e) == 0 && o.evict == E0_EVICT_LFU);
+    CHECK(o.repack == E0_AUTO);
+    CHECK(e0_options_parse(&o, "repack=off", &e) == 0 && o.repack == E0_OFF);
+    CHECK(e0_options_parse(&o, "repack=auto", &e) == 0 && o.repack == E0_AUTO);
     struct {
         const char *kv, *want;
     } bad[] = {{"bogus=1", "bogus"},         {"routing=maybe", "routing"}, {"expert_slots=0", "expert_slots"},
                {"expert_slots=x", "expert_slots"}, {"memory_budget=3XB", "memory_budget"}, {"routing", "key=value"},
-               {"=3", "key=value"},          {"experts=all", "experts"},   {"prefill_ahead_min_tokens=-5", "prefill_ahead"}};
+               {"=3", "key=value"},          {"experts=all", "experts"},   {"prefill_ahead_min_tokens=-5", "prefill_ahead"},
+               {"repack=on", "repack"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         e.msg[0] = 0;
         CHECKF(e0_options_parse(&o, bad[i].kv, &e) == -1, "'%s' must be refused", bad[i].kv);
@@ -107,8 +111,49 @@ static void test_residency_rule(void) {
     CHECK(open_with(dense, pred, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));
 }
 
+/* repack: q4_K / q6_K matrices kept as q4_KX / q6_KX at the AVX2 level (the file's type in
+ * w->t->type), resident and streamed alike; repack=off keeps the file's types. */
+static void test_repack_session(void) {
+    char moe[512];
+    snprintf(moe, sizeof moe, "%s/golden/qwen3moe.gguf", t_shared());
+    const int avx2 = e0_simd_level() == E0_SIMD_AVX2;
+    const char *const modes[][2] = {{"memory_budget=1GiB", NULL}, {"experts=stream", NULL}, {"memory_budget=1GiB", "repack=off"}};
+    for (int m = 0; m < 3; m++) {
+        e0_session s;
+        e0_err e;
+        CHECKF(open_with(moe, modes[m], modes[m][1] ? 2 : 1, &s, &e) == 0, "%s", e.msg);
+        if (t_cur_failed) return;
+        int q4 = 0, q6 = 0;
+        for (int64_t il = 0; il < s.m->hp.n_layer; il++) {
+            const e0_weight *ws[] = {&s.m->layers[il].wq, &s.m->layers[il].wk, &s.m->layers[il].wv, &s.m->layers[il].wo,
+                                     &s.m->layers[il].gate_exps, &s.m->layers[il].up_exps, &s.m->layers[il].down_exps};
+            for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
+                const e0_weight *w = ws[k];
+                if (!w->t) continue;
+                const int want_kx = avx2 && m < 2;
+                if (w->t->type == E0_TYPE_Q4_K) {
+                    q4++;
+                    CHECKF(w->type == (want_kx ? E0_TYPE_Q4_KX : E0_TYPE_Q4_K), "mode %d layer %lld: q4_K kept as %u", m, (long long)il, w->type);
+                } else if (w->t->type == E0_TYPE_Q6_K) {
+                    q6++;
+                    CHECKF(w->type == (want_kx ? E0_TYPE_Q6_KX : E0_TYPE_Q6_K), "mode %d layer %lld: q6_K kept as %u", m, (long long)il, w->type);
+                } else {
+                    CHECK(w->type == w->t->type);
+                }
+            }
+        }
+        CHECKF(q4 > 0 && q6 > 0, "the golden model should hold q4_K and q6_K matrices (%d, %d)", q4, q6);
+        json_t *cfg = e0_session_config_json(&s);
+        const char *rp = json_string_value(json_object_get(cfg, "repack"));
+        CHECKF(rp && (m == 2 ? !strcmp(rp, "off") : !strncmp(rp, "auto", 4)), "config repack: %s", rp ? rp : "(none)");
+        json_decref(cfg);
+        e0_close(&s);
+    }
+}
+
 int main(void) {
     RUN(test_parse);
+    if (t_need_shared("golden/qwen3moe.gguf", NULL)) RUN(test_repack_session);
     if (t_need_shared("golden/qwen3moe.gguf", "golden/stories260K.gguf", NULL)) RUN(test_residency_rule);
     return T_DONE();
 }

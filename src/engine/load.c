@@ -306,7 +306,7 @@ json_t *e0_session_config_json(const e0_session *s) {
     json_object_set_new(j, "token_embd", json_string(s->m->embd_from_file ? "file (one row read per token)" : "resident"));
     json_object_set_new(j, "routing", json_string(e0_session_routing_name(s)));
     json_object_set_new(j, "repack", json_string(o->repack == E0_OFF                         ? "off"
-                                                 : e0_repack_type(E0_TYPE_Q4_K) != E0_TYPE_Q4_K ? "auto (q4_K -> q4_KX)"
+                                                 : e0_repack_type(E0_TYPE_Q4_K) != E0_TYPE_Q4_K ? "auto (q4_K, q6_K repacked)"
                                                                                                  : "auto (none: SIMD level not avx2)"));
     if (s->trace) { /* replay: a measurement mode, labelled so that it never passes for a real run */
         json_object_set_new(j, "routing_trace", json_string(s->trace->name));

@@ -73,9 +73,9 @@ typedef struct e0_model_params {
      * not in memory: a streamed model's embedding (gpt-oss: 201k x 2880 at Q8_0, 615 MB) is read
      * one row per token. Ignored when the output reuses token_embd (tied). */
     bool embd_from_file;
-    /* Keep q4_K matrices repacked for the AVX2 kernels (e0_repack_type, quant/quant_kx.h): their
-     * e0_weight.type is then the internal q4_KX, the file's type stays in e0_weight.t->type, and
-     * streamed experts are repacked after each read (experts.c). */
+    /* Keep q4_K and q6_K matrices repacked for the AVX2 kernels (e0_repack_type, quant/quant_kx.h):
+     * their e0_weight.type is then the internal q4_KX / q6_KX, the file's type stays in
+     * e0_weight.t->type, and streamed experts are repacked after each read (experts.c). */
     bool repack;
     /* Called after each tensor is read (may be NULL): bytes read so far and in all. */
     void (*progress)(void *user, uint64_t done, uint64_t total);

@@ -33,8 +33,8 @@ const char *e0_options_help(void) {
            "  --model-option evict=lru|lfu|lrfu|pin         expert cache eviction policy (default lrfu)\n"
            "  --model-option protect_predicted=on|off       never evict an expert predicted for the next step\n"
            "  --model-option io_threads=N                   expert reader threads\n"
-           "  --model-option repack=auto|off                q4_K weights repacked at load for the AVX2 kernels\n"
-           "                                                (auto; faster, last bits differ from off)\n";
+           "  --model-option repack=auto|off                q4_K / q6_K weights repacked at load for the AVX2\n"
+           "                                                kernels (auto; faster; q4_K's last bits differ from off)\n";
 }
 
 /* value must be one of names[]; index into *out */
