@@ -52,6 +52,8 @@ static const float_fields k_fields[] = {
     {E0_TYPE_IQ4_NL, 1, {{0, 2}}},
     {E0_TYPE_Q4_KX, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_KX, 1, {{0, 4}}}, /* q4_K, q6_K repacked (quant_kx.h) */
     {E0_TYPE_Q6_KX, 1, {{208, 2}}},      {E0_TYPE_Q8_KP, 1, {{0, 4}}},
+    {E0_TYPE_Q4_KV, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_KV, 1, {{208, 2}}}, /* the same for AVX-512 (quant_kv.h) */
+    {E0_TYPE_Q8_KV, 1, {{0, 4}}},
 };
 
 static const float_fields *fields_of(int type) {
@@ -176,6 +178,10 @@ static void test_gemm_matches_vec_dot(void) {
             /* IQ2_XXS's gemm takes the wider token groups (checked up to that count above) */
             CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_IQ2_XXS), level).gemm_tokens == E0_GEMM_TOKENS_MAX);
         }
+        if (level == E0_SIMD_AVX512) {
+            CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_Q4_KV), level).gemm != NULL);
+            CHECK(e0_kernels_at(e0_type_traits_of(E0_TYPE_Q6_KV), level).gemm != NULL);
+        }
         printf("# %s: %d types with gemm\n", e0_simd_name(level), n_checked);
     }
 }
@@ -270,6 +276,9 @@ static void test_matmul_independent_of_batching(void) {
     static const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q8_0, E0_TYPE_Q4_0, E0_TYPE_IQ3_XXS,
                                 E0_TYPE_IQ2_XXS, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_IQ3_S, E0_TYPE_IQ4_NL};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(pool, types[i]);
+    /* the types q4_K and q6_K are kept in at this level (repacked: quant_kx.h, quant_kv.h) */
+    if (e0_repack_type(E0_TYPE_Q4_K) != E0_TYPE_Q4_K) check_matmul(pool, (int)e0_repack_type(E0_TYPE_Q4_K));
+    if (e0_repack_type(E0_TYPE_Q6_K) != E0_TYPE_Q6_K) check_matmul(pool, (int)e0_repack_type(E0_TYPE_Q6_K));
     e0_pool_free(pool);
 }
 

@@ -68,7 +68,7 @@ int main(void) {
     printf("%d rows x n %d, single thread, row-token dot products per us (gemm_N: N tokens)\n", ROWS, N);
     printf("%-6s %-7s %9s %9s %9s %9s %9s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "gemm_8", "gemm_16", "gemm_32", "ratio");
     const int types[] = {E0_TYPE_Q4_K, E0_TYPE_Q4_KX, E0_TYPE_Q5_K,   E0_TYPE_Q6_K,
-                         E0_TYPE_Q6_KX, E0_TYPE_Q8_0,  E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_IQ2_XXS};
+                         E0_TYPE_Q6_KX, E0_TYPE_Q4_KV, E0_TYPE_Q6_KV, E0_TYPE_Q8_0,  E0_TYPE_IQ4_XS, E0_TYPE_MXFP4, E0_TYPE_IQ2_XXS};
     for (int level = E0_SIMD_AVX2; level <= top; level++) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);

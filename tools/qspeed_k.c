@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref(x, a, n);
     /* and q4_K / q6_K repacked (quant_kx.h), against their own activation types */
-    const int types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q4_KX, E0_TYPE_Q6_KX};
+    const int types[] = {E0_TYPE_Q2_K, E0_TYPE_Q3_K, E0_TYPE_Q4_K, E0_TYPE_Q5_K, E0_TYPE_Q6_K, E0_TYPE_Q4_KX, E0_TYPE_Q6_KX, E0_TYPE_Q4_KV, E0_TYPE_Q6_KV};
     printf("%-6s %-7s %10s %10s\n", "type", "kernel", "1MiB", "big");
     for (int ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++) {
         const e0_type_traits *t = e0_type_traits_of((uint32_t)types[ti]);

@@ -15,6 +15,7 @@
 #include "quant/quant_iq4.h"
 #include "quant/quant_iq3.h"
 #include "quant/quant_k.h"
+#include "quant/quant_kv.h"
 #include "quant/quant_kx.h"
 #include "quant/quant_tern.h"
 
@@ -176,6 +177,26 @@ static const e0_type_traits table[E0_TYPE_COUNT] = {
         .vec_dot_type = E0_TYPE_Q8_KP, .to_float = e0_q8_KP_to_float, .from_float_ref = e0_q8_KP_from_float_ref,
         .from_float = {NULL, e0_q8_KP_from_float_avx2, NULL},
     },
+    /* AVX-512 level: one activation type for both (quant_kv.h) */
+    [E0_TYPE_Q4_KV] = {
+        .name = "q4_KV", .block_size = QK_K, .type_size = sizeof(e0_block_q4_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KV, .to_float = e0_q4_KV_to_float, .from_float_ref = e0_q4_KV_from_float_ref,
+        .vec_dot = {e0_vec_dot_q4_KV_ref, NULL, e0_vec_dot_q4_KV_avx512},
+        .gemm = {NULL, NULL, e0_gemm_q4_KV_avx512},
+        .gemm_tokens = {0, 0, E0_GEMM_TOKENS_MAX},
+    },
+    [E0_TYPE_Q6_KV] = {
+        .name = "q6_KV", .block_size = QK_K, .type_size = sizeof(e0_block_q6_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KV, .to_float = e0_q6_KV_to_float, .from_float_ref = e0_q6_KV_from_float_ref,
+        .vec_dot = {e0_vec_dot_q6_KV_ref, NULL, e0_vec_dot_q6_KV_avx512},
+        .gemm = {NULL, NULL, e0_gemm_q6_KV_avx512},
+        .gemm_tokens = {0, 0, E0_GEMM_TOKENS_MAX},
+    },
+    [E0_TYPE_Q8_KV] = {
+        .name = "q8_KV", .block_size = QK_K, .type_size = sizeof(e0_block_q8_K), .is_quantized = 1, .weight_ok = 0,
+        .vec_dot_type = E0_TYPE_Q8_KV, .to_float = e0_q8_KV_to_float, .from_float_ref = e0_q8_KV_from_float_ref,
+        .from_float = {NULL, NULL, e0_q8_KV_from_float_avx512},
+    },
 
     /* ---- non-linear 4-bit and FP4 (quant_iq4.c; IQ4_XS and MXFP4 kernels in x86/gemm_iq4_avx2.c) ---- */
     [E0_TYPE_IQ4_NL] = {
@@ -335,8 +356,11 @@ int e0_simd_level(void) {
     return level_in_use;
 }
 
-/* Only at the AVX2 level: on AVX-512 machines q4_K's one-token dot is the VNNI kernel, which has
- * no multiply-port limit of this kind, and the repacked layout was not measured there. */
+/* The layout the kernels of the level in use want: at the AVX2 level q4_KX / q6_KX (the
+ * multiply-port savings of quant_kx.h). The AVX-512 level keeps the file's types for now: its
+ * q4_KV / q6_KV kernels (quant_kv.h, tested) are 1.4x the plain GEMM here, but changing the float
+ * order flips routing near ties of the hybrid synth model in tests/test_llamacpp.c (qwen35moe
+ * q4_k ids100 -b 16, rows 72-77 at rel_rms 0.052-0.064 against 0.05); see docs/perf.md. */
 uint32_t e0_repack_type(uint32_t type) {
     if (e0_simd_level() != E0_SIMD_AVX2) return type;
     return type == E0_TYPE_Q4_K ? E0_TYPE_Q4_KX : type == E0_TYPE_Q6_K ? E0_TYPE_Q6_KX : type;
@@ -344,8 +368,10 @@ uint32_t e0_repack_type(uint32_t type) {
 
 void e0_repack(uint32_t from, void *data, size_t bytes) {
     switch (e0_repack_type(from)) {
-    case E0_TYPE_Q4_KX: e0_q4_K_repack_avx2(data, (int64_t)(bytes / sizeof(e0_block_q4_K))); break; /* AVX2 level only */
+    case E0_TYPE_Q4_KX: e0_q4_K_repack_avx2(data, (int64_t)(bytes / sizeof(e0_block_q4_K))); break;
     case E0_TYPE_Q6_KX: e0_q6_K_repack_avx2(data, (int64_t)(bytes / sizeof(e0_block_q6_K))); break;
+    case E0_TYPE_Q4_KV: e0_q4_K_to_KV_avx512(data, (int64_t)(bytes / sizeof(e0_block_q4_K))); break;
+    case E0_TYPE_Q6_KV: e0_q6_K_to_KV_avx512(data, (int64_t)(bytes / sizeof(e0_block_q6_K))); break;
     default: break;
     }
 }

@@ -62,7 +62,11 @@ enum e0_type {
     E0_TYPE_Q8_KX = 44,
     E0_TYPE_Q6_KX = 45, /* q6_K repacked (same bits as q6_K), its activations Q8_KP */
     E0_TYPE_Q8_KP = 46,
-    E0_TYPE_COUNT = 47 /* table size; ids >= this are unknown */
+    /* the same for the AVX-512 VNNI kernels (quant_kv.h): q4_K, q6_K repacked, activations Q8_KV */
+    E0_TYPE_Q4_KV = 47,
+    E0_TYPE_Q6_KV = 48,
+    E0_TYPE_Q8_KV = 49,
+    E0_TYPE_COUNT = 50 /* table size; ids >= this are unknown */
 };
 
 /* SIMD levels, each including the ones below it:
@@ -120,10 +124,10 @@ const e0_kernels *e0_kernels_of(uint32_t type);
 int e0_simd_level_for(unsigned cpu_features);
 int e0_simd_level(void);
 
-/* Load-time repacking (quant_kx.h): the type a weight of file type `type` is kept in when the
- * engine may repack it — q4_K becomes q4_KX and q6_K q6_KX where the SIMD level in use is AVX2
- * (not on AVX-512, whose VNNI dots were not measured against them, nor scalar), every other type
- * stays itself. */
+/* Load-time repacking: the type a weight of file type `type` is kept in when the engine may
+ * repack it — q4_K / q6_K become q4_KX / q6_KX where the SIMD level in use is AVX2 (quant_kx.h),
+ * q4_KV / q6_KV where it is AVX-512 (quant_kv.h), stay themselves at the scalar level; every
+ * other type stays itself. */
 uint32_t e0_repack_type(uint32_t type);
 /* Converts `bytes` of whole blocks from file type `from` to e0_repack_type(from), in place. */
 void e0_repack(uint32_t from, void *data, size_t bytes);

@@ -9,15 +9,15 @@
 #include "quant/blocks.h"
 #include "quant/quant_k.h"
 
-/* The 256 codes of a q4_K block in natural order, and back. */
-static void q4_K_codes(const uint8_t qs[QK_K / 2], uint8_t u[QK_K]) {
+/* The 256 codes of a q4_K block in natural order, and back (also quant_kv.c's). */
+void e0_q4_K_codes(const uint8_t qs[QK_K / 2], uint8_t u[QK_K]) {
     for (int j = 0; j < 4; j++)
         for (int l = 0; l < 32; l++) {
             u[64 * j + l] = qs[32 * j + l] & 0xF;
             u[64 * j + 32 + l] = qs[32 * j + l] >> 4;
         }
 }
-static void q4_K_pack(const uint8_t u[QK_K], uint8_t qs[QK_K / 2]) {
+void e0_q4_K_pack(const uint8_t u[QK_K], uint8_t qs[QK_K / 2]) {
     for (int j = 0; j < 4; j++)
         for (int l = 0; l < 32; l++) qs[32 * j + l] = (uint8_t)(u[64 * j + l] | u[64 * j + 32 + l] << 4);
 }
@@ -26,7 +26,7 @@ void e0_q4_K_repack(void *blocks, int64_t n_blocks) {
     e0_block_q4_K *b = blocks;
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], qs[QK_K / 2];
-        q4_K_codes(b[i].qs, u);
+        e0_q4_K_codes(b[i].qs, u);
         for (int c = 0; c < 2; c++)
             for (int r = 0; r < 4; r += 2)
                 for (int p = 0; p < 32; p++)
@@ -46,7 +46,7 @@ void e0_q4_KX_unpack(void *blocks, int64_t n_blocks) {
                     u[kx_natural(c, r, p)] = v & 0xF;
                     u[kx_natural(c, r + 1, p)] = v >> 4;
                 }
-        q4_K_pack(u, b[i].qs);
+        e0_q4_K_pack(u, b[i].qs);
     }
 }
 
@@ -121,7 +121,8 @@ void e0_vec_dot_q4_KX_ref(int64_t n, float *s, const void *w, const void *a) {
 /* ---- q6_KX ---- */
 
 /* The 256 codes (0..63) of a q6_K block in natural order, and back (layout: blocks.h). */
-static void q6_K_codes(const e0_block_q6_K *b, uint8_t u[QK_K]) {
+void e0_q6_K_codes(const void *block, uint8_t u[QK_K]) {
+    const e0_block_q6_K *b = block;
     for (int c = 0; c < 2; c++)
         for (int l = 0; l < 32; l++) {
             const uint8_t l0 = b->ql[64 * c + l], l1 = b->ql[64 * c + 32 + l], h = b->qh[32 * c + l];
@@ -131,7 +132,8 @@ static void q6_K_codes(const e0_block_q6_K *b, uint8_t u[QK_K]) {
             u[128 * c + 96 + l] = (uint8_t)((l1 >> 4) | (h >> 6 & 3) << 4);
         }
 }
-static void q6_K_pack(const uint8_t u[QK_K], e0_block_q6_K *b) {
+void e0_q6_K_pack(const uint8_t u[QK_K], void *block) {
+    e0_block_q6_K *b = block;
     for (int c = 0; c < 2; c++)
         for (int l = 0; l < 32; l++) {
             const uint8_t *v = u + 128 * c + l;
@@ -146,11 +148,11 @@ void e0_q6_K_repack(void *blocks, int64_t n_blocks) {
     e0_block_q6_K *b = blocks;
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
-        q6_K_codes(&b[i], u);
+        e0_q6_K_codes(&b[i], u);
         for (int c = 0; c < 2; c++)
             for (int g = 0; g < 4; g++)
                 for (int p = 0; p < 32; p++) v[128 * c + 32 * g + p] = u[kp_natural(c, g, p)];
-        q6_K_pack(v, &b[i]);
+        e0_q6_K_pack(v, &b[i]);
     }
 }
 
@@ -158,11 +160,11 @@ void e0_q6_KX_unpack(void *blocks, int64_t n_blocks) {
     e0_block_q6_K *b = blocks;
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
-        q6_K_codes(&b[i], v);
+        e0_q6_K_codes(&b[i], v);
         for (int c = 0; c < 2; c++)
             for (int g = 0; g < 4; g++)
                 for (int p = 0; p < 32; p++) u[kp_natural(c, g, p)] = v[128 * c + 32 * g + p];
-        q6_K_pack(u, &b[i]);
+        e0_q6_K_pack(u, &b[i]);
     }
 }
 

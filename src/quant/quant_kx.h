@@ -47,6 +47,12 @@ static inline int kp_natural(int c, int g, int p) {
     return 128 * c + 32 * (2 * m + w / 2) + 4 * k + 2 * b + w % 2;
 }
 
+/* A block's 256 codes in natural order (q4_K: 0..15, q6_K: 0..63, value + 32), and back. */
+void e0_q4_K_codes(const uint8_t qs[128], uint8_t u[256]);
+void e0_q4_K_pack(const uint8_t u[256], uint8_t qs[128]);
+void e0_q6_K_codes(const void *q6_K_block, uint8_t u[256]);
+void e0_q6_K_pack(const uint8_t u[256], void *q6_K_block);
+
 /* n q4_K blocks in place -> q4_KX, and back. */
 void e0_q4_K_repack(void *blocks, int64_t n_blocks);
 void e0_q4_KX_unpack(void *blocks, int64_t n_blocks);
