@@ -11,14 +11,25 @@
 #include "quant/quant_k.h"
 #include "quant/quant_kx.h"
 
-/* natural order u <-> layout order v (v[64 * vec + p] = u[kv_natural(vec, p)]) */
-static void to_layout(const uint8_t *u, uint8_t *v, size_t elem) {
+/* natural order u <-> layout order v of a block's 256 bytes (v[64 * vec + p] = u[kv_natural(vec, p)]) */
+static void to_layout(const uint8_t *u, uint8_t *v) {
     for (int k = 0; k < 4; k++)
-        for (int p = 0; p < 64; p++) memcpy(v + (64 * k + p) * elem, u + (size_t)kv_natural(k, p) * elem, elem);
+        for (int p = 0; p < 64; p++) v[64 * k + p] = u[kv_natural(k, p)];
 }
-static void to_natural(const uint8_t *v, uint8_t *u, size_t elem) {
+static void to_natural(const uint8_t *v, uint8_t *u) {
     for (int k = 0; k < 4; k++)
-        for (int p = 0; p < 64; p++) memcpy(u + (size_t)kv_natural(k, p) * elem, v + (64 * k + p) * elem, elem);
+        for (int p = 0; p < 64; p++) u[kv_natural(k, p)] = v[64 * k + p];
+}
+
+/* Dequantization of a repacked row: each block copied, unpacked, then the plain type's. */
+static void unpacked_to_float(const void *src, float *dst, int64_t n, size_t bsize, void (*unpack)(void *, int64_t),
+                              void (*plain)(const void *, float *, int64_t)) {
+    uint8_t b[sizeof(e0_block_q6_K) > sizeof(e0_block_q4_K) ? sizeof(e0_block_q6_K) : sizeof(e0_block_q4_K)];
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        memcpy(b, (const uint8_t *)src + (size_t)i * bsize, bsize);
+        unpack(b, 1);
+        plain(b, dst + i * QK_K, QK_K);
+    }
 }
 
 /* ---- q4_KV ---- */
@@ -40,7 +51,7 @@ void e0_q4_K_to_KV(void *blocks, int64_t n_blocks) {
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
         e0_q4_K_codes(b[i].qs, u);
-        to_layout(u, v, 1);
+        to_layout(u, v);
         q4_kv_pack(v, b[i].qs);
     }
 }
@@ -50,18 +61,13 @@ void e0_q4_KV_unpack(void *blocks, int64_t n_blocks) {
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
         q4_kv_codes(b[i].qs, v);
-        to_natural(v, u, 1);
+        to_natural(v, u);
         e0_q4_K_pack(u, b[i].qs);
     }
 }
 
 void e0_q4_KV_to_float(const void *src, float *dst, int64_t n) {
-    const e0_block_q4_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        e0_block_q4_K b = x[i];
-        e0_q4_KV_unpack(&b, 1);
-        e0_q4_K_to_float(&b, dst + i * QK_K, QK_K);
-    }
+    unpacked_to_float(src, dst, n, sizeof(e0_block_q4_K), e0_q4_KV_unpack, e0_q4_K_to_float);
 }
 
 void e0_q4_KV_from_float_ref(const float *x, void *dst, int64_t n) {
@@ -76,7 +82,7 @@ void e0_q6_K_to_KV(void *blocks, int64_t n_blocks) {
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
         e0_q6_K_codes(&b[i], u);
-        to_layout(u, v, 1);
+        to_layout(u, v);
         for (int k = 0; k < 2; k++)
             for (int p = 0; p < 64; p++) b[i].ql[64 * k + p] = (uint8_t)((v[128 * k + p] & 0xF) | (v[128 * k + 64 + p] & 0xF) << 4);
         for (int p = 0; p < 64; p++)
@@ -97,18 +103,13 @@ void e0_q6_KV_unpack(void *blocks, int64_t n_blocks) {
     for (int64_t i = 0; i < n_blocks; i++) {
         uint8_t u[QK_K], v[QK_K];
         q6_kv_codes(&b[i], v);
-        to_natural(v, u, 1);
+        to_natural(v, u);
         e0_q6_K_pack(u, &b[i]);
     }
 }
 
 void e0_q6_KV_to_float(const void *src, float *dst, int64_t n) {
-    const e0_block_q6_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        e0_block_q6_K b = x[i];
-        e0_q6_KV_unpack(&b, 1);
-        e0_q6_K_to_float(&b, dst + i * QK_K, QK_K);
-    }
+    unpacked_to_float(src, dst, n, sizeof(e0_block_q6_K), e0_q6_KV_unpack, e0_q6_K_to_float);
 }
 
 void e0_q6_KV_from_float_ref(const float *x, void *dst, int64_t n) {
@@ -122,7 +123,7 @@ void e0_q8_KV_permute(void *blocks, int64_t n_blocks) {
     e0_block_q8_K *y = blocks;
     for (int64_t i = 0; i < n_blocks; i++) {
         int8_t qs[QK_K];
-        to_layout((const uint8_t *)y[i].qs, (uint8_t *)qs, 1);
+        to_layout((const uint8_t *)y[i].qs, (uint8_t *)qs);
         memcpy(y[i].qs, qs, sizeof qs);
     }
 }
@@ -135,7 +136,7 @@ void e0_q8_KV_from_float_ref(const float *x, void *dst, int64_t n) {
 void e0_q8_KV_to_float(const void *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n / QK_K; i++) {
         e0_block_q8_K b = ((const e0_block_q8_K *)src)[i];
-        to_natural((const uint8_t *)((const e0_block_q8_K *)src)[i].qs, (uint8_t *)b.qs, 1);
+        to_natural((const uint8_t *)((const e0_block_q8_K *)src)[i].qs, (uint8_t *)b.qs);
         e0_q8_K_to_float(&b, dst + i * QK_K, QK_K);
     }
 }

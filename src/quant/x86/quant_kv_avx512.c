@@ -192,13 +192,18 @@ AI void q4kv_gemm_rows(const uint8_t *w, size_t w_stride, int64_t nb, int rg, in
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
 }
 
-void e0_gemm_q4_KV_avx512(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
-                          size_t s_stride) {
-    const uint8_t *w = vw;
-    int r = 0;
-    for (; r + RG <= nr; r += RG) q4kv_gemm_rows(w + (size_t)r * w_stride, w_stride, n / QK_K, RG, nt, va, a_stride, s + r, s_stride);
-    for (; r < nr; r++) q4kv_gemm_rows(w + (size_t)r * w_stride, w_stride, n / QK_K, 1, nt, va, a_stride, s + r, s_stride);
-}
+/* A GEMM: the rows in groups of RG, then one at a time (a constant count each, so inlining
+ * keeps the codes of each group in registers). */
+#define KV_GEMM(name, rows_fn)                                                                                             \
+    void name(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,        \
+              size_t s_stride) {                                                                                           \
+        const uint8_t *w = vw;                                                                                             \
+        int r = 0;                                                                                                         \
+        for (; r + RG <= nr; r += RG) rows_fn(w + (size_t)r * w_stride, w_stride, n / QK_K, RG, nt, va, a_stride, s + r, s_stride); \
+        for (; r < nr; r++) rows_fn(w + (size_t)r * w_stride, w_stride, n / QK_K, 1, nt, va, a_stride, s + r, s_stride);   \
+    }
+
+KV_GEMM(e0_gemm_q4_KV_avx512, q4kv_gemm_rows)
 
 /* ---- q6_KV ---- */
 
@@ -247,10 +252,4 @@ AI void q6kv_gemm_rows(const uint8_t *w, size_t w_stride, int64_t nb, int rg, in
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
 }
 
-void e0_gemm_q6_KV_avx512(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
-                          size_t s_stride) {
-    const uint8_t *w = vw;
-    int r = 0;
-    for (; r + RG <= nr; r += RG) q6kv_gemm_rows(w + (size_t)r * w_stride, w_stride, n / QK_K, RG, nt, va, a_stride, s + r, s_stride);
-    for (; r < nr; r++) q6kv_gemm_rows(w + (size_t)r * w_stride, w_stride, n / QK_K, 1, nt, va, a_stride, s + r, s_stride);
-}
+KV_GEMM(e0_gemm_q6_KV_avx512, q6kv_gemm_rows)
