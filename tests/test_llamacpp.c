@@ -149,6 +149,7 @@ typedef struct {
     int f32;       /* all-F32 tolerances and tie thresholds */
     double R, M;   /* logits tolerances */
     double tie_margin, tie_route;
+    int recurrent; /* hybrid: a recurrent state carries every row into all later ones */
 } model_ref;
 
 static int model_init(model_ref *m, const char *path) {
@@ -160,10 +161,42 @@ static int model_init(model_ref *m, const char *path) {
     m->M = m->f32 ? 1e-3 : 0.5;
     m->tie_margin = m->f32 ? 1e-4 : 0.1;
     m->tie_route = m->f32 ? 1e-4 : 0.02;
+    m->recurrent = 0;
     return 0;
 }
 
 /* ---- the checks ---- */
+
+/* The first line (row) where two routes files (edge0-infer / llamacpp-ref logits --routes) differ;
+ * n when their n lines are equal or the reference b has none of the experts (n empty lines: its
+ * model's expert count per token is a per-layer array, which llamacpp-ref does not read, so it
+ * has no routes nor gaps); -1 when either cannot be read or has another line count. */
+static int first_route_difference(const char *a_path, const char *b_path, int n) {
+    size_t la = 0, lb = 0;
+    char *a = t_read_file(a_path, &la), *b = t_read_file(b_path, &lb);
+    int row = -1;
+    size_t empty = 0;
+    while (b && empty < lb && b[empty] == '\n') empty++;
+    if (a && b && lb == (size_t)n && empty == lb) row = n;
+    else if (a && b) {
+        const char *pa = a, *pb = b;
+        row = 0;
+        while (row < n) {
+            const char *ea = memchr(pa, '\n', la - (size_t)(pa - a)), *eb = memchr(pb, '\n', lb - (size_t)(pb - b));
+            if (!ea || !eb) {
+                row = -1;
+                break;
+            }
+            if (ea - pa != eb - pb || memcmp(pa, pb, (size_t)(ea - pa))) break;
+            pa = ea + 1;
+            pb = eb + 1;
+            row++;
+        }
+    }
+    free(a);
+    free(b);
+    return row;
+}
 
 /* The engine's logits for all positions vs llama.cpp's for every position (rows = all), both with
  * the KV cache type kv (f32: the model's own tolerance; another type rounds the cache in both
@@ -174,14 +207,14 @@ static int ref_logits(const model_ref *m, const char *csv, const char *rows, con
                       size_t cap) {
     char key[128], cmd[CMD];
     const int exact_kv = !strcmp(kv, "f32") && !strcmp(kv_v, "f32");
-    if (exact_kv) sfmt(key, sizeof key, "logits-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
-    else sfmt(key, sizeof key, "logits-kv%s-%s-%016llx", kv, kv_v, (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    if (exact_kv) sfmt(key, sizeof key, "logits-r-%016llx", (unsigned long long)fnv(csv, strlen(csv), FNV0));
+    else sfmt(key, sizeof key, "logits-r-kv%s-%s-%016llx", kv, kv_v, (unsigned long long)fnv(csv, strlen(csv), FNV0));
     if (cache_prefix(m->sha, key, prefix, cap)) {
         n_cached++;
         return 0;
     }
-    sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --kv %s --kv-v %s",
-         ref_tool, m->path, csv, rows, prefix, prefix, kv, kv_v);
+    sfmt(cmd, sizeof cmd, "'%s' logits '%s' --tokens %s --rows %s --out '%s.logits' --route-gaps '%s.gaps' --routes '%s.routes' --kv %s --kv-v %s",
+         ref_tool, m->path, csv, rows, prefix, prefix, prefix, kv, kv_v);
     return cache_fill(prefix, cmd);
 }
 
@@ -231,20 +264,43 @@ static void check_logits(const model_ref *m, const char *case_name, const int32_
         free(g32);
     }
     sfmt(out, sizeof out, "%s/test-llamacpp-%d.bin", t_build(), (int)getpid());
-    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' -ctk %s -ctv %s %s 2>/dev/null", t_build(), m->path, csv, out,
-         kv, kv_v, eng_extra);
+    char routes_e[PATH + 16], routes_r[PATH + 16];
+    sfmt(routes_e, sizeof routes_e, "%s.routes", out);
+    sfmt(routes_r, sizeof routes_r, "%s.routes", prefix);
+    sfmt(cmd, sizeof cmd, "%s/bin/edge0-infer logits --model '%s' --tokens %s --out '%s' --routes '%s' -ctk %s -ctv %s %s 2>/dev/null", t_build(),
+         m->path, csv, out, routes_e, kv, kv_v, eng_extra);
     int rc = t_sh(cmd, NULL, 0);
     CHECKF(rc == 0, "%s: edge0-infer logits exited %d", case_name, rc);
     float *x = rc == 0 ? read_floats(out, &nx) : NULL;
     unlink(out);
+    /* The first row where the experts the engine computed with differ from llama.cpp's in any
+     * MoE layer (n: none). It must be a routing near tie: both choices are right there, and the
+     * rows before it took the same experts in both engines, so they are checked even where their
+     * own gap is small. */
+    int div = rc == 0 ? first_route_difference(routes_e, routes_r, n) : n;
+    unlink(routes_e);
+    CHECKF(div >= 0, "%s: no routes file from the engine or llama.cpp", case_name);
+    if (div < 0) div = n;
+    CHECKF(!g || (size_t)div >= ng || g[div] < tie_route,
+           "%s (KV %s/%s): the experts differ from llama.cpp's at row %d, where its route gap %.3g is not a near tie (< %g)",
+           case_name, kv, kv_v, div, g && (size_t)div < ng ? g[div] : 0.0, tie_route);
     CHECKF(r && g && ng == (size_t)n && nr % (size_t)n == 0, "%s: bad reference files", case_name);
     if (r && g && x && ng == (size_t)n && nr % (size_t)n == 0) {
         size_t V = nr / (size_t)n;
         CHECKF(nx == nr, "%s: engine wrote %zu floats, llama.cpp %zu", case_name, nx, nr);
         double worst_rel = 0, worst_abs = 0;
-        int checked = 0, ties = 0;
+        int checked = 0, ties = 0, carried = 0;
         for (int p = 0; p < n && nx == nr; p++) {
-            if (g[p] < tie_route) { /* routing near tie: not checked */
+            /* From the first difference on, the engines' states differ by more than rounding. A
+             * recurrent state carries that whole into every later row (seen: rel_rms 0.064 three
+             * rows after a near tie that flipped, 0.03 ten rows after); there they are not
+             * compared. Attention dilutes it over the cache: later rows are compared except
+             * where they are near ties themselves. */
+            if (p > div && m->recurrent) {
+                carried++;
+                continue;
+            }
+            if (p >= div && g[p] < tie_route) { /* routing near tie after the routes parted: not checked */
                 ties++;
                 continue;
             }
@@ -265,8 +321,11 @@ static void check_logits(const model_ref *m, const char *case_name, const int32_
                    kv, kv_v, rel, R, mx, M);
             checked++;
         }
-        printf("  %s (KV %s/%s): %d rows (%d routing near ties skipped), worst rel_rms %.2e, worst max_abs/std %.2e\n", case_name,
-               kv, kv_v, checked, ties, worst_rel, worst_abs);
+        if (div < n)
+            printf("  %s (KV %s/%s): the experts first differ from llama.cpp's at row %d (route gap %.3g)%s\n", case_name, kv, kv_v,
+                   div, (double)g[div], m->recurrent ? ", the recurrent state carries it: later rows not compared" : "");
+        printf("  %s (KV %s/%s): %d rows (%d routing near ties skipped, %d carried), worst rel_rms %.2e, worst max_abs/std %.2e\n",
+               case_name, kv, kv_v, checked, ties, carried, worst_rel, worst_abs);
     }
     free(r);
     free(g);
@@ -1270,6 +1329,7 @@ static void check_hybrid(const char *label, const char *path) {
         t_end();
         return;
     }
+    m.recurrent = 1;
     int32_t V = vocab_size(path), tok[100];
     CHECKF(V > 2, "%s: no token_embd.weight", label);
     if (V > 2) {

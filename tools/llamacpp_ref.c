@@ -10,6 +10,9 @@
  *       one float32: the smallest, over the MoE layers, gap between the k-th and (k+1)-th
  *       largest router logits divided by their std (k = experts used; +inf without MoE; gpt-oss:
  *       the logits plus the router bias, which the experts are chosen on).
+ *       --routes R: for each row, one line: for every MoE layer L in order "L:e,e,..." (the experts
+ *       llama.cpp chose, "ffn_moe_topk-L", ascending), space-separated; what `edge0-infer logits
+ *       --routes` writes, so the test sees where the two engines' routing first differs.
  *   greedy MODEL --tokens IDS -n N [--stats F]
  *       N greedy ids (one line). F: per step two float32, the top-1 minus top-2 logit margin over
  *       the row's std, and the router gap (as above) of the position that produced the row.
@@ -45,7 +48,7 @@
 #include "llama.h"
 
 static const char usage_text[] =
-    "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--threads N] [--kv T] [--kv-v T]\n"
+    "usage: llamacpp-ref logits MODEL --tokens IDS --rows LIST --out F [--route-gaps G] [--routes R] [--threads N] [--kv T] [--kv-v T]\n"
     "       llamacpp-ref greedy MODEL --tokens IDS -n N [--stats F] [--threads N]\n"
     "       llamacpp-ref tokenize VOCAB [--no-special] [--parse-special] [FILE...]\n"
     "       llamacpp-ref quantize IN OUT TYPE [--type-map 'REGEX=TYPE,...'] [--mix] [--imatrix-synth]\n"
@@ -126,6 +129,8 @@ typedef struct {
     /* gpt-oss: experts are chosen on the router logits + bias, a tensor llama.cpp's graph ends up
      * naming "ffn_moe_probs-L" (softmax-weight gating: the probs are the biased logits) */
     const char *name; /* "ffn_moe_logits", or "ffn_moe_probs" for gpt-oss */
+    int n_layer;
+    int32_t *sel;     /* [4096][n_layer][k] the chosen experts ("ffn_moe_topk-L"), -1: none; or NULL */
 } route_state;
 
 /* (k-th - (k+1)-th largest finite value of r [ne]) / their std; INFINITY when fewer than k+1. */
@@ -186,8 +191,32 @@ static float group_gap(const float *r, int64_t ne, int n_groups, int n_used) {
     return sd > 0 ? (float)((gs[n_used - 1] - gs[n_used]) / (2 * sd)) : 0.0f;
 }
 
+/* "ffn_moe_topk-L" [k, n_tokens] (a view of the argsort: rows nb[1] bytes apart) into sel. */
+static bool topk_cb(route_state *rs, struct ggml_tensor *t) {
+    int il = atoi(t->name + 13);
+    int64_t k = t->ne[0], nt = t->ne[1];
+    if (t->type != GGML_TYPE_I32 || k != rs->k || nt > rs->n_tok || il < 0 || il >= rs->n_layer || t->nb[0] != sizeof(int32_t))
+        return true;
+    size_t nb = ggml_nbytes(t);
+    int32_t *buf = malloc(nb);
+    if (!buf) return false;
+    ggml_backend_tensor_get(t, buf, 0, nb);
+    for (int64_t j = 0; j < nt; j++) {
+        const int32_t *r = (const int32_t *)((const char *)buf + j * t->nb[1]);
+        int32_t *dst = rs->sel + ((size_t)j * (size_t)rs->n_layer + (size_t)il) * (size_t)k;
+        for (int64_t i = 0; i < k; i++) { /* ascending */
+            int64_t a = i;
+            for (; a > 0 && dst[a - 1] > r[i]; a--) dst[a] = dst[a - 1];
+            dst[a] = r[i];
+        }
+    }
+    free(buf);
+    return true;
+}
+
 static bool route_cb(struct ggml_tensor *t, bool ask, void *user) {
     route_state *rs = user;
+    if (rs->sel && rs->k > 0 && !strncmp(t->name, "ffn_moe_topk-", 13)) return ask ? true : topk_cb(rs, t);
     /* gpt-oss: only the biased logits ("ffn_moe_probs-L") choose */
     const bool oai = !strcmp(rs->name, "ffn_moe_probs");
     const bool logits = !oai && strncmp(t->name, "ffn_moe_logits", 14) == 0;
@@ -258,6 +287,7 @@ static int open_model(ref_model *m, const char *path, int n_ctx, int n_batch, in
     snprintf(key, sizeof key, "%s.expert_used_count", arch);
     m->route.k = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
     m->route.name = !strcmp(arch, "gpt-oss") ? "ffn_moe_probs" : "ffn_moe_logits";
+    m->route.n_layer = llama_model_n_layer(m->model);
     snprintf(key, sizeof key, "%s.expert_group_count", arch);
     m->route.n_groups = llama_model_meta_val_str(m->model, key, val, sizeof val) > 0 ? atoi(val) : 0;
     snprintf(key, sizeof key, "%s.expert_group_used_count", arch);
@@ -301,9 +331,30 @@ static int decode(ref_model *m, const int32_t *tokens, int n, int pos0) {
     b.n_tokens = n;
     m->route.n_tok = n;
     for (int i = 0; i < n; i++) m->route.gap[i] = INFINITY;
+    if (m->route.sel)
+        for (size_t i = 0; i < (size_t)n * (size_t)m->route.n_layer * (size_t)m->route.k; i++) m->route.sel[i] = -1;
     int rc = llama_decode(m->ctx, b);
     llama_batch_free(b);
     return rc ? fail("llama_decode failed (%d)", rc) : 0;
+}
+
+/* --routes: one line per row (see the header); empty lines without MoE layers. */
+static int write_routes(const char *path, const route_state *rs, const int32_t *rows, int nr) {
+    FILE *f = fopen(path, "w");
+    if (!f) return fail("%s: %s", path, strerror(errno));
+    for (int j = 0; j < nr; j++) {
+        int first = 1;
+        for (int l = 0; rs->sel && l < rs->n_layer; l++) {
+            const int32_t *e = rs->sel + ((size_t)rows[j] * (size_t)rs->n_layer + (size_t)l) * (size_t)rs->k;
+            if (e[0] < 0) continue;
+            fprintf(f, "%s%d:", first ? "" : " ", l);
+            for (int i = 0; i < rs->k; i++) fprintf(f, "%s%d", i ? "," : "", e[i]);
+            first = 0;
+        }
+        fputc('\n', f);
+    }
+    if (ferror(f) | (fclose(f) != 0)) return fail("%s: write failed", path);
+    return 0;
 }
 
 static double row_std(const float *r, int n) {
@@ -326,7 +377,7 @@ static int opt_int(const char *s, int lo, int hi, int *out) {
 }
 
 static int cmd_logits(int argc, char **argv) {
-    const char *model = argv[0], *tokens_s = NULL, *rows_s = NULL, *out = NULL, *gaps = NULL;
+    const char *model = argv[0], *tokens_s = NULL, *rows_s = NULL, *out = NULL, *gaps = NULL, *routes = NULL;
     int threads = 1; /* one thread: llama.cpp's spinning workers crawl on a loaded 2-core machine */
     enum ggml_type kv = GGML_TYPE_F32, kv_v = GGML_TYPE_F32;
     for (int i = 1; i < argc; i += 2) {
@@ -344,6 +395,7 @@ static int cmd_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rows")) rows_s = argv[i + 1];
         else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
         else if (!strcmp(argv[i], "--route-gaps")) gaps = argv[i + 1];
+        else if (!strcmp(argv[i], "--routes")) routes = argv[i + 1];
         else if (!strcmp(argv[i], "--threads")) { if (opt_int(argv[i + 1], 1, 256, &threads)) return 1; }
         else return fail("unknown option '%s'", argv[i]);
     }
@@ -355,7 +407,11 @@ static int cmd_logits(int argc, char **argv) {
     for (int j = 0; j < nr; j++)
         if (rows[j] >= n) return fail("--rows: position %d is not below %d tokens", rows[j], n);
     ref_model m = {0};
-    int rc = open_model(&m, model, n, n, threads, kv, kv_v) || decode(&m, tok, n, 0);
+    int rc = open_model(&m, model, n, n, threads, kv, kv_v);
+    if (!rc && routes && m.route.k > 0 && !(m.route.sel = malloc((size_t)n * (size_t)m.route.n_layer * (size_t)m.route.k * sizeof(int32_t))))
+        rc = fail("out of memory");
+    if (!rc) rc = decode(&m, tok, n, 0);
+    if (!rc && routes) rc = write_routes(routes, &m.route, rows, nr);
     if (!rc) {
         float *x = malloc((size_t)nr * (size_t)m.n_vocab * sizeof *x), *g = malloc((size_t)nr * sizeof *g);
         for (int j = 0; j < nr && x && g; j++) {
@@ -367,6 +423,7 @@ static int cmd_logits(int argc, char **argv) {
         free(x);
         free(g);
     }
+    free(m.route.sel);
     close_model(&m);
     free(tok);
     free(rows);

@@ -299,6 +299,10 @@ void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
 }
 
 void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->stats.timing = on; }
+void e0_ctx_set_route_log(e0_ctx *c, e0_route_log_fn fn, void *user) {
+    c->route_log.fn = fn;
+    c->route_log.user = user;
+}
 const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c) { return &c->stats.st; }
 void e0_ctx_reset_stats(e0_ctx *c) {
     memset(&c->stats.st, 0, sizeof c->stats.st);

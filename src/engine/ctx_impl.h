@@ -167,6 +167,11 @@ struct e0_ctx {
     } batch;
 
     struct {
+        e0_route_log_fn fn;   /* e0_ctx_set_route_log; NULL: off */
+        void *user;
+    } route_log;
+
+    struct {
         bool timing;          /* collect the phase times (a clock read per phase) */
         e0_ctx_stats st;
     } stats;

@@ -118,6 +118,12 @@ int e0_ctx_n_batch(const e0_ctx *c);
  * and otherwise a wrong expert drawn from `seed`; < 0: there is no predictor. */
 struct e0_trace;
 void e0_ctx_set_replay(e0_ctx *c, const struct e0_trace *t, double predict_p, uint64_t seed);
+/* The routing log (tests and diagnostics: `edge0-infer logits --routes`): fn(user, layer, pos,
+ * experts, k) for every token of every MoE layer, with the k experts the token is computed with
+ * (after replay and prediction), in the router's order; pos is the token's position in its
+ * sequence. fn NULL turns it off. Not called from e0_eval_batch. */
+typedef void (*e0_route_log_fn)(void *user, int layer, int pos, const int *experts, int k);
+void e0_ctx_set_route_log(e0_ctx *c, e0_route_log_fn fn, void *user);
 /* Per layer: predicted experts that the actual router also chose, out of all predicted. */
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 

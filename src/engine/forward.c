@@ -298,6 +298,8 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     if (c->replay.trace) e0_replay_route(c, il, n_tok); /* routing=replay: the trace's experts instead */
     /* Prediction policy: may replace sel / sel_w (routing=predicted), starts reads ahead. */
     e0_predict_after_route(c, il, n_tok);
+    if (c->route_log.fn && !c->batch.seqs)
+        for (int i = 0; i < n_tok; i++) c->route_log.fn(c->route_log.user, il, c->pos + i, c->moe.sel + (size_t)i * K, (int)K);
     double t1 = e0_clock_if(c);
     c->stats.st.router += t1 - t0;
 
