@@ -194,7 +194,7 @@ static void test_gemm_matches_vec_dot(void) {
 static void check_gemm_tiles(int type, int level) {
     const e0_type_traits *t = e0_type_traits_of((uint32_t)type), *at = e0_type_traits_of((uint32_t)t->vec_dot_type);
     const e0_kernels kn = e0_kernels_at(t, level);
-    static const int64_t block_counts[] = {1, 3, 8};
+    static const int64_t block_counts[] = {1, 3, 8, 17}; /* 17: past quant_kv_avx512.c's chunk of 16 blocks */
     static const int row_counts[] = {1, 2, 5, E0_GEMM_ROWS - 1, E0_GEMM_ROWS};
     for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
         const int64_t nb = block_counts[bc], n = nb * t->block_size;

@@ -111,12 +111,12 @@ static void test_residency_rule(void) {
     CHECK(open_with(dense, pred, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));
 }
 
-/* repack: q4_K / q6_K matrices kept as q4_KX / q6_KX at the AVX2 level (the file's type in
- * w->t->type), resident and streamed alike; repack=off keeps the file's types. */
+/* repack: q4_K / q6_K matrices kept as e0_repack_type's layout (q4_KX / q6_KX at the AVX2 level,
+ * q4_KV / q6_KV at AVX-512; the file's type stays in w->t->type), resident and streamed alike;
+ * repack=off keeps the file's types. */
 static void test_repack_session(void) {
     char moe[512];
     snprintf(moe, sizeof moe, "%s/golden/qwen3moe.gguf", t_shared());
-    const int avx2 = e0_simd_level() == E0_SIMD_AVX2;
     const char *const modes[][2] = {{"memory_budget=1GiB", NULL}, {"experts=stream", NULL}, {"memory_budget=1GiB", "repack=off"}};
     for (int m = 0; m < 3; m++) {
         e0_session s;
@@ -130,13 +130,13 @@ static void test_repack_session(void) {
             for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
                 const e0_weight *w = ws[k];
                 if (!w->t) continue;
-                const int want_kx = avx2 && m < 2;
+                const uint32_t want = m < 2 ? e0_repack_type(w->t->type) : w->t->type;
                 if (w->t->type == E0_TYPE_Q4_K) {
                     q4++;
-                    CHECKF(w->type == (want_kx ? E0_TYPE_Q4_KX : E0_TYPE_Q4_K), "mode %d layer %lld: q4_K kept as %u", m, (long long)il, w->type);
+                    CHECKF(w->type == want, "mode %d layer %lld: q4_K kept as %u, not %u", m, (long long)il, w->type, want);
                 } else if (w->t->type == E0_TYPE_Q6_K) {
                     q6++;
-                    CHECKF(w->type == (want_kx ? E0_TYPE_Q6_KX : E0_TYPE_Q6_K), "mode %d layer %lld: q6_K kept as %u", m, (long long)il, w->type);
+                    CHECKF(w->type == want, "mode %d layer %lld: q6_K kept as %u, not %u", m, (long long)il, w->type, want);
                 } else {
                     CHECK(w->type == w->t->type);
                 }

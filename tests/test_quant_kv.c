@@ -171,12 +171,12 @@ static void test_dots(void) {
     if (!bit_checked) SKIP("no AVX-512 VNNI on this CPU: the AVX-512 q4_KV / q6_KV dots are not compared");
 }
 
-/* e0_repack_type: KX at AVX2, the file's types elsewhere (KV not selected yet: quant.c); e0_repack
+/* e0_repack_type: KX at AVX2, KV at AVX-512, the file's types at the scalar level; e0_repack
  * writes that layout. */
 static void test_repack_type(void) {
     const int level = e0_simd_level();
-    const uint32_t want4 = level == E0_SIMD_AVX2 ? E0_TYPE_Q4_KX : E0_TYPE_Q4_K;
-    const uint32_t want6 = level == E0_SIMD_AVX2 ? E0_TYPE_Q6_KX : E0_TYPE_Q6_K;
+    const uint32_t want4 = level == E0_SIMD_AVX2 ? E0_TYPE_Q4_KX : level == E0_SIMD_AVX512 ? E0_TYPE_Q4_KV : E0_TYPE_Q4_K;
+    const uint32_t want6 = level == E0_SIMD_AVX2 ? E0_TYPE_Q6_KX : level == E0_SIMD_AVX512 ? E0_TYPE_Q6_KV : E0_TYPE_Q6_K;
     CHECK(e0_repack_type(E0_TYPE_Q4_K) == want4);
     CHECK(e0_repack_type(E0_TYPE_Q6_K) == want6);
     static const uint32_t others[] = {E0_TYPE_F32, E0_TYPE_Q8_0, E0_TYPE_Q5_K, E0_TYPE_Q3_K, E0_TYPE_IQ4_XS, E0_TYPE_MXFP4};

@@ -357,13 +357,14 @@ int e0_simd_level(void) {
 }
 
 /* The layout the kernels of the level in use want: at the AVX2 level q4_KX / q6_KX (the
- * multiply-port savings of quant_kx.h). The AVX-512 level keeps the file's types for now: its
- * q4_KV / q6_KV kernels (quant_kv.h, tested) are 1.4x the plain GEMM here, but changing the float
- * order flips routing near ties of the hybrid synth model in tests/test_llamacpp.c (qwen35moe
- * q4_k ids100 -b 16, rows 72-77 at rel_rms 0.052-0.064 against 0.05); see docs/perf.md. */
+ * multiply-port savings of quant_kx.h), at the AVX-512 level q4_KV / q6_KV (four vpdpbusd per
+ * block, quant_kv.h; docs/perf.md sessions 9-10). */
 uint32_t e0_repack_type(uint32_t type) {
-    if (e0_simd_level() != E0_SIMD_AVX2) return type;
-    return type == E0_TYPE_Q4_K ? E0_TYPE_Q4_KX : type == E0_TYPE_Q6_K ? E0_TYPE_Q6_KX : type;
+    if (e0_simd_level() == E0_SIMD_AVX2)
+        return type == E0_TYPE_Q4_K ? E0_TYPE_Q4_KX : type == E0_TYPE_Q6_K ? E0_TYPE_Q6_KX : type;
+    if (e0_simd_level() == E0_SIMD_AVX512)
+        return type == E0_TYPE_Q4_K ? E0_TYPE_Q4_KV : type == E0_TYPE_Q6_K ? E0_TYPE_Q6_KV : type;
+    return type;
 }
 
 void e0_repack(uint32_t from, void *data, size_t bytes) {

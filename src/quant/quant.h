@@ -125,9 +125,9 @@ int e0_simd_level_for(unsigned cpu_features);
 int e0_simd_level(void);
 
 /* Load-time repacking: the type a weight of file type `type` is kept in when the engine may
- * repack it — q4_K / q6_K become q4_KX / q6_KX where the SIMD level in use is AVX2 (quant_kx.h);
- * at the AVX-512 level (q4_KV / q6_KV, quant_kv.h: not selected yet, see quant.c) and the scalar
- * level, and for every other type, the file's type. */
+ * repack it — q4_K / q6_K become q4_KX / q6_KX where the SIMD level in use is AVX2 (quant_kx.h),
+ * q4_KV / q6_KV at the AVX-512 level (quant_kv.h); at the scalar level, and for every other
+ * type, the file's type. */
 uint32_t e0_repack_type(uint32_t type);
 /* Converts `bytes` of whole blocks from file type `from` to e0_repack_type(from), in place. */
 void e0_repack(uint32_t from, void *data, size_t bytes);

@@ -7,9 +7,11 @@
  * float, acc += sums * (scale * x.d * y.d) and, for q4_K, acc += (bsum * y.d) * (min * -x.dmin)
  * (the mins through Q8_K's bsums of the same runs); for q6_K the offset 32 * bsum comes off the
  * integer sums first. The row terms (codes, scale and min vectors) are made once per block for
- * all tokens, the token terms once per block for a group of rows, and the GEMM does per (row,
- * token) exactly the dot's operations, so dot, GEMM and quant_kv.c's reference give the same
- * bits (tests/test_quant_kv.c, tests/test_gemm.c). */
+ * all tokens, the token terms once per call for all rows, and the GEMM does per (row, token)
+ * exactly the dot's operations, so dot, GEMM and quant_kv.c's reference give the same bits
+ * (tests/test_quant_kv.c, tests/test_gemm.c). */
+#include <stdbool.h>
+
 #include "quant/quant_kv.h"
 #include "quant/x86/gemm_simd.h"
 
@@ -162,49 +164,6 @@ void e0_vec_dot_q4_KV_avx512(int64_t n, float *s, const void *vw, const void *va
     *s = kv_reduce(acc);
 }
 
-/* Rows r0 .. r0 + rg - 1 (rg a constant where it is inlined: the codes stay in registers) against
- * the nt tokens, block by block. */
-AI void q4kv_gemm_rows(const uint8_t *w, size_t w_stride, int64_t nb, int rg, int nt, const uint8_t *a, size_t a_stride,
-                       float *s, size_t s_stride) {
-    __m512 acc[RG][MAXT], yd[MAXT], bsum_yd[MAXT];
-    const int8_t *q8[MAXT];
-    for (int r = 0; r < rg; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            kv_token(y, &yd[t], &bsum_yd[t]);
-            q8[t] = y->qs;
-        }
-        __m512i u[RG][4];
-        __m512 fsc[RG], fmin[RG];
-        for (int r = 0; r < rg; r++) {
-            prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q4_K));
-            q4kv_row((const e0_block_q4_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r], &fmin[r]);
-        }
-        for (int t = 0; t < nt; t++)
-            for (int r = 0; r < rg; r++) {
-                __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(kv_sums(u[r], q8[t])), _mm512_mul_ps(fsc[r], yd[t]), acc[r][t]);
-                acc[r][t] = _mm512_fmadd_ps(bsum_yd[t], fmin[r], v);
-            }
-    }
-    for (int r = 0; r < rg; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
-}
-
-/* A GEMM: the rows in groups of RG, then one at a time (a constant count each, so inlining
- * keeps the codes of each group in registers). */
-#define KV_GEMM(name, rows_fn)                                                                                             \
-    void name(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,        \
-              size_t s_stride) {                                                                                           \
-        const uint8_t *w = vw;                                                                                             \
-        int r = 0;                                                                                                         \
-        for (; r + RG <= nr; r += RG) rows_fn(w + (size_t)r * w_stride, w_stride, n / QK_K, RG, nt, va, a_stride, s + r, s_stride); \
-        for (; r < nr; r++) rows_fn(w + (size_t)r * w_stride, w_stride, n / QK_K, 1, nt, va, a_stride, s + r, s_stride);   \
-    }
-
-KV_GEMM(e0_gemm_q4_KV_avx512, q4kv_gemm_rows)
-
 /* ---- q6_KV ---- */
 
 void e0_vec_dot_q6_KV_avx512(int64_t n, float *s, const void *vw, const void *va) {
@@ -222,34 +181,147 @@ void e0_vec_dot_q6_KV_avx512(int64_t n, float *s, const void *vw, const void *va
     *s = kv_reduce(acc);
 }
 
-AI void q6kv_gemm_rows(const uint8_t *w, size_t w_stride, int64_t nb, int rg, int nt, const uint8_t *a, size_t a_stride,
-                       float *s, size_t s_stride) {
-    __m512 acc[RG][MAXT], yd[MAXT];
-    __m512i offs[MAXT];
-    const int8_t *q8[MAXT];
-    for (int r = 0; r < rg; r++)
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            yd[t] = _mm512_set1_ps(y->d);
-            offs[t] = kv_offset(y);
-            q8[t] = y->qs;
-        }
-        __m512i u[RG][4];
-        __m512 fsc[RG];
-        for (int r = 0; r < rg; r++) {
-            prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q6_K));
-            q6kv_row((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r]);
-        }
-        for (int t = 0; t < nt; t++)
-            for (int r = 0; r < rg; r++) {
-                const __m512i sums = _mm512_sub_epi32(kv_sums(u[r], q8[t]), offs[t]);
-                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(fsc[r], yd[t]), acc[r][t]);
+/* ---- the GEMMs ----
+ * A call: nr rows x nt tokens. The token terms (y.d, and q4's bsum * y.d or q6's 32 * bsum) are
+ * made once per call for every block (KV_TB blocks at a time: in chunks for a longer row), the
+ * rows go in groups of RG whose codes stay in registers while every token passes, and the
+ * accumulators of a group (RG x nt vectors, in L1) start at the first block without a memset. The
+ * 16-lane sums end in kv_store: 16 accumulators at a time through a transposing tree with
+ * reduce16's adds in reduce16's order, so every (row, token) still gets the dot's bits. */
+
+#define KV_TB 16 /* blocks of token terms per chunk (a row of n <= 4096 is one chunk) */
+
+typedef struct {
+    float yd[MAXT * KV_TB];     /* [t * nbc + i]: y.d of token t, block i0 + i */
+    __m512i term[MAXT * KV_TB]; /* q4: bsum * y.d (floats); q6: 32 * bsum */
+} kv_terms;
+
+AI void kv_terms_make(kv_terms *tt, bool q6, const uint8_t *a, size_t a_stride, int nt, int64_t i0, int64_t nbc) {
+    for (int t = 0; t < nt; t++)
+        for (int64_t i = 0; i < nbc; i++) {
+            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i0 + i;
+            __m512 yd, bsum_yd;
+            tt->yd[t * nbc + i] = y->d;
+            if (q6) tt->term[t * nbc + i] = kv_offset(y);
+            else {
+                kv_token(y, &yd, &bsum_yd);
+                tt->term[t * nbc + i] = _mm512_castps_si512(bsum_yd);
             }
-    }
-    for (int r = 0; r < rg; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
+        }
 }
 
-KV_GEMM(e0_gemm_q6_KV_avx512, q6kv_gemm_rows)
+/* One 16 x 16 step of reduce16 for 16 accumulators at once: lane 4k + j of the result is the sum
+ * of v[4j + k]. Stages: halves, quarters, pairs, lanes 0 + 1 (quant_kv.c's reduce16). */
+AI __m512 kv_reduce16x16(const __m512 v[16]) {
+    __m512 u[8], x[4], y[2];
+    for (int m = 0; m < 8; m++) /* halves: lanes 0..7 of v[2m], 8..15 of v[2m+1] */
+        u[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44), _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+    for (int m = 0; m < 4; m++) /* quarters: 128-bit lane k holds v[4m + k]'s */
+        x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * m], u[2 * m + 1], 0x88), _mm512_shuffle_f32x4(u[2 * m], u[2 * m + 1], 0xDD));
+    for (int m = 0; m < 2; m++) /* pairs: q0 + q2, q1 + q3 of x[2m] and x[2m+1] */
+        y[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], 0x44), _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD)); /* lanes 0 + 1 */
+}
+
+/* s[r + t * s_stride] = reduce16(acc[r][t]): groups of 4 rows x 4 tokens through the tree (lane
+ * 4k + j = row j of token t + k: four 4-float stores), the rest one by one. */
+AI void kv_store(__m512 acc[RG][MAXT], int rg, int nt, float *s, size_t s_stride) {
+    int t = 0;
+    if (rg == 4)
+        for (; t + 4 <= nt; t += 4) {
+            __m512 v[16];
+            for (int i = 0; i < 16; i++) v[i] = acc[i >> 2][t + (i & 3)];
+            const __m512 z = kv_reduce16x16(v);
+            _mm_storeu_ps(s + (size_t)t * s_stride, _mm512_castps512_ps128(z));
+            _mm_storeu_ps(s + (size_t)(t + 1) * s_stride, _mm512_extractf32x4_ps(z, 1));
+            _mm_storeu_ps(s + (size_t)(t + 2) * s_stride, _mm512_extractf32x4_ps(z, 2));
+            _mm_storeu_ps(s + (size_t)(t + 3) * s_stride, _mm512_extractf32x4_ps(z, 3));
+        }
+    for (; t < nt; t++)
+        for (int r = 0; r < rg; r++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
+}
+
+/* One block i of rows w (rg of them) against the nt tokens: block i - i0 of the terms tt. first:
+ * the accumulators start here (0 + the block's terms, as the dot's first fma). */
+AI void q4kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt,
+                        const uint8_t *a, size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT], bool first) {
+    __m512i u[RG][4];
+    __m512 fsc[RG], fmin[RG];
+#pragma GCC unroll 4
+    for (int r = 0; r < rg; r++) {
+        prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q4_K));
+        q4kv_row((const e0_block_q4_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r], &fmin[r]);
+    }
+    for (int t = 0; t < nt; t++) {
+        const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
+        const __m512 yd = _mm512_set1_ps(tt->yd[t * nbc + (i - i0)]), bsum_yd = _mm512_castsi512_ps(tt->term[t * nbc + (i - i0)]);
+    #pragma GCC unroll 4
+    for (int r = 0; r < rg; r++) {
+            const __m512 prev = first ? _mm512_setzero_ps() : acc[r][t];
+            const __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(kv_sums(u[r], q8)), _mm512_mul_ps(fsc[r], yd), prev);
+            acc[r][t] = _mm512_fmadd_ps(bsum_yd, fmin[r], v);
+        }
+    }
+}
+
+AI void q6kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt,
+                        const uint8_t *a, size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT], bool first) {
+    __m512i u[RG][4];
+    __m512 fsc[RG];
+#pragma GCC unroll 4
+    for (int r = 0; r < rg; r++) {
+        prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q6_K));
+        q6kv_row((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r]);
+    }
+    for (int t = 0; t < nt; t++) {
+        const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
+        const __m512 yd = _mm512_set1_ps(tt->yd[t * nbc + (i - i0)]);
+        const __m512i offs = tt->term[t * nbc + (i - i0)];
+    #pragma GCC unroll 4
+    for (int r = 0; r < rg; r++) {
+            const __m512 prev = first ? _mm512_setzero_ps() : acc[r][t];
+            const __m512i sums = _mm512_sub_epi32(kv_sums(u[r], q8), offs);
+            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(fsc[r], yd), prev);
+        }
+    }
+}
+
+/* Rows w (rg, a constant where inlined) over blocks i0 .. i0 + nbc of the terms tt. */
+#define KV_ROWS(name, block_fn)                                                                                           \
+    AI void name(const uint8_t *w, size_t w_stride, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt, const uint8_t *a, \
+                 size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT]) {                                             \
+        int64_t i = i0;                                                                                                   \
+        if (i == 0) block_fn(w, w_stride, i++, i0, nbc, nb, rg, nt, a, a_stride, tt, acc, true);                         \
+        for (; i < i0 + nbc; i++) block_fn(w, w_stride, i, i0, nbc, nb, rg, nt, a, a_stride, tt, acc, false);            \
+    }
+
+/* A GEMM: the token terms for all rows (one chunk when the row has at most KV_TB blocks), the rows
+ * in groups of RG, then one at a time (a constant count each, so inlining keeps the codes of each
+ * group in registers). */
+#define KV_GEMM(name, rows_fn, q6)                                                                                         \
+    void name(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,        \
+              size_t s_stride) {                                                                                           \
+        const uint8_t *w = vw, *a = va;                                                                                    \
+        const int64_t nb = n / QK_K;                                                                                       \
+        kv_terms tt;                                                                                                       \
+        __m512 acc[RG][MAXT];                                                                                              \
+        if (nb <= KV_TB) kv_terms_make(&tt, q6, a, a_stride, nt, 0, nb);                                                   \
+        for (int r = 0; r < nr;) {                                                                                         \
+            const int rg = r + RG <= nr ? RG : 1;                                                                          \
+            const uint8_t *wr = w + (size_t)r * w_stride;                                                                  \
+            for (int64_t i0 = 0; i0 < nb; i0 += KV_TB) {                                                                   \
+                const int64_t nbc = nb - i0 < KV_TB ? nb - i0 : KV_TB;                                                     \
+                if (nb > KV_TB) kv_terms_make(&tt, q6, a, a_stride, nt, i0, nbc);                                          \
+                if (rg == RG) rows_fn(wr, w_stride, i0, nbc, nb, RG, nt, a, a_stride, &tt, acc);                           \
+                else rows_fn(wr, w_stride, i0, nbc, nb, 1, nt, a, a_stride, &tt, acc);                                     \
+            }                                                                                                              \
+            if (rg == RG) kv_store(acc, RG, nt, s + r, s_stride);                                                          \
+            else kv_store(acc, 1, nt, s + r, s_stride);                                                                    \
+            r += rg;                                                                                                       \
+        }                                                                                                                  \
+    }
+
+KV_ROWS(q4kv_gemm_rows, q4kv_gemm_block)
+KV_ROWS(q6kv_gemm_rows, q6kv_gemm_block)
+KV_GEMM(e0_gemm_q4_KV_avx512, q4kv_gemm_rows, false)
+KV_GEMM(e0_gemm_q6_KV_avx512, q6kv_gemm_rows, true)
