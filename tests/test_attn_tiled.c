@@ -246,6 +246,33 @@ static void test_scale(void) {
         }
 }
 
+/* The AVX-512 products against the AVX2 ones, bit for bit: every row count of a tile (1 .. 17),
+ * key and head widths of every tail (8, 16, 24 past a multiple of 32), outputs at a stride with
+ * sentinels past the columns each kernel may write. */
+static void test_avx512_products(void) {
+    if (e0_simd_level() < E0_SIMD_AVX512) SKIP("no AVX-512 on this CPU (or E0_SIMD caps it)");
+    enum { RMAX = 17, KMAX = 88, HMAX = 88, LDS = KMAX + 8 };
+    static float Q[RMAX * HMAX], Kt[HMAX * KMAX], V[KMAX * HMAX], S1[RMAX * LDS], S2[RMAX * LDS], O1[RMAX * HMAX], O2[RMAX * HMAX];
+    for (size_t i = 0; i < sizeof Q / sizeof Q[0]; i++) Q[i] = frand();
+    for (size_t i = 0; i < sizeof Kt / sizeof Kt[0]; i++) Kt[i] = frand() * (i % 7 ? 1.0f : 1e3f);
+    for (size_t i = 0; i < sizeof V / sizeof V[0]; i++) V[i] = frand();
+    int cases = 0;
+    for (int nr = 1; nr <= RMAX; nr++)
+        for (int nk8 = 8; nk8 <= KMAX; nk8 += 8)
+            for (int64_t hd = 8; hd <= HMAX; hd += 8 * (1 + (nk8 % 24 == 0))) {
+                for (int i = 0; i < RMAX * LDS; i++) S1[i] = S2[i] = -7.0f;
+                e0_attn_scores_avx2(Q, nr, hd, Kt, KMAX, nk8, 0.125f, S1, LDS);
+                e0_attn_scores_avx512(Q, nr, hd, Kt, KMAX, nk8, 0.125f, S2, LDS);
+                CHECKF(!memcmp(S1, S2, sizeof S1), "scores nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
+                for (int i = 0; i < RMAX * HMAX; i++) O1[i] = O2[i] = (float)(i % 5) - 2.0f;
+                e0_attn_pv_avx2(S1, nr, LDS, nk8, V, hd, O1);
+                e0_attn_pv_avx512(S1, nr, LDS, nk8, V, hd, O2);
+                CHECKF(!memcmp(O1, O2, sizeof O1), "pv nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
+                cases++;
+            }
+    CHECK(cases > 1000);
+}
+
 /* ---- the engine: tiled against per-position (E0_ATTN=pos) ---- */
 
 /* Logits of 157 tokens (chunks of 64: three chunks, the last one odd) with both paths, every KV
@@ -299,6 +326,7 @@ int main(void) {
     RUN(test_exp);
     RUN(test_mask_max);
     RUN(test_scale);
+    RUN(test_avx512_products);
     RUN(test_engine);
     return T_DONE();
 }

@@ -64,6 +64,9 @@ long e0_attn_tiled_items(const e0_attn_args *a) {
     return (long)a->n_head_kv * ((a->n_tok + bt - 1) / bt);
 }
 
+/* With simd, the two products take their AVX-512 forms where the level allows (same bits). */
+static bool avx512(void) { return e0_simd_level() >= E0_SIMD_AVX512; }
+
 /* ---- scalar kernels (the reference of attn_tiled_avx2.c) ---- */
 
 static void scores_scalar(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S,
@@ -146,7 +149,7 @@ static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8
 static void block_scores(const e0_attn_args *a, int t0, int nr, int kb, int nk, int nk8, const tile_bufs *b, float *S,
                          bool simd, float *bm) {
     const int64_t G = a->n_head / a->n_head_kv;
-    if (simd) e0_attn_scores_avx2(b->Q, nr, a->hd, b->Kt, E0_ATTN_BK, nk8, a->scale, S, b->lds);
+    if (simd) (avx512() ? e0_attn_scores_avx512 : e0_attn_scores_avx2)(b->Q, nr, a->hd, b->Kt, E0_ATTN_BK, nk8, a->scale, S, b->lds);
     else scores_scalar(b->Q, nr, a->hd, b->Kt, E0_ATTN_BK, nk8, a->scale, S, b->lds);
     for (int r = 0; r < nr; r++) {
         const int p = a->pos0 + t0 + r / (int)G;
@@ -228,7 +231,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
             load_block(a, u, kb, nk, nk8, &b, simd, false, true);
-            if (simd) e0_attn_pv_avx2(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
+            if (simd) (avx512() ? e0_attn_pv_avx512 : e0_attn_pv_avx2)(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
             else pv_scalar(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
         }
     } else {
@@ -253,7 +256,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
                     for (int64_t d = 0; d < hd; d++) o[d] *= corr;
                 }
             }
-            if (simd) e0_attn_pv_avx2(b.S, nr, b.lds, nk8, b.V, hd, b.O);
+            if (simd) (avx512() ? e0_attn_pv_avx512 : e0_attn_pv_avx2)(b.S, nr, b.lds, nk8, b.V, hd, b.O);
             else pv_scalar(b.S, nr, b.lds, nk8, b.V, hd, b.O);
         }
     }

@@ -59,6 +59,9 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
 void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
 /* O [nr][hd] += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd]; hd a multiple of 8. */
 void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
+/* The same two products with AVX-512 (attn_tiled_avx512.c): the AVX2 kernels' bits. */
+void e0_attn_scores_avx512(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
+void e0_attn_pv_avx512(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
 /* Kt [hd][ldk] columns 0 .. nk = F16 key heads kp[0 .. nk) (hd values each) as floats; hd % 8 == 0. */
 void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
 /* The causal mask of a row of scores: s [n] (n % 8 == 0 for AVX2) gets -inf at columns j < lo
