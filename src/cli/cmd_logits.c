@@ -92,7 +92,8 @@ int cmd_logits(int argc, char **argv) {
         memset(rt.ids, 0xff, n_route * sizeof *rt.ids); /* -1 */
         e0_ctx_set_route_log(c, log_route, &rt);
     }
-    if (!logits || (routes_path && !rt.ids)) status = cli_error("out of memory for %zu logits", count);
+    if (!logits) status = cli_error("out of memory for %zu logits", count);
+    else if (routes_path && !rt.ids) status = cli_error("out of memory for the routing log (%zu entries)", n_route);
     else if (e0_eval(c, ids, n, logits, &e) < 0) status = cli_error("%s", e.msg);
     else if (to_stdout) fwrite(logits, sizeof(float), count, stdout); /* write errors: checked at exit (main.c) */
     else if (!(f = fopen(out_path, "wb"))) status = cli_error("cannot write %s", out_path);
