@@ -290,8 +290,15 @@ static void test_server_mode(void) {
                    json_dumps(get(get(e, "server"), "server_metrics"), JSON_COMPACT));
             const json_t *checks = get(get(get(json_array_get(get(e, "processes"), 0), "row"), "server_metrics"), "checks");
             CHECKF(json_array_size(checks) >= 8, "%s: %zu checks", name, json_array_size(checks));
-            CHECKF(dist_ok(get(s, "ttft_s"), ok) && dist_ok(get(s, "e2e_s"), ok) && dist_ok(get(s, "itl_s"), -1) &&
-                   dist_ok(get(s, "tpot_s"), -1), "%s: distributions", name);
+            /* ITL: gaps between chunks. A server that is ahead of its reader sends several tokens in one
+             * chunk, and this tiny model can finish a reply before the reader wakes: then no request
+             * had two chunks and the distribution says so (not a failure). */
+            const json_t *itl = get(s, "itl_s");
+            int itl_ok = dist_ok(itl, -1) || (json_is_string(itl) && !strcmp(json_string_value(itl), "unavailable: no samples"));
+            CHECKF(dist_ok(get(s, "ttft_s"), ok) && dist_ok(get(s, "e2e_s"), ok) && itl_ok &&
+                   dist_ok(get(s, "tpot_s"), -1), "%s: distributions: ttft %s e2e %s itl %s tpot %s", name,
+                   json_dumps(get(s, "ttft_s"), JSON_COMPACT), json_dumps(get(s, "e2e_s"), JSON_COMPACT),
+                   json_dumps(get(s, "itl_s"), JSON_COMPACT), json_dumps(get(s, "tpot_s"), JSON_COMPACT));
             /* ITL gaps between text chunks: at most output - 1 per request over both rounds (a chunk may
              * carry several tokens when the server holds bytes back) */
             CHECKF(json_integer_value(get(get(s, "itl_s"), "n")) <= 2 * (out_tokens - 6), "%s: %lld ITL samples, at most %lld", name,

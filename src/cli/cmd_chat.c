@@ -341,7 +341,14 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (!msg.len) continue;
+        /* During the turn Ctrl-C only sets the flag: with SA_RESTART a write to a full terminal
+         * that it interrupts goes on instead of failing with EINTR (stdio would drop the rest of
+         * the reply and the turn would end as if stdout were lost). */
+        struct sigaction turn_sa = sa;
+        turn_sa.sa_flags |= SA_RESTART;
+        if (handler) sigaction(SIGINT, &turn_sa, NULL);
         int r = chat_turn(&ch, msg.p, msg.len, &e);
+        if (handler) sigaction(SIGINT, &sa, NULL);
         if (r < 0) status = cli_error("%s", e.msg);
         if (r) break;
     }
