@@ -6,7 +6,9 @@
  *    gpt-oss (sliding-window rings shorter than the sequences), and the fallback architectures
  *    (a hybrid DeltaNet model, deepseek2's MLA);
  *  - 8 sequences at different positions (prompts of different lengths), batches of n = 1..8 with
- *    a rotating first context (its scratch is the batch's), each sequence decoding greedily;
+ *    a rotating first context (its scratch is the batch's), each sequence decoding greedily; every
+ *    other sequence works in the session context's scratch (e0_ctx_params.scratch_owner, as
+ *    serve's slots do), and another shape cannot share it;
  *  - bad calls fail cleanly without moving any position;
  *  - `bench --batch-size B`: the JSON row's batch_size, aggregate and per-sequence decode tok/s,
  *    and the B sequences (same prompt) generating the same ids. */
@@ -27,9 +29,12 @@ static int argmax(const float *x, int64_t n) {
     return b;
 }
 
-/* A context like the session's (sched.c's slots are made the same way). */
-static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, bool prefetch, e0_err *e) {
-    e0_ctx *c = e0_ctx_new(s->m, cp, e);
+/* A context like the session's (sched.c's slots are made the same way); share: working in the
+ * session context's scratch buffers, as serve's slots do. */
+static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, bool prefetch, bool share, e0_err *e) {
+    e0_ctx_params p = *cp;
+    if (share) p.scratch_owner = s->c;
+    e0_ctx *c = e0_ctx_new(s->m, &p, e);
     if (!c) return NULL;
     e0_ctx_set_experts(c, s->xc, s->streamed ? s->opt.expert_slots : 0);
     if (prefetch) e0_ctx_set_routing(c, false, 1, 1, true);
@@ -54,8 +59,8 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     int next[N_SEQ];
     bool ok = true;
     for (int i = 0; i < N_SEQ && ok; i++) {
-        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, prefetch, &e);
-        ref[i] = new_ctx(&s, &cp, prefetch, &e);
+        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, prefetch, i % 2 == 1, &e);
+        ref[i] = new_ctx(&s, &cp, prefetch, false, &e);
         ok = bat[i] && ref[i];
         CHECKF(ok, "context %d: %s", i, e.msg);
         if (!ok) break;
@@ -105,6 +110,14 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         CHECK(e0_eval_batch(two, bad, 2, &e) < 0 && strstr(e.msg, "out of range"));
         CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
         CHECK(e0_eval_batch(two, t2, 0, &e) < 0);
+        /* sharing: only the own buffers are counted; another shape cannot share */
+        e0_ctx_params sp = cp;
+        sp.scratch_owner = s.c;
+        CHECK(e0_ctx_memory(s.m, &sp) == e0_ctx_memory_sharing(s.m, &cp) && e0_ctx_memory(s.m, &sp) < e0_ctx_memory(s.m, &cp));
+        sp.n_batch = cp.n_batch * 2;
+        e0_ctx *bad_share = e0_ctx_new(s.m, &sp, &e);
+        CHECKF(!bad_share && strstr(e.msg, "cannot share scratch"), "%s", bad_share ? "made" : e.msg);
+        e0_ctx_free(bad_share);
     }
     for (int i = 0; i < N_SEQ; i++) {
         if (i) e0_ctx_free(bat[i]);

@@ -319,6 +319,9 @@ static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
     const e0_options *o = &ses->opt;
     e0_ctx_params cp = {.n_ctx = e0_ctx_n_ctx(c), .n_threads = e0_ctx_n_threads(c), .n_threads_prefill = e0_ctx_n_threads_prefill(c),
                         .n_batch = e0_ctx_n_batch(c) > B ? e0_ctx_n_batch(c) : B, .type_k = e0_ctx_type_k(c), .type_v = e0_ctx_type_v(c)};
+    /* the sequences are evaluated one at a time (prefill) or as one batch in cs[0]'s buffers:
+     * they share its scratch where the shapes agree (not when B > its n_batch) */
+    if (cp.n_batch == e0_ctx_n_batch(c)) cp.scratch_owner = c;
     cs[0] = ses->c;
     for (int b = 1; b < B; b++) {
         if (!(cs[b] = e0_ctx_new(ses->m, &cp, e))) {

@@ -146,7 +146,7 @@ int cmd_serve(int argc, char **argv) {
     }
     e0_ctx_params cp = {.n_ctx = o.n_ctx, .n_threads = o.threads, .n_batch = o.n_batch, .type_k = o.type_k, .type_v = o.type_v};
     e0_session plan = {0};
-    uint64_t extra = (uint64_t)(n_slots - 1) * e0_ctx_memory(probe, &cp);
+    uint64_t extra = (uint64_t)(n_slots - 1) * e0_ctx_memory_sharing(probe, &cp); /* slot 0's scratch serves them all */
     e0_model_free(probe);
     if (e0_plan(o.model, &o.opt, &cp, &plan, &e) < 0) return cli_error("%s", e.msg);
     if (extra) {

@@ -1,6 +1,7 @@
 /* ctx.c — building and freeing the inference context (engine.h): the thread pools, the KV cache
  * (in its types: kv.c) and every scratch buffer the forward pass and the predictor use, sized once for n_batch
- * tokens and carved from one allocation (shapes in ctx_impl.h); the small accessors and the
+ * tokens and carved from one allocation (shapes in ctx_impl.h), or only the context's own part of
+ * them when it shares another's work buffers (e0_ctx_params.scratch_owner); the small accessors and the
  * phase-time stats. The forward pass itself is forward.c; the prediction policy's setters are in
  * experts_predict.c. */
 #include <stdlib.h>
@@ -37,15 +38,24 @@ static int64_t mla_gath_width(const e0_hparams *hp) {
     return nope > hp->kv_lora_rank ? nope : hp->kv_lora_rank;
 }
 
-/* One buffer carved from the scratch allocation (NULL when bytes = 0), 64-byte aligned. */
+/* One buffer carved from the scratch allocation (NULL when bytes = 0), 64-byte aligned. own: the
+ * context's own even when it shares the work buffers of another (what outlives a call: the
+ * logits and the predictor's state); the rest is work space that a call fills before it reads. */
 typedef struct {
     void **ptr;
     size_t bytes;
+    bool own;
 } scratch_part;
 #define PART(field, n) {.ptr = (void **)&(field), .bytes = (n)}
+#define OWN(field, n) {.ptr = (void **)&(field), .bytes = (n), .own = true}
+#define ALIGN64(n) (((n) + 63) & ~(size_t)63)
 
-/* Sizes every scratch buffer (c->scratch_bytes); unless size_only, allocates and carves them. */
-static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) {
+/* Sizes every scratch buffer; unless size_only, allocates and carves them. Alone (owner NULL):
+ * one allocation of every part in the order below (c->scratch_bytes, c->scratch_layout_bytes).
+ * Sharing owner's work buffers: the work parts point at the owner's, at the same offsets (the
+ * layout must be the same size, so the shapes are), and only the own parts are allocated
+ * (c->scratch_bytes). */
+static int alloc_scratch(e0_ctx *c, int max_threads, const e0_ctx *owner, bool size_only, e0_err *e) {
     const e0_hparams *hp = c->hp;
     const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, X = (size_t)hp->n_expert,
                  K = (size_t)(hp->n_expert_used ? hp->n_expert_used : 1), F = (size_t)hp->n_ff_exp,
@@ -63,7 +73,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->act.att, B * QE * 4),
         PART(c->act.hb, B * HB * 4),
         PART(c->act.hb2, B * HB * 4),
-        PART(c->act.logits, (size_t)hp->n_vocab * 4),
+        OWN(c->act.logits, (size_t)hp->n_vocab * 4),
         PART(c->act.scores, (size_t)max_threads * (size_t)c->n_ctx * (size_t)(hp->n_head / hp->n_head_kv) * 4),
         PART(c->xq.buf[0], B * row),
         PART(c->xq.buf[1], B * row),
@@ -79,11 +89,11 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->moe.pair_hq, X ? B * K * row : 0),
         PART(c->moe.used, X * sizeof(int)),
         PART(c->moe.ptrs, X * sizeof(e0_expert_ptrs)),
-        PART(c->pred.ids, X ? L * K * sizeof(int) : 0),
-        PART(c->pred.valid, X ? L * sizeof(bool) : 0),
+        OWN(c->pred.ids, X ? L * K * sizeof(int) : 0),
+        OWN(c->pred.valid, X ? L * sizeof(bool) : 0),
         PART(c->pred.logits, X * sizeof(float)),
-        PART(c->pred.hits, X ? L * sizeof(uint64_t) : 0),
-        PART(c->pred.total, X ? L * sizeof(uint64_t) : 0),
+        OWN(c->pred.hits, X ? L * sizeof(uint64_t) : 0),
+        OWN(c->pred.total, X ? L * sizeof(uint64_t) : 0),
         PART(c->moe.pair_h, X ? B * K * F * 4 : 0),
         PART(c->moe.pair_h2, X ? B * K * F * 4 : 0),
         PART(c->moe.pair_out, X ? B * K * E * 4 : 0),
@@ -112,15 +122,26 @@ static int alloc_scratch(e0_ctx *c, int max_threads, bool size_only, e0_err *e) 
         PART(c->act.embd_raw, c->m->tok_embd.row_bytes),
     };
     const size_t n_parts = sizeof parts / sizeof parts[0];
-    size_t total = 0;
-    for (size_t i = 0; i < n_parts; i++) total += (parts[i].bytes + 63) & ~(size_t)63;
-    c->scratch_bytes = total;
-    if (size_only) return 0;
-    if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, total))) return e0_fail(e, "cannot allocate %zu bytes of scratch buffers", total);
-    size_t off = 0;
+    size_t total = 0, own = 0;
     for (size_t i = 0; i < n_parts; i++) {
-        *parts[i].ptr = parts[i].bytes ? c->scratch + off : NULL;
-        off += (parts[i].bytes + 63) & ~(size_t)63;
+        total += ALIGN64(parts[i].bytes);
+        if (parts[i].own) own += ALIGN64(parts[i].bytes);
+    }
+    c->scratch_layout_bytes = total;
+    c->scratch_bytes = owner ? own : total;
+    if (size_only) return 0;
+    if (owner && (owner->scratch_owner || owner->scratch_layout_bytes != total || owner->m != c->m))
+        return e0_fail(e, "cannot share scratch buffers: the owner has none of its own, or another shape (%zu bytes, not %zu)",
+                       owner->scratch_layout_bytes, total);
+    if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, c->scratch_bytes)))
+        return e0_fail(e, "cannot allocate %zu bytes of scratch buffers", c->scratch_bytes);
+    c->scratch_owner = owner;
+    size_t off = 0, own_off = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        uint8_t *p = !owner ? c->scratch + off : parts[i].own ? c->scratch + own_off : owner->scratch + off;
+        *parts[i].ptr = parts[i].bytes ? p : NULL;
+        off += ALIGN64(parts[i].bytes);
+        if (parts[i].own) own_off += ALIGN64(parts[i].bytes);
     }
     if (X) {
         memset(c->pred.valid, 0, L * sizeof(bool));
@@ -176,13 +197,17 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
     return c->threads.n_decode > c->threads.n_prefill ? c->threads.n_decode : c->threads.n_prefill;
 }
 
-uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p) {
-    e0_ctx c;
+static uint64_t ctx_memory(const e0_model *m, const e0_ctx_params *p, bool sharing) {
+    e0_ctx c, owner;
     memset(&c, 0, sizeof c);
+    memset(&owner, 0, sizeof owner);
     int max_threads = ctx_shape(&c, m, p);
-    alloc_scratch(&c, max_threads, true, NULL);
+    alloc_scratch(&c, max_threads, sharing ? &owner : NULL, true, NULL);
     return (uint64_t)c.kv.bytes_k + c.kv.bytes_v + c.scratch_bytes + c.rs.bytes_conv + c.rs.bytes_ssm;
 }
+
+uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p) { return ctx_memory(m, p, p && p->scratch_owner); }
+uint64_t e0_ctx_memory_sharing(const e0_model *m, const e0_ctx_params *p) { return ctx_memory(m, p, true); }
 
 e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
     const e0_hparams *hp = &m->hp;
@@ -224,7 +249,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         }
         e0_recurrent_reset(c);
     }
-    if (alloc_scratch(c, max_threads, false, e) < 0) goto fail;
+    if (alloc_scratch(c, max_threads, p ? p->scratch_owner : NULL, false, e) < 0) goto fail;
     c->pred.predict_from = 1;
     c->pred.predict_ahead = 1;
     return c;

@@ -194,8 +194,11 @@ struct e0_ctx {
         float *qg;            /* [B][2*q_dim] attention layers' wq output: q and gate per head */
     } rs;
 
-    uint8_t *scratch;         /* the one allocation every buffer above except kv is carved from */
-    size_t scratch_bytes;
+    uint8_t *scratch;         /* the one allocation every buffer above except kv is carved from; with a
+                                 scratch_owner, only the own parts (logits, pred.*): the rest are its */
+    size_t scratch_bytes;     /* that allocation's size */
+    size_t scratch_layout_bytes; /* every part's bytes (the owner's allocation, when sharing) */
+    const e0_ctx *scratch_owner; /* e0_ctx_params.scratch_owner; NULL: all its own */
 };
 
 /* The clock, only when timing is on (0 otherwise, so differences are 0). */

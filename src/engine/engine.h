@@ -25,6 +25,12 @@ typedef struct e0_ctx_params {
     /* KV cache element types (quant.h ids): E0_TYPE_F32, F16, BF16, Q8_0 or Q4_0, as llama.cpp's
      * --cache-type-k / --cache-type-v. Zero is F32 (exact); the CLI's default is F16, as llama.cpp's. */
     uint32_t type_k, type_v;
+    /* Another context over the same model whose work buffers (activations, quantized rows, expert
+     * grouping, attention tiles: all but the logits and the predictor's state) this one uses
+     * instead of its own, with the same n_ctx, n_batch, threads and KV types: contexts that are
+     * never evaluated at the same time (serve's slots, bench --batch-size; e0_eval_batch works in
+     * ctxs[0]'s buffers anyway). It must outlive this one. NULL: buffers of its own. */
+    const struct e0_ctx *scratch_owner;
 } e0_ctx_params;
 
 typedef struct e0_ctx e0_ctx;
@@ -34,6 +40,9 @@ void e0_ctx_free(e0_ctx *c);
 /* Bytes e0_ctx_new(m, p) allocates in the memory ledger (KV cache + scratch buffers), for the
  * residency rule; m may be a metadata-only model. */
 uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p);
+/* The same for a context that will share another's work buffers (p->scratch_owner): its KV cache
+ * and its own buffers only. */
+uint64_t e0_ctx_memory_sharing(const e0_model *m, const e0_ctx_params *p);
 
 /* Evaluate n tokens at the current position (appending to the KV cache). If all_logits is not
  * NULL it receives n x n_vocab floats (row i = logits after token i). The logits after the last

@@ -511,8 +511,11 @@ srv_sched *srv_sched_new(e0_session *ses, const e0_tokenizer *tok, const srv_sch
         slot *sl = &s->slots[i];
         if (i == 0) sl->c = ses->c;
         else {
-            /* configured as load.c configures the session's context */
-            if (!(sl->c = e0_ctx_new(ses->m, &p->cp, e))) goto fail;
+            /* configured as load.c configures the session's context; the worker steps one slot at
+             * a time, so every slot works in slot 0's scratch buffers (its own: logits, predictor) */
+            e0_ctx_params cp = p->cp;
+            cp.scratch_owner = ses->c;
+            if (!(sl->c = e0_ctx_new(ses->m, &cp, e))) goto fail;
             sl->own_ctx = true;
             /* one pool of workers for every slot: the worker steps them one at a time, so N
              * pools would only add idle (and briefly spinning) threads, oversubscribing the cores */
