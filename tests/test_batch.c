@@ -116,7 +116,12 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         CHECK(e0_ctx_memory(s.m, &sp) == e0_ctx_memory_sharing(s.m, &cp) && e0_ctx_memory(s.m, &sp) < e0_ctx_memory(s.m, &cp));
         sp.n_batch = cp.n_batch * 2;
         e0_ctx *bad_share = e0_ctx_new(s.m, &sp, &e);
-        CHECKF(!bad_share && strstr(e.msg, "cannot share scratch"), "%s", bad_share ? "made" : e.msg);
+        CHECKF(!bad_share && strstr(e.msg, "another shape"), "%s", bad_share ? "made" : e.msg);
+        e0_ctx_free(bad_share);
+        sp = cp;
+        sp.scratch_owner = bat[1]; /* a sharer itself */
+        bad_share = e0_ctx_new(s.m, &sp, &e);
+        CHECKF(!bad_share && strstr(e.msg, "shares another's"), "%s", bad_share ? "made" : e.msg);
         e0_ctx_free(bad_share);
     }
     for (int i = 0; i < N_SEQ; i++) {

@@ -324,7 +324,9 @@ static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
     if (cp.n_batch == e0_ctx_n_batch(c)) cp.scratch_owner = c;
     cs[0] = ses->c;
     for (int b = 1; b < B; b++) {
-        if (!(cs[b] = e0_ctx_new(ses->m, &cp, e))) {
+        /* one set of thread pools for the whole batch, as serve's slots (sched.c) */
+        if (!(cs[b] = e0_ctx_new(ses->m, &cp, e)) || e0_ctx_share_threads(cs[b], ses->c, e) < 0) {
+            if (cs[b]) e0_ctx_free(cs[b]);
             while (--b > 0) e0_ctx_free(cs[b]);
             free(cs);
             return NULL;

@@ -50,12 +50,13 @@ typedef struct {
 #define OWN(field, n) {.ptr = (void **)&(field), .bytes = (n), .own = true}
 #define ALIGN64(n) (((n) + 63) & ~(size_t)63)
 
-/* Sizes every scratch buffer; unless size_only, allocates and carves them. Alone (owner NULL):
+/* Sizes every scratch buffer; with owner NULL and size_only, only sizes them (for sharing: as
+ * if it shared); otherwise allocates and carves them. Alone (owner NULL):
  * one allocation of every part in the order below (c->scratch_bytes, c->scratch_layout_bytes).
  * Sharing owner's work buffers: the work parts point at the owner's, at the same offsets (the
  * layout must be the same size, so the shapes are), and only the own parts are allocated
  * (c->scratch_bytes). */
-static int alloc_scratch(e0_ctx *c, int max_threads, const e0_ctx *owner, bool size_only, e0_err *e) {
+static int alloc_scratch(e0_ctx *c, int max_threads, const e0_ctx *owner, bool size_only, bool sharing, e0_err *e) {
     const e0_hparams *hp = c->hp;
     const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, X = (size_t)hp->n_expert,
                  K = (size_t)(hp->n_expert_used ? hp->n_expert_used : 1), F = (size_t)hp->n_ff_exp,
@@ -128,10 +129,12 @@ static int alloc_scratch(e0_ctx *c, int max_threads, const e0_ctx *owner, bool s
         if (parts[i].own) own += ALIGN64(parts[i].bytes);
     }
     c->scratch_layout_bytes = total;
-    c->scratch_bytes = owner ? own : total;
+    c->scratch_bytes = owner || sharing ? own : total;
     if (size_only) return 0;
-    if (owner && (owner->scratch_owner || owner->scratch_layout_bytes != total || owner->m != c->m))
-        return e0_fail(e, "cannot share scratch buffers: the owner has none of its own, or another shape (%zu bytes, not %zu)",
+    if (owner && owner->m != c->m) return e0_fail(e, "cannot share scratch buffers: the owner runs another model");
+    if (owner && owner->scratch_owner) return e0_fail(e, "cannot share scratch buffers: the owner shares another's itself");
+    if (owner && owner->scratch_layout_bytes != total)
+        return e0_fail(e, "cannot share scratch buffers: the owner's have another shape (%zu bytes, not %zu)",
                        owner->scratch_layout_bytes, total);
     if (!(c->scratch = e0_alloc(E0_MEM_SCRATCH, c->scratch_bytes)))
         return e0_fail(e, "cannot allocate %zu bytes of scratch buffers", c->scratch_bytes);
@@ -198,11 +201,10 @@ static int ctx_shape(e0_ctx *c, const e0_model *m, const e0_ctx_params *p) {
 }
 
 static uint64_t ctx_memory(const e0_model *m, const e0_ctx_params *p, bool sharing) {
-    e0_ctx c, owner;
+    e0_ctx c;
     memset(&c, 0, sizeof c);
-    memset(&owner, 0, sizeof owner);
     int max_threads = ctx_shape(&c, m, p);
-    alloc_scratch(&c, max_threads, sharing ? &owner : NULL, true, NULL);
+    alloc_scratch(&c, max_threads, NULL, true, sharing, NULL);
     return (uint64_t)c.kv.bytes_k + c.kv.bytes_v + c.scratch_bytes + c.rs.bytes_conv + c.rs.bytes_ssm;
 }
 
@@ -249,7 +251,7 @@ e0_ctx *e0_ctx_new(const e0_model *m, const e0_ctx_params *p, e0_err *e) {
         }
         e0_recurrent_reset(c);
     }
-    if (alloc_scratch(c, max_threads, p ? p->scratch_owner : NULL, false, e) < 0) goto fail;
+    if (alloc_scratch(c, max_threads, p ? p->scratch_owner : NULL, false, false, e) < 0) goto fail;
     c->pred.predict_from = 1;
     c->pred.predict_ahead = 1;
     return c;
