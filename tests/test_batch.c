@@ -210,6 +210,10 @@ static void test_bench_batch_size(void) {
     double per = json_number_value(json_object_get(row, "per_sequence_decode_tokens_per_second"));
     CHECKF(agg > 0 && per > 0 && agg > 2.99 * per && agg < 3.01 * per, "aggregate %g per-sequence %g", agg, per);
     CHECK(json_is_true(json_object_get(row, "batch_sequences_agree")));
+    /* the 3 sequences borrow the session's pools (-t 2): the main thread and at most one decode
+     * and one prefill worker, never a pool per sequence (that was 1 + 3 x 2) */
+    json_int_t threads = json_integer_value(json_object_get(row, "process_threads"));
+    CHECKF(threads >= 1 && threads <= 3, "bench --batch-size 3 -t 2 runs %lld threads", (long long)threads);
     json_decref(row);
     /* bad values */
     snprintf(cmd, sizeof cmd, "%s/bin/edge0-infer bench -m %s --prompt-text hi --batch-size 0 2>&1", t_build(), golden("qwen3moe"));

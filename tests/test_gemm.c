@@ -5,6 +5,7 @@
  * for every token count, exactly the per-token vec_dot results (so results never depend on how
  * tokens are batched). */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,20 +41,21 @@ typedef struct {
     int n;
     struct { int off, bytes; } f[2];
 } float_fields;
+enum { Q8K_D = offsetof(e0_block_q8_K, d) }; /* Q8_K's d (blocks.h: after qs and bsums) */
 static const float_fields k_fields[] = {
     {E0_TYPE_Q4_0, 1, {{0, 2}}},        {E0_TYPE_Q4_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q5_0, 1, {{0, 2}}},
     {E0_TYPE_Q5_1, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_0, 1, {{0, 2}}},        {E0_TYPE_Q8_1, 2, {{0, 2}, {2, 2}}},
     {E0_TYPE_Q2_K, 2, {{80, 2}, {82, 2}}}, {E0_TYPE_Q3_K, 1, {{108, 2}}},    {E0_TYPE_Q4_K, 2, {{0, 2}, {2, 2}}},
-    {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{0, 4}}},
+    {E0_TYPE_Q5_K, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_K, 1, {{208, 2}}},      {E0_TYPE_Q8_K, 1, {{Q8K_D, 4}}},
     {E0_TYPE_IQ2_XXS, 1, {{0, 2}}},      {E0_TYPE_IQ1_S, 1, {{0, 2}}},       {E0_TYPE_IQ1_M, 0, {{0, 0}}}, /* IQ1_M: below */
     /* iq4_xs: fp16 d at 0; mxfp4: only an E8M0 byte (every value finite), so no field to fix */
     {E0_TYPE_IQ4_XS, 1, {{0, 2}}}, {E0_TYPE_MXFP4, 0, {{0, 0}}},
     {E0_TYPE_IQ3_XXS, 1, {{0, 2}}},     {E0_TYPE_IQ3_S, 1, {{0, 2}}},
     {E0_TYPE_IQ4_NL, 1, {{0, 2}}},
-    {E0_TYPE_Q4_KX, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_KX, 1, {{0, 4}}}, /* q4_K, q6_K repacked (quant_kx.h) */
-    {E0_TYPE_Q6_KX, 1, {{208, 2}}},      {E0_TYPE_Q8_KP, 1, {{0, 4}}},
+    {E0_TYPE_Q4_KX, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q8_KX, 1, {{Q8K_D, 4}}}, /* q4_K, q6_K repacked (quant_kx.h) */
+    {E0_TYPE_Q6_KX, 1, {{208, 2}}},      {E0_TYPE_Q8_KP, 1, {{Q8K_D, 4}}},
     {E0_TYPE_Q4_KV, 2, {{0, 2}, {2, 2}}}, {E0_TYPE_Q6_KV, 1, {{208, 2}}}, /* the same for AVX-512 (quant_kv.h) */
-    {E0_TYPE_Q8_KV, 1, {{0, 4}}},
+    {E0_TYPE_Q8_KV, 1, {{Q8K_D, 4}}},
 };
 
 static const float_fields *fields_of(int type) {

@@ -3,6 +3,7 @@
  * against a float64 dot of the dequantized rows, every SIMD dot against the scalar one, and the
  * SIMD Q8_K quantizer byte for byte against the reference. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,16 +144,16 @@ static void test_hand_q6_K(void) {
     CHECKF(bad == 0, "%d of 256 values differ", bad);
 }
 
-/* q8_K: float d @0, qs[256] int8 @4, bsums[16] int16 @260. */
+/* q8_K (ours, blocks.h): qs[256] int8 @0, bsums[16] int16 @256, float d @288, 320 bytes. */
 static void test_hand_q8_K(void) {
     union {
-        uint8_t b[292];
+        uint8_t b[320];
         float align;
     } u;
     memset(&u, 0, sizeof u);
     const float d = 0.375f;
-    memcpy(u.b, &d, 4);
-    for (int e = 0; e < 256; e++) u.b[4 + e] = (uint8_t)(int8_t)((e * 29) % 255 - 127);
+    memcpy(u.b + 288, &d, 4);
+    for (int e = 0; e < 256; e++) u.b[e] = (uint8_t)(int8_t)((e * 29) % 255 - 127);
     float out[256];
     e0_type_traits_of(E0_TYPE_Q8_K)->to_float(u.b, out, 256);
     int bad = 0;
@@ -249,7 +250,7 @@ static void test_quant_nonfinite(void) {
     for (int ti = 0; ti < N_KTYPES + 1; ti++) {
         const int type = ti < N_KTYPES ? k_types[ti] : E0_TYPE_Q8_K;
         const e0_type_traits *t = e0_type_traits_of((uint32_t)type);
-        _Alignas(4) uint8_t q[2 * 292];
+        _Alignas(4) uint8_t q[2 * 320];
         fill_row(x, 512, 0);
         x[1] = NAN, x[40] = INFINITY, x[77] = -INFINITY, x[130] = 1e38f, x[131] = -1e38f, x[200] = 1e-40f;
         t->from_float_ref(x, q, 512);
@@ -400,7 +401,7 @@ static void test_q8_K_ref_properties(void) {
 static void test_q8_K_simd_bytes(void) {
     const int64_t nb = 40, n = nb * 256;
     float *x = xalloc((size_t)n * 4);
-    void *a = xalloc((size_t)nb * 292), *b = xalloc((size_t)nb * 292);
+    void *a = xalloc((size_t)nb * 320), *b = xalloc((size_t)nb * 320);
     for (int round = 0; round < 3; round++) {
         for (int64_t blk = 0; blk < nb; blk++) {
             float *v = x + blk * 256;
@@ -414,12 +415,12 @@ static void test_q8_K_simd_bytes(void) {
             case 9: v[255] = -1e30f; break;
             }
         }
-        memset(a, 0xAA, (size_t)nb * 292);
-        memset(b, 0x55, (size_t)nb * 292);
+        memset(a, 0xAA, (size_t)nb * 320); /* the padding must be written too */
+        memset(b, 0x55, (size_t)nb * 320);
         e0_type_traits_of(E0_TYPE_Q8_K)->from_float_ref(x, a, n);
         e0_quantize_q8_K_avx2(x, b, n);
         int bad = 0;
-        for (int64_t blk = 0; blk < nb; blk++) bad += memcmp((char *)a + blk * 292, (char *)b + blk * 292, 292) != 0;
+        for (int64_t blk = 0; blk < nb; blk++) bad += memcmp((char *)a + blk * 320, (char *)b + blk * 320, 320) != 0;
         CHECKF(bad == 0, "round %d: %d of %lld blocks differ", round, bad, (long long)nb);
     }
     free(x), free(a), free(b);
@@ -448,7 +449,8 @@ static void test_table(void) {
     /* ggml's block sizes (GGUF files depend on them) */
     static const size_t ggml_size[N_KTYPES] = {84, 110, 144, 176, 210};
     for (int ti = 0; ti < N_KTYPES; ti++) CHECK(e0_type_traits_of((uint32_t)k_types[ti])->type_size == ggml_size[ti]);
-    CHECK(t8->type_size == 292);
+    /* Q8_K is ours (never in a file): qs at 0 in 320-byte blocks, so aligned rows load aligned */
+    CHECK(t8->type_size == 320 && offsetof(e0_block_q8_K, qs) == 0 && offsetof(e0_block_q8_K, d) == 288);
 }
 
 /* Selection per level: scalar means the reference kernels everywhere; the AVX2 Q8_K quantizer

@@ -63,7 +63,7 @@ int main(void) {
     for (int64_t i = 0; i < (int64_t)N * ROWS; i++) x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f + (float)(i % 13) * 0.01f;
     const int top = e0_simd_level();
     const size_t a_stride = e0_row_size(E0_TYPE_Q8_K, N); /* the largest activation row */
-    uint8_t *a = malloc(a_stride * E0_GEMM_TOKENS_MAX);
+    uint8_t *a = aligned_alloc(64, (a_stride * E0_GEMM_TOKENS_MAX + 63) / 64 * 64); /* as the engine's scratch */
     if (!a) return 1;
     printf("%d rows x n %d, single thread, row-token dot products per us (gemm_N: N tokens)\n", ROWS, N);
     printf("%-6s %-7s %9s %9s %9s %9s %9s %7s\n", "type", "level", "vec_dot", "vec_dot_4", "gemm_8", "gemm_16", "gemm_32", "ratio");
@@ -76,7 +76,7 @@ int main(void) {
             if (!kn.vec_dot_4 && !kn.gemm) continue;
             for (int k = 0; k < E0_GEMM_TOKENS_MAX; k++) e0_type_traits_of((uint32_t)t->vec_dot_type)->from_float_ref(x + k * N, a + k * a_stride, N);
             const size_t row_bytes = e0_row_size((uint32_t)types[ti], N);
-            uint8_t *w = malloc(row_bytes * ROWS);
+            uint8_t *w = aligned_alloc(64, (row_bytes * ROWS + 63) / 64 * 64);
             if (!w) return 1;
             t->from_float_ref(x, w, (int64_t)N * ROWS);
             static const int ways[WAYS] = {0, E0_DOT_TOKENS, -8, -E0_GEMM_TOKENS, -E0_GEMM_TOKENS_MAX};

@@ -454,6 +454,8 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "batch_size", json_integer(B));
         json_object_set_new(row, "per_sequence_decode_tokens_per_second", json_real(r.n_decode / r.decode_s));
         if (cs) json_object_set_new(row, "batch_sequences_agree", json_boolean(r.agree));
+        /* after the timed steps, with every pool alive: the main thread and the pools' workers */
+        json_object_set_new(row, "process_threads", e0_process_threads_json());
         json_object_set_new(row, "n_prompt", json_integer(pr.n));
         json_object_set_new(row, "n_decode", json_integer(r.n_decode));
         json_object_set_new(row, "n_warmup", json_integer(a.warmup));

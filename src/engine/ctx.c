@@ -29,7 +29,7 @@ static size_t max_xq_row(const e0_hparams *hp, int64_t q_dim, int64_t ff_max) {
             int64_t blocks = (w + tt->block_size - 1) / tt->block_size;
             best = max_sz(best, (size_t)blocks * tt->type_size);
         }
-    return best;
+    return (best + 63) & ~(size_t)63; /* rows at this stride (the experts' gathered inputs) stay 64-byte aligned */
 }
 
 /* MLA: the widest row gathered per head (q_nope for k_b, the latent output for v_b). */

@@ -53,6 +53,8 @@ json_t *e0_system_json(void);
 json_t *e0_device_json(void);
 /* Processes in state R in /proc other than the caller; -1 when /proc cannot be read. */
 int e0_busy_processes(void);
+/* This process's thread count ("Threads:" of /proc/self/status), or unavailable. */
+json_t *e0_process_threads_json(void);
 
 /* ---- energy: Linux powercap RAPL ---- */
 

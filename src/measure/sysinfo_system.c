@@ -185,6 +185,22 @@ int e0_busy_processes(void) {
     return busy;
 }
 
+json_t *e0_process_threads_json(void) {
+    e0_err e;
+    char *t = e0_read_text("/proc/self/status", 1 << 16, &e);
+    if (!t) return e0_unavailable("%s", e.msg);
+    json_t *out = NULL;
+    for (const char *p = t; p && *p && !out; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, "Threads:", 8)) {
+            char *end;
+            errno = 0;
+            long v = strtol(p + 8, &end, 10);
+            out = errno || v <= 0 || end == p + 8 ? e0_unavailable("malformed Threads: in /proc/self/status") : json_integer(v);
+        }
+    free(t);
+    return out ? out : e0_unavailable("no Threads: in /proc/self/status");
+}
+
 /* Batteries and mains adapters under /sys/class/power_supply. */
 static json_t *power_json(void) {
     DIR *d = opendir("/sys/class/power_supply");

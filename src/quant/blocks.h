@@ -93,19 +93,28 @@ typedef struct {
     uint16_t d;
 } e0_block_q6_K;
 
+/* Q8_K is engine-internal (the activations of the K-quant and IQ kernels; never read from a file,
+ * weight_ok = 0), so its layout is ours: qs first and the block padded to 320 bytes (5 x 64), so
+ * that in rows of 64-byte aligned buffers every 32- or 64-byte load of qs is aligned. ggml's
+ * block_q8_K (d, qs, bsums: 292 bytes) put qs at 4 bytes past a block start: every load was
+ * misaligned, and those crossing a cache line cost two; an AVX2 q4_KX GEMM step (8 vpmaddubsw on
+ * activations in L1) took 8.6-11 cycles misaligned against 6 aligned on Zen 4 (docs/perf.md,
+ * session 13). The quantizers zero the padding, so blocks compare with memcmp. */
 typedef struct {
-    float d;
     int8_t qs[QK_K];
     int16_t bsums[QK_K / 16];
+    float d;
+    uint8_t pad[28];
 } e0_block_q8_K;
 
-/* The structs must have ggml's sizes (no padding): GGUF files are read as arrays of them. */
+/* The structs must have ggml's sizes (no padding): GGUF files are read as arrays of them (all
+ * but Q8_K, above). */
 _Static_assert(sizeof(e0_block_q2_K) == 2 * 2 + QK_K / 16 + QK_K / 4, "q2_K block size");
 _Static_assert(sizeof(e0_block_q3_K) == 2 + QK_K / 4 + QK_K / 8 + 12, "q3_K block size");
 _Static_assert(sizeof(e0_block_q4_K) == 2 * 2 + 12 + QK_K / 2, "q4_K block size");
 _Static_assert(sizeof(e0_block_q5_K) == 2 * 2 + 12 + QK_K / 8 + QK_K / 2, "q5_K block size");
 _Static_assert(sizeof(e0_block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "q6_K block size");
-_Static_assert(sizeof(e0_block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "q8_K block size");
+_Static_assert(sizeof(e0_block_q8_K) == 320 && sizeof(e0_block_q8_K) % 64 == 0, "q8_K block size (ours, not ggml's)");
 
 /* ---- IQ2 / IQ1 super-blocks (256 elements; grids and signs: quant_iq2.h) ----
  * Each group of 8 weights is one entry of a grid of 8-vectors (magnitudes 8/25/43 for IQ2,

@@ -172,6 +172,7 @@ void e0_quantize_q8_K_block_ref(const float *x, e0_block_q8_K *y) {
         y->bsums[j] = (int16_t)sum;
     }
     y->d = 1 / iscale;
+    memset(y->pad, 0, sizeof y->pad);
 }
 
 void e0_q8_K_from_float_ref(const float *x, void *dst, int64_t n) {

@@ -224,5 +224,6 @@ void e0_quantize_q8_K_avx2(const float *x, void *dst, int64_t n) {
             _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * k), ordered);
         }
         y[i].d = 1 / iscale;
+        memset(y[i].pad, 0, sizeof y[i].pad);
     }
 }
