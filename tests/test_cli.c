@@ -324,6 +324,24 @@ static void test_bench_prompts(void) {
     CHECKF(rc == 1 && strstr(err, "--prompt-text"), "%s", err);
 }
 
+/* bench without -c sizes the context to the run when it needs more than the default 4096 (up to
+ * the model's trained length), and a run that cannot fit is one clear error before any work. */
+static void test_bench_context(void) {
+    char out[16384], err[4096];
+    CHECK(sh(NULL, 0, err, sizeof err, "%s synth --arch qwen3moe --n-ctx 8192 --out %s/ctx8k.gguf", bin, dir) == 0);
+    /* 4500 ids (the tiny vocabulary's 0 .. 99, repeated) + 3 steps: more than 4096 */
+    CHECK(sh(NULL, 0, NULL, 0, "i=0; while [ $i -lt 4500 ]; do echo $((i %% 100 + 3)); i=$((i + 1)); done > %s/ids4500.txt", dir) == 0);
+    CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s/ctx8k.gguf --tokens-file %s/ids4500.txt --warmup 1 --ntok 2", bin, dir, dir) == 0);
+    const char *ctx = strstr(out, "\"context\":");
+    CHECKF(strstr(out, "\"n_prompt\":4500") && ctx && atoi(ctx + strlen("\"context\":")) >= 4503, "%s %s", out, err);
+    /* -c given: kept, so the run cannot fit: the error names the numbers */
+    int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s/ctx8k.gguf --tokens-file %s/ids4500.txt --warmup 1 --ntok 2 -c 4096", bin, dir, dir);
+    CHECKF(rc == 1 && count_lines(err, "edge0-infer:") == 1 && strstr(err, "4503 tokens of context") && strstr(err, "is 4096"), "%s", err);
+    /* beyond the model's trained length (2048) */
+    rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --tokens-file %s/ids4500.txt --warmup 1 --ntok 2", bin, moe, dir);
+    CHECKF(rc == 1 && count_lines(err, "edge0-infer:") == 1 && strstr(err, "is 2048"), "%s", err);
+}
+
 /* apply-template: messages from stdin (-), template variables from --chat-template-kwargs. */
 static void test_template_stdin_kwargs(void) {
     char a[8192], b[8192], err[4096];
@@ -378,6 +396,7 @@ int main(void) {
     RUN(test_llama_flags);
     RUN(test_info_more);
     RUN(test_bench_prompts);
+    RUN(test_bench_context);
     RUN(test_template_stdin_kwargs);
     return T_DONE();
 }

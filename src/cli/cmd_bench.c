@@ -28,8 +28,8 @@ static void help(void) {
          "With llama-bench's flags (-p, -n, -pg, -d, -r, -o) it measures as llama-bench does instead:\n"
          "see `bench -p 512 --help`.\n"
          "  --prompt-fixture NAME  (also --prompt NAME, as before) a prompt from tests/fixtures/bench:\n"
-         "                    long = library-report-prompt.txt (~3,000 tokens),\n"
-         "                    medium = library-report-prompt-head.txt (~600, the default),\n"
+         "                    long = library-report-prompt.txt (5,534 tokens in Qwen3's vocabulary),\n"
+         "                    medium = library-report-prompt-head.txt (1,230 there; the default),\n"
          "                    short = short-story-prompt.txt\n"
          "  --prompt-text TEXT  the user's message itself (what run -p takes)\n"
          "  --user-file F     the user's message from a file\n"
@@ -43,6 +43,8 @@ static void help(void) {
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
          "                    a warning unless E0_FORCE_THREADS=1 is set)\n"
          "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)\n"
+         "  -c, --context N   context tokens (default 4096, or what the run needs when more: prompt +\n"
+         "                    warm-up + timed steps, up to the model's trained length)\n"
          "  --batch-size B    B sequences over the one model: the prompt prefilled into each, then they\n"
          "                    decode in lockstep, one batched forward pass (e0_eval_batch) per step;\n"
          "                    the row's decode_tokens_per_second is the aggregate (B * steps / time),\n"
@@ -401,10 +403,29 @@ int cmd_bench(int argc, char **argv) {
     if (!text) return cli_error("bench: %s", e.msg);
     json_t *system_at_start = e0_system_json();
 
+    /* Without -c the context is sized to the run (prompt + warm-up + timed steps) when that is
+     * more than the default 4096: the prompt's length is known from a weightless load of the
+     * model (its tokenizer and template), so `bench --prompt long` runs as it is. */
+    int min_ctx = 0;
+    if (!a.o.n_ctx) {
+        const int64_t steps = a.warmup + a.ntok + 1;
+        e0_prompt probe_pr = {0};
+        e0_model *probe = a.tokens_file || !a.o.model ? NULL : e0_model_load(a.o.model, NULL, false, &e);
+        if (a.tokens_file) { /* the ids themselves: counted, not kept */
+            if (cli_parse_ids(a.tokens_file, text, &probe_pr.ids, &probe_pr.n, &e) == 0) min_ctx = probe_pr.n;
+            free(probe_pr.ids);
+        } else if (probe && e0_prompt_build(probe, text, a.raw, &probe_pr, &e) == 0) {
+            min_ctx = probe_pr.n;
+            e0_prompt_free(&probe_pr);
+        }
+        if (probe) e0_model_free(probe);
+        /* (a failure here is reported by the real load and tokenization below) */
+        if (min_ctx > 0) min_ctx = (int)(min_ctx + steps < INT32_MAX ? min_ctx + steps : INT32_MAX);
+    }
     e0_model *m;
     e0_ctx *c;
     double load0 = e0_now();
-    if (cli_load_ex(&a.o, 0, (int)a.prefill_threads, &m, &c)) return free(text), json_decref(system_at_start), 1;
+    if (cli_load_ex(&a.o, min_ctx, (int)a.prefill_threads, &m, &c)) return free(text), json_decref(system_at_start), 1;
     double load_s = e0_now() - load0;
     e0_prompt pr = {0};
     if (a.tokens_file ? cli_parse_ids(a.tokens_file, text, &pr.ids, &pr.n, &e) < 0 || (pr.n == 0 && e0_fail(&e, "%s: no token ids", a.tokens_file))
@@ -416,6 +437,11 @@ int cmd_bench(int argc, char **argv) {
     }
     free(text);
     int status = 0;
+    if (!strcmp(a.mode, "single") && (int64_t)pr.n + a.warmup + a.ntok > e0_ctx_n_ctx(c)) /* sustained mode wraps */
+        status = cli_error("bench: the prompt (%d tokens) + %lld warm-up + %lld timed steps need %lld tokens of context; the "
+                           "context is %d%s (-c N sets it)",
+                           pr.n, (long long)a.warmup, (long long)a.ntok, (long long)pr.n + a.warmup + a.ntok, e0_ctx_n_ctx(c),
+                           a.o.n_ctx ? "" : ", the model's trained length or 4096");
     json_t *model_json = e0_model_json(m->gguf->path, m->hp.arch_name, tensor_types_json(m->gguf), m->params_total,
                                        m->params_active, &e);
     if (!model_json) model_json = e0_unavailable("%s", e.msg);
