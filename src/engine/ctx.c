@@ -105,7 +105,7 @@ static int alloc_scratch(e0_ctx *c, int max_threads, const e0_ctx *owner, bool s
         PART(c->moe.route_tmp, X * 4),
         PART(c->mla.qa, hp->mla ? B * (size_t)hp->q_lora_rank * 4 : 0),
         PART(c->mla.gath, hp->mla ? B * (size_t)hp->n_head * (size_t)mla_gath_width(hp) * 4 : 0),
-        /* converted rows are at most 4 bytes per value (F32 needs no conversion; F16 2, Q8_* < 1.2) */
+        /* converted rows are at most 4 bytes per value (F32 needs no conversion; F16 2, Q8_* at most 1.25) */
         PART(c->mla.gathq, hp->mla ? B * (size_t)hp->n_head * ((size_t)mla_gath_width(hp) * 4 + 64) : 0),
         PART(c->mla.jobs, hp->mla ? (size_t)hp->n_head * sizeof(e0_matmul) : 0),
         /* hybrid models' scratch (0 bytes, NULL, otherwise) */
