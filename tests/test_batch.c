@@ -36,7 +36,7 @@ static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, bool prefetch, bo
     if (share) p.scratch_owner = s->c;
     e0_ctx *c = e0_ctx_new(s->m, &p, e);
     if (!c) return NULL;
-    e0_ctx_set_experts(c, s->xc, s->streamed ? s->opt.expert_slots : 0);
+    e0_ctx_set_experts(c, s->xc);
     if (prefetch) e0_ctx_set_routing(c, false, 1, 1, true);
     return c;
 }

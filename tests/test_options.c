@@ -6,6 +6,7 @@
 
 #include "engine/experts.h"
 #include "engine/load.h"
+#include "engine/sample.h"
 #include "quant/quant.h"
 #include "t.h"
 
@@ -89,9 +90,11 @@ static void test_residency_rule(void) {
     e0_close(&s);
     const char *many[] = {"expert_slots=17"};
     CHECK(open_with(moe, many, 1, &s, &e) == -1 && strstr(e.msg, "expert_slots=17"));
-    /* the smallest budgets that hold the dense part but not 4 slots a layer get fewer slots */
-    int min_slots = 99;
-    for (int kib = 64; kib <= 3072 && min_slots > 1; kib += 16) {
+    /* the smallest budgets that hold the dense part but not 4 slots a layer get fewer slots; what a
+     * budget leaves after N slots in every layer gives N + 1 in some layers (spread evenly) */
+    int min_slots = 99, with_extra = 0;
+    char extra_opt[64] = "";
+    for (int kib = 64; kib <= 3072; kib += 16) {
         char opt[64];
         snprintf(opt, sizeof opt, "memory_budget=%dKiB", kib);
         const char *kv[] = {opt};
@@ -101,9 +104,49 @@ static void test_residency_rule(void) {
         }
         CHECK(s.streamed && s.opt.expert_slots >= 1);
         if (s.opt.expert_slots < min_slots) min_slots = (int)s.opt.expert_slots;
+        const int64_t L = s.m->hp.n_layer, N = s.opt.expert_slots, X = s.extra_slot_layers;
+        CHECKF(X >= 0 && X < L && (X == 0 || N < s.m->hp.n_expert), "%s: %lld slots, %lld layers with one more", opt,
+               (long long)N, (long long)X);
+        int64_t plus = 0, first = -1, last = -1;
+        for (int il = 0; il < L; il++) {
+            int ns = e0_experts_slots(s.xc, il);
+            CHECKF(ns == N || ns == N + 1, "%s: layer %d has %d slots (expert_slots %lld)", opt, il, ns, (long long)N);
+            if (ns == N + 1) {
+                if (first < 0) first = il;
+                last = il;
+                plus++;
+            }
+        }
+        CHECKF(plus == X, "%s: %lld layers have %lld slots, the session says %lld", opt, (long long)plus,
+               (long long)N + 1, (long long)X);
+        /* spread over the depth: from the first half of the layers to the last */
+        if (X >= 2) CHECKF(first < L / 2 && last >= L / 2, "%s: extra slots in layers %lld..%lld of %lld", opt,
+                           (long long)first, (long long)last, (long long)L);
+        if (X > 0 && !with_extra++) snprintf(extra_opt, sizeof extra_opt, "%s", opt);
         e0_close(&s);
     }
     CHECKF(min_slots == 1, "the smallest accepted budget gave %d slots a layer", min_slots);
+    CHECKF(with_extra > 3, "only %d budgets gave some layers an extra slot", with_extra);
+    printf("  %d budgets gave some layers an extra slot (the first: %s)\n", with_extra, extra_opt);
+    /* uneven slots compute exactly what resident experts do */
+    if (extra_opt[0]) {
+        const char *kv_r[] = {"experts=resident"}, *kv_s[] = {extra_opt, "routing=actual"};
+        e0_session r, st;
+        CHECKF(open_with(moe, kv_r, 1, &r, &e) == 0, "%s", e.msg);
+        CHECKF(open_with(moe, kv_s, 2, &st, &e) == 0, "%s", e.msg);
+        CHECK(st.extra_slot_layers > 0);
+        const int toks[] = {1, 17, 99, 200, 3, 45, 260, 7, 8, 9, 10, 44, 45, 46};
+        const int nv = (int)r.m->hp.n_vocab, nt = (int)(sizeof toks / sizeof toks[0]);
+        CHECK(e0_eval(r.c, toks, nt, NULL, &e) == 0 && e0_eval(st.c, toks, nt, NULL, &e) == 0);
+        for (int i = 0; i < 6 && !t_cur_failed; i++) {
+            CHECKF(!memcmp(e0_ctx_logits(r.c), e0_ctx_logits(st.c), (size_t)nv * sizeof(float)),
+                   "%s: logits differ from resident at step %d", extra_opt, i);
+            int next = e0_argmax(e0_ctx_logits(r.c), nv);
+            CHECK(e0_eval(r.c, &next, 1, NULL, &e) == 0 && e0_eval(st.c, &next, 1, NULL, &e) == 0);
+        }
+        e0_close(&r);
+        e0_close(&st);
+    }
     /* a dense model has nothing to stream */
     const char *stream[] = {"experts=stream"};
     CHECK(open_with(dense, stream, 1, &s, &e) == -1 && strstr(e.msg, "no routed experts"));

@@ -333,7 +333,7 @@ static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
             free(cs);
             return NULL;
         }
-        e0_ctx_set_experts(cs[b], ses->xc, ses->streamed ? o->expert_slots : 0);
+        e0_ctx_set_experts(cs[b], ses->xc);
         e0_ctx_set_prefill_read(cs[b], o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
         e0_ctx_set_routing(cs[b], o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
                            o->prefetch == E0_ON);

@@ -43,15 +43,15 @@ static void print_residency(cli_model_opts *o, const e0_hparams *hp) {
     e0_session s;
     e0_err e;
     e0_ctx_params cp = {.n_ctx = o->n_ctx, .n_batch = o->n_batch, .type_k = o->type_k, .type_v = o->type_v};
-    char budget[32];
+    char budget[32], slots[96];
     if (e0_plan(o->model, &o->opt, &cp, &s, &e) < 0) {
         printf("experts here:    cannot load with these options: %s\n", e.msg);
         return;
     }
     e0_size_text(s.budget, budget);
     if (s.streamed)
-        printf("experts here:    streamed from disk, %lld slots per layer (of %lld%s), budget %s (%s)\n",
-               (long long)s.opt.expert_slots, (long long)hp->n_expert,
+        printf("experts here:    streamed from disk, %s (of %lld%s), budget %s (%s)\n",
+               e0_session_slots_text(&s, slots, sizeof slots), (long long)hp->n_expert,
                s.opt.expert_slots < hp->n_expert_used ? "; fewer than a token uses: every token reads its experts" : "", budget,
                s.budget_source);
     else printf("experts here:    resident (all in memory), budget %s (%s)\n", budget, s.budget_source);

@@ -204,10 +204,10 @@ static void print_stream_summary(const e0_session *ses, int n_tokens) {
         hits += h;
         total += t;
     }
-    char routing[512];
-    fprintf(stderr, "experts streamed (%lld slots/layer, %s%s%s): %.1f MB read (%.1f MB/token), %llu reads, "
+    char routing[512], slots[96];
+    fprintf(stderr, "experts streamed (%s, %s%s%s): %.1f MB read (%.1f MB/token), %llu reads, "
                     "cache hit rate %.3f, prediction hit rate ",
-            (long long)ses->opt.expert_slots, ses->trace ? "routing: " : "", e0_session_routing_label(ses, routing, sizeof routing),
+            e0_session_slots_text(ses, slots, sizeof slots), ses->trace ? "routing: " : "", e0_session_routing_label(ses, routing, sizeof routing),
             ses->trace ? "" : " routing",
             x->bytes_read / 1e6, n_tokens ? x->bytes_read / 1e6 / n_tokens : 0.0, (unsigned long long)x->reads,
             x->requests ? (double)x->hits / (double)x->requests : 0.0);

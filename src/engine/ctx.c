@@ -320,10 +320,7 @@ void e0_ctx_truncate(e0_ctx *c, int pos) {
 
 uint64_t e0_ctx_recurrent_bytes(const e0_ctx *c) { return (uint64_t)c->rs.bytes_conv + c->rs.bytes_ssm; }
 
-void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc, int64_t slots) {
-    c->moe.xc = xc;
-    c->moe.slots = slots;
-}
+void e0_ctx_set_experts(e0_ctx *c, e0_experts *xc) { c->moe.xc = xc; }
 
 void e0_ctx_enable_timing(e0_ctx *c, bool on) { c->stats.timing = on; }
 void e0_ctx_set_route_log(e0_ctx *c, e0_route_log_fn fn, void *user) {

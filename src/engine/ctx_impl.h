@@ -105,7 +105,6 @@ struct e0_ctx {
     /* Routed experts (forward.c moe_ffn). */
     struct {
         e0_experts *xc;       /* the expert cache when experts stream, else NULL (resident) */
-        int64_t slots;        /* xc's slots per layer: experts are acquired in batches of at most this */
         float *router;        /* [B][X] router logits, then probabilities (route) */
         int *sel;             /* [B][K] chosen experts per token */
         float *sel_w;         /* [B][K] their weights */

@@ -108,10 +108,10 @@ uint64_t e0_kv_bytes_swa_ring(const e0_hparams *hp, uint32_t type_k, uint32_t ty
 /* The rows of one sliding-window layer's ring: min(n_ctx, n_swa + n_batch - 1); 0 without SWA. */
 int e0_kv_swa_rows(const e0_hparams *hp, int n_ctx, int n_batch);
 
-/* Stream routed experts through this cache (NULL: use the model's resident expert tensors).
- * slots = the cache's slots per layer (experts are taken in batches of at most that many). */
+/* Stream routed experts through this cache (NULL: use the model's resident expert tensors); a
+ * layer's experts are taken in batches of at most its slots (e0_experts_slots). */
 struct e0_experts;
-void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc, int64_t slots);
+void e0_ctx_set_experts(e0_ctx *c, struct e0_experts *xc);
 /* predicted: layers from predict_from on compute with the experts predicted one layer ahead
  * (the next layer's router applied to this layer's hidden state), read in the background;
  * predict_ahead layers are predicted and read ahead; prefetch (actual routing): read those

@@ -40,6 +40,7 @@ typedef struct slot {
 
 typedef struct layer_cache {
     slot *slots;
+    int n_slots;         /* e0_experts_layer_slots of this layer (0: a dense layer) */
     int *where;          /* [n_expert]: slot holding the expert, or -1 */
     uint32_t *freq;      /* [n_expert]: LFU use counts (aged); PIN ranks by them too */
     uint64_t requests;   /* since the last LFU aging */
@@ -76,7 +77,7 @@ struct e0_experts {
     const e0_model *m;
     const char *path;
     int n_layer;
-    int64_t n_expert, slots;
+    int64_t n_expert;
     int read_mode, evict;
     bool protect_predicted;
     const char *why;
@@ -120,6 +121,15 @@ uint64_t e0_expert_bytes(const e0_model *m, int layer) {
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+int64_t e0_experts_layer_slots(const e0_model *m, const e0_experts_params *p, int layer) {
+    if (!m || !p || layer < 0 || layer >= m->hp.n_layer || layer < m->hp.n_layer_dense_lead) return 0;
+    /* the layers with experts are layers lead .. n_layer-1; the i-th of them (of n) has an extra
+     * slot where floor((i+1) X / n) steps up: X of them, spread evenly over the depth */
+    const int64_t n = m->hp.n_layer - m->hp.n_layer_dense_lead, i = layer - m->hp.n_layer_dense_lead;
+    const int64_t X = p->extra_layers < 0 ? 0 : p->extra_layers > n ? n : p->extra_layers;
+    return p->slots + ((i + 1) * X / n > i * X / n);
+}
+
 /* Slot stride of a layer: each matrix starts 64-byte aligned. */
 static size_t slot_stride(const e0_layer *L) {
     size_t s = 0;
@@ -145,7 +155,8 @@ uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
             if (il < m->hp.n_layer_dense_lead) continue; /* a leading dense layer: no slots */
             return 0;
         }
-        total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(p->slots > 0 ? p->slots : 0);
+        int64_t ns = e0_experts_layer_slots(m, p, il);
+        total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(ns > 0 ? ns : 0);
     }
     if (p->read_mode == E0_READ_DIRECT) {
         int nt = p->n_io_threads > 0 ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
@@ -295,7 +306,7 @@ static double lrfu_score(const layer_cache *lc, int id) {
 /* PIN: is expert id among the layer's 3/4 * slots most used (fewer of them than that with a
  * strictly higher count, and used at all)? */
 static bool pin_protected(const e0_experts *x, const layer_cache *lc, int id) {
-    const int64_t top = x->slots * 3 / 4;
+    const int64_t top = lc->n_slots * 3 / 4;
     if (!lc->freq[id] || top < 1) return false;
     int64_t above = 0;
     for (int64_t i = 0; i < x->n_expert && above < top; i++) above += lc->freq[i] > lc->freq[id];
@@ -324,7 +335,7 @@ static int pick_slot(const e0_experts *x, const layer_cache *lc, bool spare_pred
     int best = -1;
     bool best_pin = false, best_pred = false;
     *busy = false;
-    for (int i = 0; i < (int)x->slots; i++) {
+    for (int i = 0; i < lc->n_slots; i++) {
         const slot *s = &lc->slots[i];
         if (s->pins) continue;
         if (s->state == SLOT_EMPTY || s->state == SLOT_FAILED) return i;
@@ -385,7 +396,7 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         x->mark_gen = 1;
     }
     int nd = 0, pinned = 0, new_pins = 0;
-    for (int i = 0; i < (int)x->slots; i++) pinned += lc->slots[i].pins > 0;
+    for (int i = 0; i < lc->n_slots; i++) pinned += lc->slots[i].pins > 0;
     for (int i = 0; i < n; i++) {
         if (x->mark[ids[i]] == x->mark_gen) continue;
         x->mark[ids[i]] = x->mark_gen;
@@ -393,11 +404,11 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         int si = lc->where[ids[i]];
         new_pins += !(si >= 0 && lc->slots[si].pins > 0);
     }
-    if (pinned + new_pins > x->slots) {
+    if (pinned + new_pins > lc->n_slots) {
         pthread_mutex_unlock(&x->mu);
         return e0_fail(e, "expert cache: layer %d needs %d distinct experts pinned at once (%d already pinned) but has "
-                          "only %lld slots; acquire fewer at a time or raise expert_slots",
-                       layer, pinned + new_pins, pinned, (long long)x->slots);
+                          "only %d slots; acquire fewer at a time or raise expert_slots",
+                       layer, pinned + new_pins, pinned, lc->n_slots);
     }
     x->tick++;
     lc->clock++;
@@ -471,7 +482,8 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
 void e0_experts_release(e0_experts *x, int layer) {
     if (!x || layer < 0 || layer >= x->n_layer || !x->layers[layer].slots) return;
     pthread_mutex_lock(&x->mu);
-    for (int i = 0; i < (int)x->slots; i++) x->layers[layer].slots[i].pins = 0;
+    layer_cache *lc = &x->layers[layer];
+    for (int i = 0; i < lc->n_slots; i++) lc->slots[i].pins = 0;
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -480,7 +492,7 @@ void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n) {
     layer_cache *lc = &x->layers[layer];
     pthread_mutex_lock(&x->mu);
     x->tick++; /* prefetched experts count as the most recent, so the next prefetch does not evict them */
-    for (int i = 0; i < (int)x->slots; i++) lc->slots[i].predicted = false; /* this prediction replaces the last */
+    for (int i = 0; i < lc->n_slots; i++) lc->slots[i].predicted = false; /* this prediction replaces the last */
     for (int i = 0; i < n; i++) {
         int id = ids[i];
         if (id < 0 || id >= x->n_expert) continue;
@@ -513,6 +525,10 @@ void e0_experts_reset_stats(e0_experts *x) { memset(&x->st, 0, sizeof x->st); }
 int e0_experts_read_mode(const e0_experts *x, const char **why) {
     if (why) *why = x->why;
     return x->read_mode;
+}
+
+int e0_experts_slots(const e0_experts *x, int layer) {
+    return x && layer >= 0 && layer < x->n_layer ? x->layers[layer].n_slots : 0;
 }
 
 bool e0_experts_resident(const e0_experts *x, int layer, int id) {
@@ -570,6 +586,13 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         e0_fail(e, "expert_slots = %lld out of range [1, %lld] (n_expert)", (long long)p->slots, (long long)hp->n_expert);
         return NULL;
     }
+    const int64_t n_moe = hp->n_layer - hp->n_layer_dense_lead;
+    if (p->extra_layers < 0 || p->extra_layers >= n_moe || (p->extra_layers > 0 && p->slots + 1 > hp->n_expert)) {
+        e0_fail(e, "expert cache: %lld layers with an extra slot out of range [0, %lld] (%lld slots of %lld experts)",
+                (long long)p->extra_layers, (long long)(p->slots < hp->n_expert ? n_moe - 1 : 0), (long long)p->slots,
+                (long long)hp->n_expert);
+        return NULL;
+    }
     if (p->read_mode != E0_READ_CACHED && p->read_mode != E0_READ_DIRECT) {
         e0_fail(e, "expert cache: unknown read mode %d", p->read_mode);
         return NULL;
@@ -591,7 +614,6 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
     x->path = m->gguf->path;
     x->n_layer = (int)hp->n_layer;
     x->n_expert = hp->n_expert;
-    x->slots = p->slots;
     x->read_mode = p->read_mode;
     x->evict = p->evict;
     x->protect_predicted = p->protect_predicted;
@@ -599,8 +621,8 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
     x->fd_direct = -1;
     x->n_threads = p->n_io_threads ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
 
-    size_t nx = (size_t)x->n_expert, ns = (size_t)x->slots;
-    size_t qcap = (size_t)x->n_layer * ns * N_PARTS;
+    size_t nx = (size_t)x->n_expert, qcap = 0;
+    for (int il = 0; il < x->n_layer; il++) qcap += (size_t)e0_experts_layer_slots(m, p, il) * N_PARTS;
     x->layers = calloc((size_t)x->n_layer, sizeof *x->layers);
     x->mark = calloc(nx, sizeof *x->mark);
     x->call_slot = calloc(nx, sizeof *x->call_slot);
@@ -617,6 +639,8 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         layer_cache *lc = &x->layers[il];
         lc->expert_bytes = e0_expert_bytes(m, il);
         if (!lc->expert_bytes && il < m->hp.n_layer_dense_lead) continue; /* dense: no cache */
+        const size_t ns = (size_t)e0_experts_layer_slots(m, p, il);
+        lc->n_slots = (int)ns;
         if (!lc->expert_bytes) {
             e0_fail(e, "expert cache: layer %d has no routed experts", il);
             goto fail;

@@ -1,4 +1,4 @@
-/* experts.h — the routed-expert cache: per layer, `slots` expert slots in memory, filled from the
+/* experts.h — the routed-expert cache: per layer, a few expert slots in memory, filled from the
  * GGUF file on demand (pread by a pool of I/O threads, or O_DIRECT with aligned buffers), so a
  * mixture-of-experts model whose experts do not fit in memory can run.
  *
@@ -18,7 +18,7 @@
  * request (three per expert), served by whichever I/O thread is free, so the experts of one
  * acquire are read in parallel. Reads for acquire go ahead of queued prefetch reads.
  *
- * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, slots * slot stride) (the stride
+ * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, its slots * slot stride) (the stride
  * is e0_expert_bytes rounded up to 64 bytes per matrix); O_DIRECT staging buffers (one per I/O
  * thread, the largest matrix + 2 blocks) are E0_MEM_STAGING.
  *
@@ -54,7 +54,9 @@ enum e0_evict { E0_EVICT_LRU = 0, E0_EVICT_LFU = 1, E0_EVICT_LRFU = 2, E0_EVICT_
 const char *e0_evict_name(int evict);
 
 typedef struct e0_experts_params {
-    int64_t slots;          /* expert slots per layer, 1..n_expert (the forward pass needs >= n_expert_used) */
+    int64_t slots;          /* expert slots per layer, 1..n_expert (fewer than n_expert_used: the forward pass takes turns) */
+    int64_t extra_layers;   /* this many layers (0 .. layers with experts - 1) have slots + 1, spread evenly over the
+                             * depth (e0_experts_layer_slots): what a budget has left after `slots` in every layer */
     int read_mode;          /* e0_expert_read */
     int evict;              /* e0_evict */
     bool protect_predicted; /* prediction-aware eviction (see e0_evict) */
@@ -113,6 +115,12 @@ uint64_t e0_expert_bytes(const e0_model *m, int layer);
 /* Bytes a cache with these parameters allocates in the memory ledger (expert slots + O_DIRECT
  * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
 uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
+/* Slots of `layer` under p: p->slots, or p->slots + 1 for the p->extra_layers layers chosen evenly
+ * over the layers with experts (the i-th of n when floor((i + 1) X / n) > floor(i X / n)); 0 for a
+ * leading dense layer. */
+int64_t e0_experts_layer_slots(const e0_model *m, const e0_experts_params *p, int layer);
+/* The slots the cache has in `layer` (0 for a layer without experts or out of range). */
+int e0_experts_slots(const e0_experts *x, int layer);
 /* The read mode actually in use (direct falls back to cached when the file system refuses
  * O_DIRECT; *why says so, else *why = NULL). */
 int e0_experts_read_mode(const e0_experts *x, const char **why);

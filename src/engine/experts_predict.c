@@ -127,7 +127,8 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
             ranked[b] = ranked[b - 1];
             ranked[b - 1] = t;
         }
-    e0_experts_prefetch(c->moe.xc, il + 1, ranked, n < c->moe.slots ? n : (int)c->moe.slots);
+    const int slots = e0_experts_slots(c->moe.xc, il + 1);
+    e0_experts_prefetch(c->moe.xc, il + 1, ranked, n < slots ? n : slots);
 }
 
 void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {

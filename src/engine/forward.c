@@ -340,7 +340,7 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_weight *g = &L->gate_exps, *u = &L->up_exps, *d = &L->down_exps;
     const uint32_t td = e0_weight_vec_dot_type(d);
     const size_t sd = e0_row_size(td, F);
-    const int batch = c->moe.xc ? (int)c->moe.slots : n_used;
+    const int batch = c->moe.xc ? e0_experts_slots(c->moe.xc, il) : n_used;
     for (int b0 = 0; b0 < n_used; b0 += batch) {
         int nb = n_used - b0 < batch ? n_used - b0 : batch;
         if (experts_get(c, il, c->moe.used + b0, nb) < 0) return -1;

@@ -202,6 +202,13 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
                                     .n_io_threads = (int)o->io_threads};
             while (xp.slots > min_xp.slots && e0_experts_memory(probe, &xp) > room) xp.slots--;
             o->expert_slots = xp.slots;
+            /* what is left buys one more slot in as many layers as it can (a model with large
+             * experts, where one slot more in every layer is far out of reach, gains most) */
+            if (xp.slots < hp.n_expert) {
+                for (xp.extra_layers = hp.n_layer - hp.n_layer_dense_lead - 1;
+                     xp.extra_layers > 0 && e0_experts_memory(probe, &xp) > room; xp.extra_layers--) {}
+                s->extra_slot_layers = xp.extra_layers;
+            }
         }
     }
     e0_model_free(probe);
@@ -240,12 +247,13 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     p.repack = o->repack != E0_OFF;
     if (!(s->m = e0_model_load(path, &p, true, e))) return -1;
     if (s->streamed) {
-        e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read, .evict = o->evict,
+        e0_experts_params xp = {.slots = o->expert_slots, .extra_layers = s->extra_slot_layers,
+                                .read_mode = o->expert_read, .evict = o->evict,
                                 .protect_predicted = o->protect_predicted == E0_ON, .n_io_threads = (int)o->io_threads};
         if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
     }
     if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
-    e0_ctx_set_experts(s->c, s->xc, s->streamed ? o->expert_slots : 0);
+    e0_ctx_set_experts(s->c, s->xc);
     e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
     bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
     e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
@@ -273,6 +281,13 @@ void e0_close(e0_session *s) {
 const char *e0_session_routing_name(const e0_session *s) {
     if (!s->m || s->m->hp.n_expert <= 0) return "none (dense model)";
     return s->opt.routing == E0_ROUTING_REPLAY ? "replay" : s->opt.routing == E0_ROUTING_PREDICTED ? "predicted" : "actual";
+}
+
+const char *e0_session_slots_text(const e0_session *s, char *buf, size_t n) {
+    const long long N = (long long)s->opt.expert_slots, X = (long long)s->extra_slot_layers;
+    if (X > 0) snprintf(buf, n, "%lld slot%s per layer, %lld in %lld layer%s", N, N == 1 ? "" : "s", N + 1, X, X == 1 ? "" : "s");
+    else snprintf(buf, n, "%lld slot%s per layer", N, N == 1 ? "" : "s");
+    return buf;
 }
 
 const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n) {
@@ -315,6 +330,7 @@ json_t *e0_session_config_json(const e0_session *s) {
     }
     if (moe) {
         json_object_set_new(j, "expert_slots", s->streamed ? json_integer(o->expert_slots) : json_string("all (resident)"));
+        if (s->streamed) json_object_set_new(j, "expert_slots_extra_layers", json_integer(s->extra_slot_layers));
         const char *why = NULL;
         int mode = s->xc ? e0_experts_read_mode(s->xc, &why) : o->expert_read;
         json_object_set_new(j, "expert_read", json_string(!s->streamed ? "n/a (resident)" : mode == E0_READ_DIRECT ? "direct" : "cached"));

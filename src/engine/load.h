@@ -9,7 +9,8 @@
  *   streamed: token_embd stays in the file (one row read per token) unless the output reuses it,
  *   so "dense" excludes it. Without expert_slots: slots = (budget - dense - KV - scratch) / (layers
  *   x bytes of one expert), at least experts-used-per-token, at most all experts, shrunk until the
- *   cache's exact size (slots, O_DIRECT staging) fits; when even that smallest cache does not fit,
+ *   cache's exact size (slots, O_DIRECT staging) fits, and what is left of the budget then buys
+ *   one more slot in as many layers as it can (spread evenly, e0_experts_layer_slots); when even that smallest cache does not fit,
  *   a default prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens, then the
  *   slots go below experts-used-per-token (down to 1: a layer's experts take turns in them, and
  *   every token reads its experts), and then the chunk grows back to the longest that fits with
@@ -36,6 +37,7 @@ typedef struct e0_session {
     struct e0_trace *trace; /* routing=replay: the routing trace (trace.h), else NULL */
     e0_options opt;        /* resolved */
     bool streamed;
+    int64_t extra_slot_layers; /* streamed: layers with opt.expert_slots + 1 slots (e0_experts_params.extra_layers) */
     uint64_t budget;       /* bytes the rule used */
     const char *budget_source;
 } e0_session;
@@ -46,6 +48,9 @@ void e0_close(e0_session *s);
 /* Only the decision (steps 1-3 of e0_open, reading metadata only): fills s->opt (resolved),
  * s->streamed, s->budget, s->budget_source; loads nothing (s->m, s->c, s->xc stay NULL). */
 int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e);
+/* "17 slots per layer" or "17 slots per layer, 18 in 23 layers" (streamed), for summaries.
+ * Returns buf. */
+const char *e0_session_slots_text(const e0_session *s, char *buf, size_t n);
 /* Every resolved option and context setting, for `bench`'s config and `run`'s summary. */
 json_t *e0_session_config_json(const e0_session *s);
 /* "actual", "predicted", "replay" or "none (dense model)": config.routing. */

@@ -520,7 +520,7 @@ srv_sched *srv_sched_new(e0_session *ses, const e0_tokenizer *tok, const srv_sch
             /* one pool of workers for every slot: the worker steps them one at a time, so N
              * pools would only add idle (and briefly spinning) threads, oversubscribing the cores */
             if (e0_ctx_share_threads(sl->c, ses->c, e) < 0) goto fail;
-            e0_ctx_set_experts(sl->c, ses->xc, ses->streamed ? o->expert_slots : 0);
+            e0_ctx_set_experts(sl->c, ses->xc);
             e0_ctx_set_prefill_read(sl->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
             bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
             e0_ctx_set_routing(sl->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
