@@ -166,7 +166,8 @@ static int synth(const char *out, int n_expert, int k, int n_layer) {
 }
 
 /* Engine: a one-token prompt then n_tok - 1 decode steps under routing=replay, actual routing,
- * no prefetch; the cache's hits / requests. */
+ * no prefetch, `slots` expert slots (0: as the budget rule decides, a memory_budget in extra);
+ * the cache's hits / requests. */
 static int engine_run(const char *model, const char *trace, int slots, const char *evict, int n_tok,
                       const char *const *extra, int n_extra, uint64_t *hits, uint64_t *requests, uint64_t *misses,
                       e0_err *e) {
@@ -179,7 +180,7 @@ static int engine_run(const char *model, const char *trace, int slots, const cha
     for (int i = 0; i < n_extra; i++)
         if (e0_options_parse(&o, extra[i], e) < 0) return -1;
     snprintf(kv, sizeof kv, "expert_slots=%d", slots);
-    if (e0_options_parse(&o, kv, e) < 0) return -1;
+    if (slots > 0 && e0_options_parse(&o, kv, e) < 0) return -1;
     snprintf(kv, sizeof kv, "evict=%s", evict);
     if (e0_options_parse(&o, kv, e) < 0) return -1;
     snprintf(kv, sizeof kv, "routing_trace=%s", trace);
@@ -282,6 +283,40 @@ static void test_engine_equals_simulator(void) {
     bool differs = false;
     for (int p = 0; p < N_POLICIES; p++) differs |= prot_misses[p] != open_misses[p];
     CHECK(differs);
+    /* uneven slots: a budget that leaves N >= k slots in every layer and one more in 2 or 3; the
+     * simulator given the same N and count (--extra-layers) agrees for every policy */
+    char budget[64] = "";
+    e0_session ps;
+    int64_t bn = 0, bx = 0;
+    for (int kib = 64; kib <= 4096 && !budget[0]; kib += 8) {
+        e0_options o;
+        e0_options_init(&o);
+        e0_err e = {{0}};
+        char kv[64];
+        snprintf(kv, sizeof kv, "memory_budget=%dKiB", kib);
+        if (e0_options_parse(&o, "experts=stream", &e) < 0 || e0_options_parse(&o, kv, &e) < 0) break;
+        if (e0_plan(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, &ps, &e) < 0) continue;
+        if (ps.opt.expert_slots >= 2 && ps.opt.expert_slots < 8 && ps.extra_slot_layers >= 2) {
+            snprintf(budget, sizeof budget, "%s", kv);
+            bn = ps.opt.expert_slots;
+            bx = ps.extra_slot_layers;
+        }
+    }
+    CHECKF(budget[0], "no budget gives some layers of %s an extra slot", model);
+    for (int p = 0; p < N_POLICIES && budget[0]; p++) {
+        const char *extra[] = {budget};
+        char args[64];
+        uint64_t eh = 0, er = 0, em = 0, sh = 0, sr = 0, sm = 0;
+        e0_err e = {{0}};
+        snprintf(args, sizeof args, "--extra-layers %lld", (long long)bx);
+        CHECKF(engine_run(model, trace, 0, policies[p], 50, extra, 1, &eh, &er, &em, &e) == 0, "%s", e.msg);
+        CHECKF(sim_run(model, trace, (int)bn, policies[p], 50, args, &sh, &sr, &sm) == 0, "simulator %s failed", args);
+        CHECKF(eh == sh && er == sr && em == sm, "%s (%lld slots, %lld in %lld layers), %s: engine %llu/%llu hits, simulator %llu/%llu",
+               budget, (long long)bn, (long long)bn + 1, (long long)bx, policies[p], (unsigned long long)eh,
+               (unsigned long long)er, (unsigned long long)sh, (unsigned long long)sr);
+        printf("  %s: %lld slots, %lld in %lld layers, %s: hit rate %.4f\n", budget, (long long)bn, (long long)bn + 1,
+               (long long)bx, policies[p], er ? (double)eh / (double)er : 0);
+    }
     /* the shared Mixtral trace (8 experts, k=2): an 8-expert synth model is cheap */
     char mix[1024], model8[600];
     snprintf(mix, sizeof mix, "%s/routing/mixtral-8x7b.csv", t_shared());

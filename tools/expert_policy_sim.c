@@ -14,7 +14,9 @@
  * Belady runs on the acquired experts without prefetch. --protect: prediction-aware eviction
  * (the engine's protect_predicted, default on). --split-bound (actual routing): the best
  * per-layer slot counts of the same total for Belady and lrfu, found on the trace itself
- * (split_bound: an oracle's upper bound on what per-layer counts could buy).
+ * (split_bound: an oracle's upper bound on what per-layer counts could buy). --extra-layers X:
+ * X layers have one slot more than --slots says, chosen as the engine's budget rule chooses them
+ * (e0_experts_layer_slots: spread evenly), for every policy and Belady alike.
  * The requests are those of decode under --model-option routing=replay: token after token, model
  * layer l takes the trace's layer floor(l * Lt / Lm) (e0_trace_layer_for), the first
  * n_expert_used experts of the row, acquired in id order (as forward.c's moe_ffn does); the
@@ -130,18 +132,6 @@ static void belady_split(const e0_model *m, const int *reqs, long n_tok, const i
     free(res);
 }
 
-static void belady(const e0_model *m, const int *reqs, long n_tok, int64_t slots, uint64_t *hits, uint64_t *misses,
-                   uint64_t *bytes) {
-    int64_t *ls = malloc((size_t)m->hp.n_layer * sizeof *ls);
-    if (!ls) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    for (int64_t l = 0; l < m->hp.n_layer; l++) ls[l] = slots;
-    belady_split(m, reqs, n_tok, ls, hits, misses, bytes, NULL);
-    free(ls);
-}
-
 /* --split-bound: how much per-layer slot counts (one total, L x slots) could buy. For Belady and
  * the engine's policy `ev`, the misses of every layer at every count from K to min(X, 3 x slots)
  * (curve [count - K][L]), then counts given greedily, one slot at a time, to the layer whose
@@ -225,7 +215,7 @@ static void split_bound(const e0_model *m, const int *reqs, long n_tok, int64_t 
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N] [--predict P] [--seed N] "
-                        "[--protect on|off] [--split-bound]\n", argv[0]);
+                        "[--protect on|off] [--split-bound] [--extra-layers X]\n", argv[0]);
         return 1;
     }
     const char *slots_arg = NULL;
@@ -233,6 +223,7 @@ int main(int argc, char **argv) {
     double predict = -1;
     uint64_t seed = 1;
     bool protect = true, split = false;
+    long extra = 0;
     for (int i = 3; i < argc; i++) {
         char *end;
         if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots_arg = argv[++i];
@@ -255,6 +246,12 @@ int main(int argc, char **argv) {
                 return 1;
             }
             seed = (uint64_t)v;
+        } else if (!strcmp(argv[i], "--extra-layers") && i + 1 < argc) {
+            extra = strtol(argv[++i], &end, 10);
+            if (*end || extra < 0 || extra > 100000) {
+                fprintf(stderr, "--extra-layers: expected a count of layers\n");
+                return 1;
+            }
         } else if (!strcmp(argv[i], "--split-bound")) {
             split = true;
         } else if (!strcmp(argv[i], "--protect") && i + 1 < argc && (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
@@ -277,6 +274,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!n_tok) n_tok = t->n_step;
+    if (extra && (extra >= L - m->hp.n_layer_dense_lead || split)) {
+        fprintf(stderr, "--extra-layers: at most %lld (the layers with experts less one), and not with --split-bound\n",
+                (long long)(L - m->hp.n_layer_dense_lead - 1));
+        return 1;
+    }
     int64_t slot_values[32] = {K, 2 * K, 4 * K, X / 2};
     int n_slots = 4;
     if (slots_arg) {
@@ -304,20 +306,25 @@ int main(int argc, char **argv) {
            t->name, t->n_expert, t->k, t->n_layer, (long long)L, n_tok, t->n_step, (long long)K);
     if (predict >= 0) printf("; predicted routing, replay_predict=%g seed %llu, protect_predicted=%s", predict,
                              (unsigned long long)seed, protect ? "on" : "off");
+    if (extra) printf("; one slot more in %ld layers", extra);
     printf("\n%-12s %6s %9s %10s %10s %10s %12s %12s %9s %8s\n", "policy", "slots", "hit_rate", "hits", "requests", "misses",
            "MB_read", "MB_per_token", "vs_belady", "seconds");
     e0_expert_ptrs *ptr = malloc((size_t)K * sizeof *ptr);
-    for (int si = 0; si < n_slots && ptr; si++) {
+    int64_t *lslots = malloc((size_t)L * sizeof *lslots);
+    for (int si = 0; si < n_slots && ptr && lslots; si++) {
         int64_t slots = slot_values[si];
-        if (slots < K || slots > X) continue;
+        if (slots < K || slots > X || (extra && slots == X)) continue;
+        const e0_experts_params lp = {.slots = slots, .extra_layers = extra};
+        for (int64_t l = 0; l < L; l++) lslots[l] = e0_experts_layer_slots(m, &lp, (int)l);
         uint64_t bh, bm, bb;
         double t0 = e0_now();
-        belady(m, reqs, n_tok, slots, &bh, &bm, &bb);
+        belady_split(m, reqs, n_tok, lslots, &bh, &bm, &bb, NULL);
         printf("%-12s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %9.3f %8.2f\n", "belady", (long long)slots,
                bh + bm ? (double)bh / (double)(bh + bm) : 0, (unsigned long long)bh, (unsigned long long)(bh + bm),
                (unsigned long long)bm, (double)bb / 1e6, (double)bb / 1e6 / (double)n_tok, 1.0, e0_now() - t0);
         for (int ev = 0; ev < E0_EVICT_COUNT; ev++) {
-            e0_experts *x = e0_experts_new(m, &(e0_experts_params){.slots = slots, .evict = ev, .protect_predicted = protect}, &e);
+            e0_experts *x = e0_experts_new(
+                m, &(e0_experts_params){.slots = slots, .extra_layers = extra, .evict = ev, .protect_predicted = protect}, &e);
             if (!x) {
                 fprintf(stderr, "%s\n", e.msg);
                 return 1;
@@ -344,6 +351,7 @@ int main(int argc, char **argv) {
         if (split && !guess) split_bound(m, reqs, n_tok, slots, E0_EVICT_LRFU, bb);
     }
     free(ptr);
+    free(lslots);
     free(reqs);
     free(guess);
     e0_trace_free(t);
