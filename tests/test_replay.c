@@ -334,6 +334,30 @@ static void test_engine_equals_simulator(void) {
            (unsigned long long)er, (unsigned long long)sh, (unsigned long long)sr);
 }
 
+/* Fewer slots than a token's experts: the experts a layer's cache holds are computed first. With
+ * one slot and every token routed to experts 1 and 6, the slot keeps the one computed last: taken
+ * in id order 6 would be evicted by 1 and read again (2 reads a token); held first, 6 hits and
+ * only 1 is read (1 read a token after the first). */
+static void test_held_first(void) {
+    char model8[600], trace[600];
+    snprintf(model8, sizeof model8, "%s/m8.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/same-pair.csv", dir);
+    CHECK(synth(model8, 8, 2, 3) == 0);
+    FILE *f = fopen(trace, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "# E=8 k=2\nseq,token,phase,layer,experts\n");
+    for (int tok = 0; tok < 20; tok++) fprintf(f, "0,%d,1,0,6;1\n", tok);
+    fclose(f);
+    const int n_tok = 20, L = 3;
+    uint64_t h = 0, r = 0, mi = 0;
+    e0_err e = {{0}};
+    CHECKF(engine_run(model8, trace, 1, "lru", n_tok, NULL, 0, &h, &r, &mi, &e) == 0, "%s", e.msg);
+    CHECKF(r == (uint64_t)(n_tok * L * 2) && mi == (uint64_t)(L * (n_tok + 1)) && h == r - mi,
+           "1 slot, experts 1 and 6 every token: %llu requests, %llu hits, %llu misses (want %d misses)",
+           (unsigned long long)r, (unsigned long long)h, (unsigned long long)mi, L * (n_tok + 1));
+}
+
 /* ---- errors and options ---- */
 
 static int open_with(const char *model, const char *const *kvs, int n, e0_err *e) {
@@ -542,6 +566,7 @@ int main(void) {
     RUN(test_malformed);
     RUN(test_wellformed);
     RUN(test_engine_equals_simulator);
+    RUN(test_held_first);
     RUN(test_replay_errors);
     RUN(test_replay_predict);
     return T_DONE();

@@ -531,6 +531,16 @@ int e0_experts_slots(const e0_experts *x, int layer) {
     return x && layer >= 0 && layer < x->n_layer ? x->layers[layer].n_slots : 0;
 }
 
+bool e0_experts_held(const e0_experts *x, int layer, int id) {
+    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return false;
+    e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */
+    pthread_mutex_lock(&mx->mu);
+    int si = x->layers[layer].where[id];
+    bool r = si >= 0 && x->layers[layer].slots[si].state != SLOT_FAILED;
+    pthread_mutex_unlock(&mx->mu);
+    return r;
+}
+
 bool e0_experts_resident(const e0_experts *x, int layer, int id) {
     if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return false;
     e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */

@@ -127,6 +127,8 @@ int e0_experts_read_mode(const e0_experts *x, const char **why);
 /* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
  * the fallback path can be tested where the file system accepts it. */
 void e0_experts_test_refuse_direct(bool on);
+/* Is expert `id` of `layer` in a slot, read or being read (an acquire now would not read it again)? */
+bool e0_experts_held(const e0_experts *x, int layer, int id);
 /* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */
 bool e0_experts_resident(const e0_experts *x, int layer, int id);
 

@@ -341,10 +341,21 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const uint32_t td = e0_weight_vec_dot_type(d);
     const size_t sd = e0_row_size(td, F);
     const int batch = c->moe.xc ? e0_experts_slots(c->moe.xc, il) : n_used;
+    /* More than one batch: those the cache holds already go first, so that they hit before the
+     * other batches' reads can evict them (the results do not depend on the order: each pair
+     * has its own rows, summed per token in slot order below) */
+    if (n_used > batch) {
+        int nh = 0;
+        for (int k = 0; k < n_used; k++) {
+            int x = c->moe.used[k];
+            if (!e0_experts_held(c->moe.xc, il, x)) continue;
+            memmove(c->moe.used + nh + 1, c->moe.used + nh, (size_t)(k - nh) * sizeof *c->moe.used);
+            c->moe.used[nh++] = x;
+        }
+    }
     for (int b0 = 0; b0 < n_used; b0 += batch) {
         int nb = n_used - b0 < batch ? n_used - b0 : batch;
         if (experts_get(c, il, c->moe.used + b0, nb) < 0) return -1;
-        int p0 = start[c->moe.used[b0]], p1 = start[c->moe.used[b0 + nb - 1] + 1]; /* this batch's pairs */
 
         /* gate, up of the batch's experts in one dispatch: gx, ux [pairs] -> pair_h, pair_h2 [pairs][F] */
         int nj = 0;
@@ -359,21 +370,23 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         }
         e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
         if (L->gate_exps_b) expert_bias(c, b0, nb, L->gate_exps_b, L->up_exps_b, F);
-        /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU) */
-        if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
-            e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
-        else e0_swiglu_rows(c->threads.cur, c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, p1 - p0, F);
-
-        /* down of the batch's experts in one dispatch: pair_h [pairs][F] (converted into pair_hq
-         * unless down takes F32) -> pair_out [pairs][E] */
-        const uint8_t *hx = (const uint8_t *)c->moe.pair_h;
-        size_t hstride = (size_t)F * sizeof(float);
-        if (td != E0_TYPE_F32) {
-            e0_quantize_rows(c->threads.cur, td, c->moe.pair_h + (size_t)p0 * F, p1 - p0, F,
-                             c->moe.pair_hq + (size_t)p0 * sd, sd);
-            hx = c->moe.pair_hq;
-            hstride = sd;
+        /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU), then converted
+         * into pair_hq unless down takes F32; over the batch's pairs p0 .. p1, one range when its
+         * experts are consecutive in id order (always, unless reordered above) */
+        for (int k = 0; k < nb; k++) {
+            int p0 = start[c->moe.used[b0 + k]], p1 = start[c->moe.used[b0 + k] + 1];
+            while (k + 1 < nb && start[c->moe.used[b0 + k + 1]] == p1) p1 = start[c->moe.used[b0 + ++k] + 1];
+            if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
+                e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+            else e0_swiglu_rows(c->threads.cur, c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, p1 - p0, F);
+            if (td != E0_TYPE_F32)
+                e0_quantize_rows(c->threads.cur, td, c->moe.pair_h + (size_t)p0 * F, p1 - p0, F,
+                                 c->moe.pair_hq + (size_t)p0 * sd, sd);
         }
+
+        /* down of the batch's experts in one dispatch: pair_h(q) [pairs][F] -> pair_out [pairs][E] */
+        const uint8_t *hx = td != E0_TYPE_F32 ? c->moe.pair_hq : (const uint8_t *)c->moe.pair_h;
+        const size_t hstride = td != E0_TYPE_F32 ? sd : (size_t)F * sizeof(float);
         nj = 0;
         for (int k = 0; k < nb; k++) {
             int x = c->moe.used[b0 + k], n = start[x + 1] - start[x];
