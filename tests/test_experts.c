@@ -437,6 +437,55 @@ static void test_errors(void) {
     free_pair(&p);
 }
 
+/* extra_layers: X of the layers have one slot more, spread over the depth; the ledger holds what
+ * e0_experts_memory says; each layer takes as many distinct experts as its own slots, no more;
+ * what an acquire pinned is held. Out-of-range counts are refused. */
+static void test_extra_layers(void) {
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        pair p;
+        if (load_pair(models[mi], &p) < 0) {
+            free_pair(&p);
+            continue;
+        }
+        const e0_hparams *hp = &p.str->hp;
+        const int L = (int)hp->n_layer, N = (int)hp->n_expert_used;
+        e0_err e = {0};
+        for (int X = 0; X < L; X++) {
+            const e0_experts_params params = {.slots = N, .extra_layers = X};
+            size_t mem0 = e0_mem_current(E0_MEM_EXPERTS);
+            e0_experts *x = e0_experts_new(p.str, &params, &e);
+            CHECKF(x, "%s", e.msg);
+            if (!x) break;
+            CHECK(e0_mem_current(E0_MEM_EXPERTS) - mem0 == e0_experts_memory(p.str, &params));
+            int total = 0, first = -1, last = -1;
+            for (int il = 0; il < L; il++) {
+                const int ns = e0_experts_slots(x, il);
+                CHECK(ns == e0_experts_layer_slots(p.str, &params, il) && (ns == N || ns == N + 1));
+                total += ns;
+                if (ns == N + 1) last = il, first = first < 0 ? il : first;
+                int ids[64];
+                e0_expert_ptrs ptr[64];
+                for (int i = 0; i <= ns; i++) ids[i] = i;
+                CHECKF(e0_experts_acquire(x, il, ids, ns, ptr, &e) == 0, "%s layer %d, %d slots: %s", models[mi], il, ns, e.msg);
+                for (int i = 0; i < ns; i++) CHECK(e0_experts_held(x, il, i) && same_bytes(p.res, il, i, &ptr[i]));
+                CHECK(!e0_experts_held(x, il, ns));
+                CHECK(e0_experts_acquire(x, il, ids + ns, 1, ptr, &e) < 0 && strstr(e.msg, "slots"));
+                e0_experts_release(x, il);
+            }
+            CHECKF(total == N * L + X, "%s, %d extra: %d slots in all", models[mi], X, total);
+            if (X >= 2) CHECKF(first < L / 2 && last >= L / 2, "%s, %d extra: layers %d..%d", models[mi], X, first, last);
+            CHECK(e0_experts_slots(x, -1) == 0 && e0_experts_slots(x, L) == 0);
+            e0_experts_free(x);
+        }
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = N, .extra_layers = L}, &e) && strstr(e.msg, "extra slot"));
+        CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = N, .extra_layers = -1}, &e) && strstr(e.msg, "extra slot"));
+        if (L > 1)
+            CHECK(!e0_experts_new(p.str, &(e0_experts_params){.slots = hp->n_expert, .extra_layers = 1}, &e) &&
+                  strstr(e.msg, "extra slot"));
+        free_pair(&p);
+    }
+}
+
 /* A file system that refuses O_DIRECT: the cache says why and reads through the page cache. */
 static void test_direct_fallback(void) {
     pair p;
@@ -541,6 +590,7 @@ int main(void) {
     RUN(test_protect_predicted);
     RUN(test_prefetch);
     RUN(test_errors);
+    RUN(test_extra_layers);
     RUN(test_direct_fallback);
     RUN(test_truncated);
     return T_DONE();

@@ -124,10 +124,11 @@ static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 int64_t e0_experts_layer_slots(const e0_model *m, const e0_experts_params *p, int layer) {
     if (!m || !p || layer < 0 || layer >= m->hp.n_layer || layer < m->hp.n_layer_dense_lead) return 0;
     /* the layers with experts are layers lead .. n_layer-1; the i-th of them (of n) has an extra
-     * slot where floor((i+1) X / n) steps up: X of them, spread evenly over the depth */
+     * slot where floor((i X + n/2) / n) steps up at i + 1: X of them (the steps add up to
+     * floor((n X + n/2) / n) = X), one in the middle of each n/X layers */
     const int64_t n = m->hp.n_layer - m->hp.n_layer_dense_lead, i = layer - m->hp.n_layer_dense_lead;
     const int64_t X = p->extra_layers < 0 ? 0 : p->extra_layers > n ? n : p->extra_layers;
-    return p->slots + ((i + 1) * X / n > i * X / n);
+    return p->slots + (((i + 1) * X + n / 2) / n > (i * X + n / 2) / n);
 }
 
 /* Slot stride of a layer: each matrix starts 64-byte aligned. */

@@ -116,8 +116,8 @@ uint64_t e0_expert_bytes(const e0_model *m, int layer);
  * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
 uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
 /* Slots of `layer` under p: p->slots, or p->slots + 1 for the p->extra_layers layers chosen evenly
- * over the layers with experts (the i-th of n when floor((i + 1) X / n) > floor(i X / n)); 0 for a
- * leading dense layer. */
+ * over the layers with experts (the i-th of n when floor(((i + 1) X + n/2) / n) > floor((i X +
+ * n/2) / n): one in the middle of each n/X layers); 0 for a leading dense layer. */
 int64_t e0_experts_layer_slots(const e0_model *m, const e0_experts_params *p, int layer);
 /* The slots the cache has in `layer` (0 for a layer without experts or out of range). */
 int e0_experts_slots(const e0_experts *x, int layer);
