@@ -165,6 +165,15 @@ static void test_random_sets(void) {
             for (int si = 0; si < 4; si++)
                 for (int mode = 0; mode < 2; mode++)
                     for (int ev = 0; ev < E0_EVICT_COUNT; ev++) exercise(&p, slot_values[si], mode, ev, io_threads[(si + mode) % 4], 150);
+            /* O_DIRECT through staging of 3 blocks: matrices larger than that are read in pieces (as
+             * matrices above 4 MiB are) and must arrive exact all the same */
+            size_t max_matrix = 0;
+            for (int il = 0; il < hp->n_layer; il++)
+                if (p.str->layers[il].down_exps.matrix_bytes > max_matrix) max_matrix = p.str->layers[il].down_exps.matrix_bytes;
+            CHECKF(max_matrix > 3 * 4096, "%s: matrices of %zu bytes do not need pieces", models[mi], max_matrix);
+            e0_experts_test_stage_max(3 * 4096);
+            exercise(&p, k, E0_READ_DIRECT, E0_EVICT_LRU, 3, 150);
+            e0_experts_test_stage_max(0);
             uint64_t eb = 0;
             for (int il = 0; il < hp->n_layer; il++) {
                 const e0_layer *L = &p.str->layers[il];

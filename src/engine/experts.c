@@ -146,7 +146,17 @@ static size_t max_matrix_bytes(const e0_model *m) {
     return mx;
 }
 
-static size_t staging_bytes(size_t max_part) { return align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN; }
+/* O_DIRECT staging per I/O thread: the largest matrix with its covering blocks, or at most
+ * DIRECT_STAGE_MAX (larger matrices are read in pieces of that size: Mixtral's 33 MB matrices
+ * would take 264 MB of staging at 8 threads, the memory of almost 3 expert slots) */
+#define DIRECT_STAGE_MAX (4u << 20)
+static _Atomic size_t test_stage_max; /* e0_experts_test_stage_max */
+void e0_experts_test_stage_max(size_t n) { test_stage_max = n; }
+static size_t staging_bytes(size_t max_part) {
+    size_t b = align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN, cap = test_stage_max ? test_stage_max : DIRECT_STAGE_MAX;
+    cap = cap < 2 * DIRECT_ALIGN ? 2 * DIRECT_ALIGN : align_up(cap, DIRECT_ALIGN);
+    return b < cap ? b : cap;
+}
 
 uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
     if (!m || !p || m->hp.n_expert <= 0 || !m->layers) return 0;
@@ -203,28 +213,35 @@ static int read_cached(int fd, uint8_t *dst, size_t len, uint64_t off, int *err_
     return READ_OK;
 }
 
-/* O_DIRECT: read the covering aligned range into `stage`, copy the exact bytes to dst. The
- * aligned end may lie past the end of the file; only the bytes up to off + len must arrive. */
-static int read_direct(int fd, uint8_t *stage, uint8_t *dst, size_t len, uint64_t off, int *err_no,
+/* O_DIRECT: read the covering aligned range through `stage` (stage_len bytes, a multiple of
+ * DIRECT_ALIGN, at least 2 of them), in pieces of at most stage_len, copying the exact bytes to
+ * dst. The aligned end may lie past the end of the file; only the bytes up to off + len must
+ * arrive. */
+static int read_direct(int fd, uint8_t *stage, size_t stage_len, uint8_t *dst, size_t len, uint64_t off, int *err_no,
                        uint64_t *err_off) {
-    uint64_t a0 = off & ~(uint64_t)(DIRECT_ALIGN - 1);
-    size_t need = (size_t)(off + len - a0), alen = align_up(need, DIRECT_ALIGN), got = 0;
-    while (got < need) {
-        ssize_t r = pread(fd, stage + got, alen - got, (off_t)(a0 + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            *err_no = errno;
-            *err_off = a0 + got;
-            return READ_ERRNO;
+    const uint64_t end = off + len;
+    for (uint64_t pos = off; pos < end;) {
+        const uint64_t a0 = pos & ~(uint64_t)(DIRECT_ALIGN - 1);
+        const size_t need = end - a0 < stage_len ? (size_t)(end - a0) : stage_len, alen = align_up(need, DIRECT_ALIGN);
+        size_t got = 0;
+        while (got < need) {
+            ssize_t r = pread(fd, stage + got, alen - got, (off_t)(a0 + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) {
+                *err_no = errno;
+                *err_off = a0 + got;
+                return READ_ERRNO;
+            }
+            got += (size_t)r;
+            /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
+            if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
+                *err_off = a0 + got;
+                return READ_EOF;
+            }
         }
-        got += (size_t)r;
-        /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
-        if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
-            *err_off = a0 + got;
-            return READ_EOF;
-        }
+        memcpy(dst + (pos - off), stage + (pos - a0), need - (size_t)(pos - a0));
+        pos = a0 + need;
     }
-    memcpy(dst, stage + (off - a0), len);
     return READ_OK;
 }
 
@@ -245,7 +262,7 @@ static void *io_main(void *arg) {
 
         int err_no = 0;
         uint64_t err_off = 0;
-        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, t->staging, dst, len, off, &err_no, &err_off)
+        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, t->staging, x->staging_bytes, dst, len, off, &err_no, &err_off)
                                                 : read_cached(x->fd_cached, dst, len, off, &err_no, &err_off);
         if (rc == READ_OK && lc->repack[r.part]) e0_repack(lc->file_type[r.part], dst, len); /* as the resident load */
 

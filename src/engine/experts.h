@@ -20,7 +20,8 @@
  *
  * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, its slots * slot stride) (the stride
  * is e0_expert_bytes rounded up to 64 bytes per matrix); O_DIRECT staging buffers (one per I/O
- * thread, the largest matrix + 2 blocks) are E0_MEM_STAGING.
+ * thread, the largest matrix + 2 blocks, at most 4 MiB: larger matrices are read in pieces) are
+ * E0_MEM_STAGING.
  *
  * The cache only does what it is asked; which experts to prefetch (predicted routing,
  * predict_ahead, prefetch, prefill_read=auto) is decided by experts_predict.c. */
@@ -127,6 +128,9 @@ int e0_experts_read_mode(const e0_experts *x, const char **why);
 /* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
  * the fallback path can be tested where the file system accepts it. */
 void e0_experts_test_refuse_direct(bool on);
+/* Test hook: caches created while n > 0 read O_DIRECT through staging of at most n bytes (rounded
+ * to whole blocks, at least 2), so matrices are read in pieces as the largest ones are. */
+void e0_experts_test_stage_max(size_t n);
 /* Is expert `id` of `layer` in a slot, read or being read (an acquire now would not read it again)? */
 bool e0_experts_held(const e0_experts *x, int layer, int id);
 /* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */
