@@ -61,14 +61,15 @@ static void test_residency_rule(void) {
     /* a big budget: resident, routing actual */
     const char *big[] = {"memory_budget=1GiB"};
     CHECKF(open_with(moe, big, 1, &s, &e) == 0, "%s", e.msg);
-    CHECK(!s.streamed && s.xc == NULL && s.opt.routing == E0_ROUTING_ACTUAL);
+    CHECK(!s.streamed && s.xc == NULL && s.opt.routing == E0_ROUTING_ACTUAL && s.opt.expert_read == E0_READ_CACHED);
     e0_close(&s);
     /* a budget that holds the dense part and some slots: streamed, slots in [K, X], predicted */
-    const char *mid[] = {"memory_budget=3MiB"};
+    const char *mid[] = {"memory_budget=4MiB"};
     CHECKF(open_with(moe, mid, 1, &s, &e) == 0, "%s", e.msg);
     CHECK(s.streamed && s.xc != NULL && s.opt.routing == E0_ROUTING_PREDICTED);
+    CHECK(s.opt.expert_read == E0_READ_DIRECT); /* streamed experts read O_DIRECT unless told otherwise */
     CHECKF(s.opt.expert_slots >= 4 && s.opt.expert_slots < 16, "slots %lld", (long long)s.opt.expert_slots);
-    printf("  qwen3moe with a 3 MiB budget: %lld slots per layer\n", (long long)s.opt.expert_slots);
+    printf("  qwen3moe with a 4 MiB budget: %lld slots per layer\n", (long long)s.opt.expert_slots);
     e0_close(&s);
     /* too small: a clear error */
     const char *tiny[] = {"memory_budget=100KiB"};

@@ -144,6 +144,10 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
     /* a streamed model keeps its embedding in the file too (one row read per token, model.c),
      * unless the output reuses it */
     if (s->streamed && !probe->tied_output) dense -= probe->tok_embd.t->nbytes;
+    /* streamed experts are read O_DIRECT by default: under a memory cap the page cache holds
+     * little of a file this size, and reading through it was measured 14-36% slower (docs/perf.md,
+     * session 14); where the file system refuses O_DIRECT the cache falls back to cached reads */
+    if (o->expert_read < 0) o->expert_read = s->streamed ? E0_READ_DIRECT : E0_READ_CACHED;
     if (s->streamed) {
         if (o->expert_slots) {
             if (o->expert_slots < 1 || o->expert_slots > hp.n_expert)
@@ -153,7 +157,7 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
             /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging):
              * a slot for each expert a token uses, or, where even that does not fit, fewer (down to
              * one: a layer's experts then take turns in the slots, and every token reads its experts) */
-            e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+            e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read,
                                         .n_io_threads = (int)o->io_threads};
             uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);
             /* a default prefill chunk whose scratch does not fit beside the smallest cache shrinks
@@ -198,7 +202,7 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
             int64_t slots = (int64_t)(room / per_slot);
             o->expert_slots = slots < min_xp.slots ? min_xp.slots : slots > hp.n_expert ? hp.n_expert : slots;
             /* the exact cache size (slot padding, O_DIRECT staging) must fit too */
-            e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read < 0 ? 0 : o->expert_read,
+            e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read,
                                     .n_io_threads = (int)o->io_threads};
             while (xp.slots > min_xp.slots && e0_experts_memory(probe, &xp) > room) xp.slots--;
             o->expert_slots = xp.slots;
@@ -214,7 +218,6 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
     e0_model_free(probe);
     if (o->routing == E0_ROUTING_AUTO) o->routing = s->streamed ? E0_ROUTING_PREDICTED : E0_ROUTING_ACTUAL;
     if (!moe && o->routing == E0_ROUTING_PREDICTED) return e0_fail(e, "--model-option routing=predicted: %s has no routed experts", path);
-    if (o->expert_read < 0) o->expert_read = E0_READ_CACHED;
     if (o->evict < 0) o->evict = E0_EVICT_LRFU; /* the fewest bytes read on the shared traces: docs/perf.md */
     if (o->protect_predicted == E0_AUTO) o->protect_predicted = E0_ON;
     if (o->predict_from_layer < 0) o->predict_from_layer = 1;
