@@ -18,7 +18,8 @@
  *   taking what is left; a budget below that is an error. Every buffer is counted as
  *   it will be allocated, so the memory ledger's
  *   peak stays within the budget in a streamed run (given expert_slots override the budget).
- *   routing defaults to predicted when experts stream, actual when they are resident.
+ *   routing defaults to predicted when experts stream, actual when they are resident;
+ *   expert_read to direct when they stream (cached where the file system refuses O_DIRECT).
  *   routing=replay (measurement only): the trace routing_trace must have the model's expert count
  *   and at least its experts per token; it replaces every router (see trace.h, engine.h). */
 #ifndef E0_LOAD_H
