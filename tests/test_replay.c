@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine/load.h"
+#include "engine/sample.h"
 #include "engine/trace.h"
 #include "t.h"
 
@@ -482,6 +483,48 @@ static void test_replay_predict(void) {
            (unsigned long long)b0);
 }
 
+/* replay_predict with prefetch=on: the trace's experts are computed (exact: the logits of replay
+ * without a predictor, bit for bit, even when half the guesses are wrong) and the guesses are
+ * only read ahead; a perfect predictor's reads turn the acquires' misses into prefetch hits. */
+static void test_replay_prefetch(void) {
+    char model[600], trace[600], kv[700];
+    snprintf(model, sizeof model, "%s/m16.gguf", dir);
+    snprintf(trace, sizeof trace, "%s/t16.csv", dir);
+    snprintf(kv, sizeof kv, "routing_trace=%s", trace);
+    const char *base[] = {"experts=stream", "expert_slots=5", "routing=replay", kv, "prefetch=on", "replay_seed=7"};
+    const char *pred[] = {NULL, "replay_predict=1", "replay_predict=0.5"};
+    e0_session s[3];
+    e0_err e = {{0}};
+    for (int v = 0; v < 3; v++) {
+        e0_options o;
+        e0_options_init(&o);
+        for (int i = 0; i < (v ? 6 : 4); i++) CHECKF(e0_options_parse(&o, base[i], &e) == 0, "%s", e.msg);
+        if (v) CHECKF(e0_options_parse(&o, pred[v], &e) == 0, "%s", e.msg);
+        CHECKF(e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s[v], &e) == 0, "%s", e.msg);
+        if (t_cur_failed) return;
+    }
+    char label[512];
+    e0_session_routing_label(&s[2], label, sizeof label);
+    CHECKF(strstr(label, "exact") && strstr(label, "prefetch"), "label '%s'", label);
+    const int nv = (int)s[0].m->hp.n_vocab;
+    int tok = 1;
+    for (int i = 0; i < 40 && !t_cur_failed; i++) {
+        for (int v = 0; v < 3; v++) CHECK(e0_eval(s[v].c, &tok, 1, NULL, &e) == 0);
+        for (int v = 1; v < 3; v++)
+            CHECKF(!memcmp(e0_ctx_logits(s[0].c), e0_ctx_logits(s[v].c), (size_t)nv * sizeof(float)),
+                   "step %d, %s: reading the guesses ahead changed the logits", i, pred[v]);
+        tok = e0_argmax(e0_ctx_logits(s[0].c), nv);
+    }
+    const e0_experts_stats *a = e0_experts_get_stats(s[0].xc), *b = e0_experts_get_stats(s[1].xc);
+    CHECKF(a->prefetched == 0 && b->prefetched > 0 && b->prefetch_hits > 0, "prefetched %llu / %llu, prefetch hits %llu",
+           (unsigned long long)a->prefetched, (unsigned long long)b->prefetched, (unsigned long long)b->prefetch_hits);
+    CHECKF(b->misses < a->misses && a->requests == b->requests, "misses %llu exact, %llu with the guesses read ahead",
+           (unsigned long long)a->misses, (unsigned long long)b->misses);
+    printf("  replay, 5 slots: %llu misses; with a perfect predictor's guesses read ahead %llu (%llu prefetched)\n",
+           (unsigned long long)a->misses, (unsigned long long)b->misses, (unsigned long long)b->prefetched);
+    for (int v = 0; v < 3; v++) e0_close(&s[v]);
+}
+
 /* ---- memory budget honesty ---- */
 
 /* In a child process (the ledger's peak is per process): open streamed with memory_budget=b,
@@ -569,5 +612,6 @@ int main(void) {
     RUN(test_held_first);
     RUN(test_replay_errors);
     RUN(test_replay_predict);
+    RUN(test_replay_prefetch);
     return T_DONE();
 }

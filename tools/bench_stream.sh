@@ -11,9 +11,12 @@
 #                          "replay" (routing=replay: the trace's experts, read as a real run would)
 #                          and "replay+predicted" (replay_predict=E0_STREAM_PREDICT, default 0.9:
 #                          predicted routing with a predictor right that often), plus "actual" (the
-#                          synth model's own router, far more repetitive than a trained model's)
+#                          synth model's own router, far more repetitive than a trained model's);
+#                          "replay+prefetch" (in E0_STREAM_CONFIGS) computes the trace's experts
+#                          exactly and only reads that predictor's guesses ahead (prefetch=on)
 #   E0_STREAM_CONFIGS      the list of runs instead (actual, actual+prefetch, predicted, replay,
-#                          replay+predicted); default without a trace: actual actual+prefetch predicted
+#                          replay+predicted, replay+prefetch); default without a trace: actual
+#                          actual+prefetch predicted
 #   E0_STREAM_LLAMACPP=1   also llama.cpp (BUILD/bin/llamacpp-bench) under the same cap, the same
 #                          prompt ids: its default (mmap + repacked copies) and --no-repack; it runs
 #                          the model's own routing (it cannot replay), so its row is a best case
@@ -55,10 +58,11 @@ for cfg in $CONFIGS; do
         actual) opts="--model-option routing=actual" ;;
         actual+prefetch) opts="--model-option routing=actual --model-option prefetch=on" ;;
         predicted) opts="--model-option routing=predicted" ;;
-        replay | replay+predicted)
+        replay | replay+predicted | replay+prefetch)
             [ -n "$TRACE" ] || { echo "bench_stream: $cfg needs E0_STREAM_TRACE=FILE" >&2; exit 1; }
             opts="--model-option routing=replay --model-option routing_trace=$TRACE"
-            [ "$cfg" = replay+predicted ] && opts="$opts --model-option replay_predict=$PREDICT" ;;
+            [ "$cfg" != replay ] && opts="$opts --model-option replay_predict=$PREDICT"
+            [ "$cfg" = replay+prefetch ] && opts="$opts --model-option prefetch=on" ;;
         *) echo "bench_stream: unknown configuration '$cfg'" >&2; exit 1 ;;
     esac
     # shellcheck disable=SC2086 # opts is a list of flags

@@ -258,7 +258,11 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
     if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
     e0_ctx_set_experts(s->c, s->xc);
     e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
-    bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
+    /* replay with a predictor computes with its guesses (routing=predicted), unless prefetch=on
+     * asks for what it means with actual routing: compute with the trace's experts and only read
+     * the guesses ahead */
+    bool replay = o->routing == E0_ROUTING_REPLAY,
+         replay_predicted = replay && o->replay_predict >= 0 && o->prefetch != E0_ON;
     e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
                        (int)o->predict_ahead, o->prefetch == E0_ON);
     if (replay) e0_ctx_set_replay(s->c, s->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1));
@@ -295,6 +299,9 @@ const char *e0_session_slots_text(const e0_session *s, char *buf, size_t n) {
 
 const char *e0_session_routing_label(const e0_session *s, char *buf, size_t n) {
     if (!s->trace) snprintf(buf, n, "%s", e0_session_routing_name(s));
+    else if (s->opt.replay_predict >= 0 && s->opt.prefetch == E0_ON)
+        snprintf(buf, n, "replay of %s, exact, guesses at replay_predict=%g read ahead (prefetch)", s->trace->name,
+                 s->opt.replay_predict);
     else if (s->opt.replay_predict >= 0)
         snprintf(buf, n, "replay of %s, predicted at replay_predict=%g", s->trace->name, s->opt.replay_predict);
     else snprintf(buf, n, "replay of %s", s->trace->name);
