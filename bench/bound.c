@@ -153,7 +153,9 @@ int bench_stream_row(int argc, char **argv) {
     const char *routing = json_string_value(json_object_get(cfg, "routing")), *trace = json_string_value(json_object_get(cfg, "routing_trace"));
     char rt[400];
     const json_t *rp = json_object_get(cfg, "replay_predict");
-    if (routing && trace && json_is_number(rp)) snprintf(rt, sizeof rt, "%s of %.200s, predicted %g", routing, trace, json_number_value(rp));
+    const char *label_s = json_string_value(json_object_get(cfg, "routing_label"));
+    if (label_s) snprintf(rt, sizeof rt, "%.390s", label_s);
+    else if (routing && trace && json_is_number(rp)) snprintf(rt, sizeof rt, "%s of %.200s, predicted %g", routing, trace, json_number_value(rp));
     else if (routing && trace) snprintf(rt, sizeof rt, "%s of %.200s", routing, trace);
     else snprintf(rt, sizeof rt, "%s", routing ? routing : "n/a");
     printf("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %.2f |\n", label, rt, tps, mb,

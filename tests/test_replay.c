@@ -506,6 +506,10 @@ static void test_replay_prefetch(void) {
     char label[512];
     e0_session_routing_label(&s[2], label, sizeof label);
     CHECKF(strstr(label, "exact") && strstr(label, "prefetch"), "label '%s'", label);
+    json_t *cfg = e0_session_config_json(&s[2]);
+    const char *cl = json_string_value(json_object_get(cfg, "routing_label"));
+    CHECKF(cl && !strcmp(cl, label), "config.routing_label '%s'", cl ? cl : "(none)");
+    json_decref(cfg);
     const int nv = (int)s[0].m->hp.n_vocab;
     int tok = 1;
     for (int i = 0; i < 40 && !t_cur_failed; i++) {

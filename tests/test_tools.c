@@ -42,6 +42,17 @@ static void test_stream_row_and_bound(void) {
     CHECK(t_sh(cmd, out, sizeof out) == 0);
     CHECKF(strstr(out, "| x | replay of t.csv, predicted 0.9 | 5.00 | 100.0 | 37.5 | 12.5 | 10.00 | 50% | 0.500 | n/a | 1000 | 2000 | 2.50 |") != NULL,
            "got '%s'", out);
+    /* the engine's own label of the routing, where the row has one */
+    f = fopen(row, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"decode_tokens_per_second\": 5.0, \"prefill_seconds\": 2.5, \"config\": {\"routing\": \"replay\", "
+          "\"routing_trace\": \"t.csv\", \"replay_predict\": 0.9, \"routing_label\": \"replay of t.csv, exact, guesses read ahead\"}, "
+          "\"memory\": {\"peak_rss_bytes\": 1048576000}}\n",
+          f);
+    fclose(f);
+    CHECK(t_sh(cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "| x | replay of t.csv, exact, guesses read ahead | 5.00 |") != NULL, "got '%s'", out);
     /* a row without the streaming accounting (llama.cpp's): n/a in those columns, not an error */
     f = fopen(row, "w");
     CHECK(f != NULL);

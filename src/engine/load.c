@@ -337,6 +337,8 @@ json_t *e0_session_config_json(const e0_session *s) {
         json_object_set_new(j, "routing_trace", json_string(s->trace->name));
         json_object_set_new(j, "replay_predict", o->replay_predict >= 0 ? json_real(o->replay_predict) : json_string("none"));
         json_object_set_new(j, "replay_seed", json_integer(o->replay_seed ? o->replay_seed : 1));
+        char label[512];
+        json_object_set_new(j, "routing_label", json_string(e0_session_routing_label(s, label, sizeof label)));
     }
     if (moe) {
         json_object_set_new(j, "expert_slots", s->streamed ? json_integer(o->expert_slots) : json_string("all (resident)"));
