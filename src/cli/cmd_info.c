@@ -52,7 +52,7 @@ static void print_residency(cli_model_opts *o, const e0_hparams *hp) {
     if (s.streamed)
         printf("experts here:    streamed from disk, %s (of %lld%s), budget %s (%s)\n",
                e0_session_slots_text(&s, slots, sizeof slots), (long long)hp->n_expert,
-               s.opt.expert_slots < hp->n_expert_used ? "; fewer than a token uses: every token reads its experts" : "", budget,
+               s.opt.expert_slots < hp->n_expert_used ? "; fewer than a token uses: its experts take turns in them" : "", budget,
                s.budget_source);
     else printf("experts here:    resident (all in memory), budget %s (%s)\n", budget, s.budget_source);
 }

@@ -156,7 +156,7 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
         } else {
             /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging):
              * a slot for each expert a token uses, or, where even that does not fit, fewer (down to
-             * one: a layer's experts then take turns in the slots, and every token reads its experts) */
+             * one: a layer's experts then take turns in the slots, and a token reads most of its experts) */
             e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read,
                                         .n_io_threads = (int)o->io_threads};
             uint64_t need = dense + kv + e0_experts_memory(probe, &min_xp);

@@ -13,7 +13,7 @@
  *   one more slot in as many layers as it can (spread evenly, e0_experts_layer_slots); when even that smallest cache does not fit,
  *   a default prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens, then the
  *   slots go below experts-used-per-token (down to 1: a layer's experts take turns in them, and
- *   every token reads its experts), and then the chunk grows back to the longest that fits with
+ *   a token reads most of its experts), and then the chunk grows back to the longest that fits with
  *   one slot (a chunk reads each expert it uses once; few slots hit little anyway), the slots
  *   taking what is left; a budget below that is an error. Every buffer is counted as
  *   it will be allocated, so the memory ledger's
