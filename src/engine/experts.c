@@ -549,25 +549,22 @@ int e0_experts_slots(const e0_experts *x, int layer) {
     return x && layer >= 0 && layer < x->n_layer ? x->layers[layer].n_slots : 0;
 }
 
-bool e0_experts_held(const e0_experts *x, int layer, int id) {
-    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return false;
+/* The state of the slot holding expert id of layer (-1: in no slot, or out of range). */
+static int slot_state_of(const e0_experts *x, int layer, int id) {
+    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return -1;
     e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */
     pthread_mutex_lock(&mx->mu);
-    int si = x->layers[layer].where[id];
-    bool r = si >= 0 && x->layers[layer].slots[si].state != SLOT_FAILED;
+    int si = x->layers[layer].where[id], st = si >= 0 ? x->layers[layer].slots[si].state : -1;
     pthread_mutex_unlock(&mx->mu);
-    return r;
+    return st;
 }
 
-bool e0_experts_resident(const e0_experts *x, int layer, int id) {
-    if (!x || layer < 0 || layer >= x->n_layer || id < 0 || id >= x->n_expert || !x->layers[layer].where) return false;
-    e0_experts *mx = (e0_experts *)x; /* the mutex is not part of the logical state */
-    pthread_mutex_lock(&mx->mu);
-    int si = x->layers[layer].where[id];
-    bool r = si >= 0 && x->layers[layer].slots[si].state == SLOT_READY;
-    pthread_mutex_unlock(&mx->mu);
-    return r;
+bool e0_experts_held(const e0_experts *x, int layer, int id) {
+    int st = slot_state_of(x, layer, id);
+    return st >= 0 && st != SLOT_FAILED;
 }
+
+bool e0_experts_resident(const e0_experts *x, int layer, int id) { return slot_state_of(x, layer, id) == SLOT_READY; }
 
 /* ---- construction ---- */
 
