@@ -1,8 +1,8 @@
 /* test_streaming_types.c — routed experts of the newer tensor types (IQ4_NL, IQ4_XS, MXFP4, NVFP4,
  * TQ1_0, TQ2_0, Q1_0, Q2_0) streamed through the expert cache: with routing=actual, the logits of
  * a batched prefill and the greedy ids of a decode are byte-identical to experts=resident, for
- * expert_slots = n_expert_used and one more, expert_read cached and direct (O_DIRECT with aligned
- * staging). Every model's expert size is not a multiple of the 4096-byte page (checked), so the
+ * expert_slots = n_expert_used and one more, expert_read cached and direct (O_DIRECT into the
+ * slots). Every model's expert size is not a multiple of the 4096-byte page (checked), so the
  * direct reads start and end inside pages. Models are `edge0-infer synth` qwen3moe files (8
  * experts, 2 used) in each type, through the CLI as users run it. */
 #include <stdio.h>

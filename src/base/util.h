@@ -27,7 +27,7 @@ int e0_fail(e0_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 enum e0_mem_cat {
     E0_MEM_DENSE = 0, /* resident non-expert weights */
     E0_MEM_EXPERTS,   /* routed-expert weights or slots */
-    E0_MEM_STAGING,   /* I/O staging buffers */
+    E0_MEM_STAGING,   /* I/O staging buffers (none now: O_DIRECT reads land in the expert slots) */
     E0_MEM_KV,        /* KV cache */
     E0_MEM_SCRATCH,   /* activations and other per-step buffers */
     E0_MEM_OTHER,     /* tokenizer, metadata, ... */

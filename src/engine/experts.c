@@ -1,6 +1,11 @@
 /* experts.c — the routed-expert cache (see experts.h): per-layer slots, eviction, a pool of I/O
  * threads reading expert matrices with pread (through the page cache or O_DIRECT), prefetch.
  *
+ * Layout: each matrix of a slot has its own 4096-aligned region, one page larger than the matrix
+ * rounded up to pages, and sits in it at its file offset modulo 4096, so that O_DIRECT reads the
+ * covering aligned range of the file straight into the region (no staging copy) and parallel
+ * reads of one expert's matrices never touch each other's pages.
+ *
  * Concurrency: one mutex guards everything shared. The main thread owns the slot table (which
  * expert is where, pins, recency, counters); an I/O thread only takes a read request from a
  * queue, fills the bytes of a slot in state LOADING (nobody else touches them until it is
@@ -49,7 +54,7 @@ typedef struct layer_cache {
     uint64_t clock;      /* acquire calls of this layer (LRFU's time) */
     uint8_t *mem;
     size_t mem_bytes;
-    size_t part_off[N_PARTS], part_len[N_PARTS]; /* in a slot; part_len = matrix bytes */
+    size_t part_off[N_PARTS], part_len[N_PARTS]; /* region offset in a slot (page-aligned); matrix bytes */
     uint64_t file_off[N_PARTS];                   /* of expert 0's matrix */
     uint32_t file_type[N_PARTS];                  /* the file's type of each part, and */
     bool repack[N_PARTS];                         /* whether reads are repacked (e0_repack) */
@@ -69,8 +74,6 @@ typedef struct req_queue {
 typedef struct io_thread {
     e0_experts *x;
     pthread_t tid;
-    uint8_t *staging;    /* aligned, for O_DIRECT */
-    uint8_t *staging_raw;
 } io_thread;
 
 struct e0_experts {
@@ -84,7 +87,6 @@ struct e0_experts {
     char why_buf[256];
     int fd_cached, fd_direct;
     layer_cache *layers;
-    size_t staging_bytes;  /* usable bytes of each staging buffer */
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
@@ -131,31 +133,14 @@ int64_t e0_experts_layer_slots(const e0_model *m, const e0_experts_params *p, in
     return p->slots + (((i + 1) * X + n / 2) / n > (i * X + n / 2) / n);
 }
 
-/* Slot stride of a layer: each matrix starts 64-byte aligned. */
+/* A matrix's region in a slot: the covering aligned range of any of its experts' byte ranges. */
+static size_t region_bytes(size_t matrix_bytes) { return align_up(matrix_bytes + DIRECT_ALIGN - 1, DIRECT_ALIGN); }
+
+/* Slot stride of a layer: the regions of its three matrices. */
 static size_t slot_stride(const e0_layer *L) {
     size_t s = 0;
-    for (int p = 0; p < N_PARTS; p++) s += align_up(part_weight(L, p)->matrix_bytes, 64);
+    for (int p = 0; p < N_PARTS; p++) s += region_bytes(part_weight(L, p)->matrix_bytes);
     return s;
-}
-
-static size_t max_matrix_bytes(const e0_model *m) {
-    size_t mx = 0;
-    for (int64_t il = 0; il < m->hp.n_layer; il++)
-        for (int p = 0; p < N_PARTS; p++)
-            if (part_weight(&m->layers[il], p)->matrix_bytes > mx) mx = part_weight(&m->layers[il], p)->matrix_bytes;
-    return mx;
-}
-
-/* O_DIRECT staging per I/O thread: the largest matrix with its covering blocks, or at most
- * DIRECT_STAGE_MAX (larger matrices are read in pieces of that size: Mixtral's 33 MB matrices
- * would take 264 MB of staging at 8 threads, the memory of almost 3 expert slots) */
-#define DIRECT_STAGE_MAX (4u << 20)
-static _Atomic size_t test_stage_max; /* e0_experts_test_stage_max */
-void e0_experts_test_stage_max(size_t n) { test_stage_max = n; }
-static size_t staging_bytes(size_t max_part) {
-    size_t b = align_up(max_part, DIRECT_ALIGN) + 2 * DIRECT_ALIGN, cap = test_stage_max ? test_stage_max : DIRECT_STAGE_MAX;
-    cap = cap < 2 * DIRECT_ALIGN ? 2 * DIRECT_ALIGN : align_up(cap, DIRECT_ALIGN);
-    return b < cap ? b : cap;
 }
 
 uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
@@ -167,11 +152,7 @@ uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p) {
             return 0;
         }
         int64_t ns = e0_experts_layer_slots(m, p, il);
-        total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)(ns > 0 ? ns : 0);
-    }
-    if (p->read_mode == E0_READ_DIRECT) {
-        int nt = p->n_io_threads > 0 ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
-        total += (uint64_t)nt * (staging_bytes(max_matrix_bytes(m)) + DIRECT_ALIGN);
+        if (ns > 0) total += (uint64_t)slot_stride(&m->layers[il]) * (uint64_t)ns + DIRECT_ALIGN; /* + alignment */
     }
     return total;
 }
@@ -213,36 +194,34 @@ static int read_cached(int fd, uint8_t *dst, size_t len, uint64_t off, int *err_
     return READ_OK;
 }
 
-/* O_DIRECT: read the covering aligned range through `stage` (stage_len bytes, a multiple of
- * DIRECT_ALIGN, at least 2 of them), in pieces of at most stage_len, copying the exact bytes to
- * dst. The aligned end may lie past the end of the file; only the bytes up to off + len must
- * arrive. */
-static int read_direct(int fd, uint8_t *stage, size_t stage_len, uint8_t *dst, size_t len, uint64_t off, int *err_no,
-                       uint64_t *err_off) {
-    const uint64_t end = off + len;
-    for (uint64_t pos = off; pos < end;) {
-        const uint64_t a0 = pos & ~(uint64_t)(DIRECT_ALIGN - 1);
-        const size_t need = end - a0 < stage_len ? (size_t)(end - a0) : stage_len, alen = align_up(need, DIRECT_ALIGN);
-        size_t got = 0;
-        while (got < need) {
-            ssize_t r = pread(fd, stage + got, alen - got, (off_t)(a0 + got));
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0) {
-                *err_no = errno;
-                *err_off = a0 + got;
-                return READ_ERRNO;
-            }
-            got += (size_t)r;
-            /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
-            if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
-                *err_off = a0 + got;
-                return READ_EOF;
-            }
+/* O_DIRECT: read the covering aligned range of [off, off + len) into `region` (page-aligned, the
+ * matrix's place in its slot), whose bytes at off % DIRECT_ALIGN are then the matrix. The aligned
+ * end may lie past the end of the file; only the bytes up to off + len must arrive. */
+static int read_direct(int fd, uint8_t *region, size_t len, uint64_t off, int *err_no, uint64_t *err_off) {
+    const uint64_t a0 = off & ~(uint64_t)(DIRECT_ALIGN - 1);
+    const size_t need = (size_t)(off + len - a0), alen = align_up(need, DIRECT_ALIGN);
+    size_t got = 0;
+    while (got < need) {
+        ssize_t r = pread(fd, region + got, alen - got, (off_t)(a0 + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            *err_no = errno;
+            *err_off = a0 + got;
+            return READ_ERRNO;
         }
-        memcpy(dst + (pos - off), stage + (pos - a0), need - (size_t)(pos - a0));
-        pos = a0 + need;
+        got += (size_t)r;
+        /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
+        if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
+            *err_off = a0 + got;
+            return READ_EOF;
+        }
     }
     return READ_OK;
+}
+
+/* Where matrix p of the expert in slot s lies: in its region at its file offset modulo DIRECT_ALIGN. */
+static uint8_t *part_data(const layer_cache *lc, const slot *s, int p) {
+    return s->data + lc->part_off[p] + (size_t)((lc->file_off[p] + (uint64_t)s->expert * lc->part_len[p]) % DIRECT_ALIGN);
 }
 
 static void *io_main(void *arg) {
@@ -255,14 +234,14 @@ static void *io_main(void *arg) {
         read_req r = queue_pop(x->urgent.n ? &x->urgent : &x->background);
         layer_cache *lc = &x->layers[r.layer];
         slot *s = &lc->slots[r.slot];
-        uint8_t *dst = s->data + lc->part_off[r.part];
+        uint8_t *region = s->data + lc->part_off[r.part], *dst = part_data(lc, s, r.part);
         size_t len = lc->part_len[r.part];
         uint64_t off = lc->file_off[r.part] + (uint64_t)s->expert * len;
         pthread_mutex_unlock(&x->mu);
 
         int err_no = 0;
         uint64_t err_off = 0;
-        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, t->staging, x->staging_bytes, dst, len, off, &err_no, &err_off)
+        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, region, len, off, &err_no, &err_off)
                                                 : read_cached(x->fd_cached, dst, len, off, &err_no, &err_off);
         if (rc == READ_OK && lc->repack[r.part]) e0_repack(lc->file_type[r.part], dst, len); /* as the resident load */
 
@@ -394,20 +373,23 @@ static int slot_error(const e0_experts *x, int layer, const slot *s, e0_err *e) 
                    (unsigned long long)s->err_offset, s->expert, layer, strerror(s->err_errno));
 }
 
-/* ---- public ---- */
+/* ---- acquire, release, prefetch ---- */
 
-int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_expert_ptrs *out, e0_err *e) {
-    if (layer < 0 || layer >= x->n_layer)
-        return e0_fail(e, "expert cache: layer %d out of range (the model has %d layers)", layer, x->n_layer);
-    if (n < 0 || (n > 0 && (!ids || !out))) return e0_fail(e, "expert cache: bad arguments to acquire");
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= x->n_expert)
-            return e0_fail(e, "expert cache: expert id %d out of range (layer %d has %lld experts)", ids[i], layer,
-                           (long long)x->n_expert);
+/* Wait (mutex held) until the slot holding expert id is no longer being read; the time goes to
+ * wait_seconds. */
+static void wait_loaded(e0_experts *x, const layer_cache *lc, int id) {
+    while (lc->slots[lc->where[id]].state == SLOT_LOADING) {
+        double w0 = e0_now();
+        pthread_cond_wait(&x->done_cv, &x->mu);
+        x->st.wait_seconds += e0_now() - w0;
+    }
+}
+
+/* The first part of acquire (mutex held): check, count, pin the hits, give each miss a slot and
+ * start its reads (waiting only for a slot to become idle). Returns the number of distinct ids,
+ * whose slots are call_slot[0 ..), or -1 (nothing new pinned). */
+static int acquire_begin(e0_experts *x, int layer, const int *ids, int n, e0_err *e) {
     layer_cache *lc = &x->layers[layer];
-    if (!lc->slots) return e0_fail(e, "expert cache: layer %d has no routed experts", layer);
-    pthread_mutex_lock(&x->mu);
-
     /* Distinct ids, and how many more slots they would pin. */
     if (++x->mark_gen == 0) {
         memset(x->mark, 0, (size_t)x->n_expert * sizeof *x->mark);
@@ -422,12 +404,10 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         int si = lc->where[ids[i]];
         new_pins += !(si >= 0 && lc->slots[si].pins > 0);
     }
-    if (pinned + new_pins > lc->n_slots) {
-        pthread_mutex_unlock(&x->mu);
+    if (pinned + new_pins > lc->n_slots)
         return e0_fail(e, "expert cache: layer %d needs %d distinct experts pinned at once (%d already pinned) but has "
                           "only %d slots; acquire fewer at a time or raise expert_slots",
                        layer, pinned + new_pins, pinned, lc->n_slots);
-    }
     x->tick++;
     lc->clock++;
 
@@ -448,7 +428,6 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         x->call_slot[d] = si;
     }
     /* Misses: a slot each (waiting for an idle one if all unpinned slots are being read). */
-    double waited = 0;
     for (int d = 0; d < nd; d++) {
         if (x->call_slot[d] >= 0) continue;
         int id = x->call_id[d], si = lc->where[id]; /* a failed earlier load of this id: reuse its slot */
@@ -458,12 +437,11 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
             if (si >= 0 || !busy) break;
             double w0 = e0_now();
             pthread_cond_wait(&x->done_cv, &x->mu);
-            waited += e0_now() - w0;
+            x->st.wait_seconds += e0_now() - w0;
         }
         if (si < 0) { /* cannot happen: the pin count was checked above */
             for (int k = 0; k < d; k++)
                 if (x->call_slot[k] >= 0) lc->slots[x->call_slot[k]].pins--;
-            pthread_mutex_unlock(&x->mu);
             return e0_fail(e, "expert cache: no free slot in layer %d", layer);
         }
         x->st.misses++;
@@ -472,15 +450,36 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         lc->slots[si].pins++;
         x->call_slot[d] = si;
     }
-    /* Wait for every read of this call (ours and prefetches in flight). */
-    for (int d = 0; d < nd; d++) {
-        while (lc->slots[x->call_slot[d]].state == SLOT_LOADING) {
-            double w0 = e0_now();
-            pthread_cond_wait(&x->done_cv, &x->mu);
-            waited += e0_now() - w0;
-        }
+    return nd;
+}
+
+static int check_args(const e0_experts *x, int layer, const int *ids, int n, const void *out, e0_err *e) {
+    if (layer < 0 || layer >= x->n_layer)
+        return e0_fail(e, "expert cache: layer %d out of range (the model has %d layers)", layer, x->n_layer);
+    if (n < 0 || (n > 0 && (!ids || !out))) return e0_fail(e, "expert cache: bad arguments to acquire");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= x->n_expert)
+            return e0_fail(e, "expert cache: expert id %d out of range (layer %d has %lld experts)", ids[i], layer,
+                           (long long)x->n_expert);
+    if (!x->layers[layer].slots) return e0_fail(e, "expert cache: layer %d has no routed experts", layer);
+    return 0;
+}
+
+static e0_expert_ptrs slot_ptrs(const layer_cache *lc, const slot *s) {
+    return (e0_expert_ptrs){part_data(lc, s, 0), part_data(lc, s, 1), part_data(lc, s, 2)};
+}
+
+int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_expert_ptrs *out, e0_err *e) {
+    if (check_args(x, layer, ids, n, out, e) < 0) return -1;
+    layer_cache *lc = &x->layers[layer];
+    pthread_mutex_lock(&x->mu);
+    int nd = acquire_begin(x, layer, ids, n, e);
+    if (nd < 0) {
+        pthread_mutex_unlock(&x->mu);
+        return -1;
     }
-    x->st.wait_seconds += waited;
+    /* Wait for every read of this call (ours and prefetches in flight). */
+    for (int d = 0; d < nd; d++) wait_loaded(x, lc, x->call_id[d]);
     for (int d = 0; d < nd; d++) {
         const slot *s = &lc->slots[x->call_slot[d]];
         if (s->state != SLOT_FAILED) continue;
@@ -489,12 +488,57 @@ int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_exper
         pthread_mutex_unlock(&x->mu);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        const slot *s = &lc->slots[lc->where[ids[i]]];
-        out[i] = (e0_expert_ptrs){s->data + lc->part_off[0], s->data + lc->part_off[1], s->data + lc->part_off[2]};
-    }
+    for (int i = 0; i < n; i++) out[i] = slot_ptrs(lc, &lc->slots[lc->where[ids[i]]]);
     pthread_mutex_unlock(&x->mu);
     return 0;
+}
+
+int e0_experts_acquire_begin(e0_experts *x, int layer, const int *ids, int n, e0_err *e) {
+    if (check_args(x, layer, ids, n, ids, e) < 0) return -1;
+    pthread_mutex_lock(&x->mu);
+    int rc = acquire_begin(x, layer, ids, n, e);
+    pthread_mutex_unlock(&x->mu);
+    return rc < 0 ? -1 : 0;
+}
+
+int e0_experts_take_ready(e0_experts *x, int layer, int *ids, int n, e0_expert_ptrs *out, e0_err *e) {
+    if (check_args(x, layer, ids, n, out, e) < 0) return -1;
+    if (n == 0) return 0;
+    layer_cache *lc = &x->layers[layer];
+    pthread_mutex_lock(&x->mu);
+    for (int i = 0; i < n; i++) {
+        int si = lc->where[ids[i]];
+        if (si < 0 || !lc->slots[si].pins) {
+            pthread_mutex_unlock(&x->mu);
+            return e0_fail(e, "expert cache: expert %d of layer %d was not acquired", ids[i], layer);
+        }
+    }
+    /* Wait until at least one has been read, then move those read to the front, in order. */
+    for (;;) {
+        int r = 0;
+        for (int i = 0; i < n; i++) r += lc->slots[lc->where[ids[i]]].state != SLOT_LOADING;
+        if (r) break;
+        double w0 = e0_now();
+        pthread_cond_wait(&x->done_cv, &x->mu);
+        x->st.wait_seconds += e0_now() - w0;
+    }
+    int r = 0;
+    for (int i = 0; i < n; i++) {
+        const slot *s = &lc->slots[lc->where[ids[i]]];
+        if (s->state == SLOT_LOADING) continue;
+        if (s->state == SLOT_FAILED) {
+            slot_error(x, layer, s, e);
+            for (int k = 0; k < lc->n_slots; k++) lc->slots[k].pins = 0;
+            pthread_mutex_unlock(&x->mu);
+            return -1;
+        }
+        int id = ids[i];
+        memmove(ids + r + 1, ids + r, (size_t)(i - r) * sizeof *ids);
+        ids[r] = id;
+        out[r++] = slot_ptrs(lc, s);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return r;
 }
 
 void e0_experts_release(e0_experts *x, int layer) {
@@ -581,7 +625,7 @@ static void setup_direct(e0_experts *x) {
         while (l0 + 1 < x->n_layer && !x->layers[l0].slots) l0++;
         uint64_t off = x->layers[l0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
         ssize_t r;
-        do r = pread(fd, x->threads[0].staging, DIRECT_ALIGN, (off_t)off);
+        do r = pread(fd, x->layers[l0].slots[0].data, DIRECT_ALIGN, (off_t)off); /* an empty, aligned slot */
         while (r < 0 && errno == EINTR);
         if (r > 0) {
             x->fd_direct = fd;
@@ -678,15 +722,15 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
             lc->file_off[q] = w->t->offset;
             lc->file_type[q] = w->t->type;
             lc->repack[q] = w->type != w->t->type; /* the model keeps this type repacked */
-            off += align_up(w->matrix_bytes, 64);
+            off += region_bytes(w->matrix_bytes);
         }
         lc->stride = off; /* = slot_stride(L) */
         uint64_t total;
-        if (e0_mul_overflow(off, ns, &total) || total > SIZE_MAX) {
+        if (e0_mul_overflow(off, ns, &total) || total > SIZE_MAX - DIRECT_ALIGN) {
             e0_fail(e, "expert cache: slots of layer %d too large", il);
             goto fail;
         }
-        lc->mem_bytes = (size_t)total;
+        lc->mem_bytes = (size_t)total + DIRECT_ALIGN; /* room to align the first slot */
         lc->mem = e0_alloc(E0_MEM_EXPERTS, lc->mem_bytes);
         lc->slots = calloc(ns, sizeof *lc->slots);
         lc->where = malloc(nx * sizeof *lc->where);
@@ -698,26 +742,10 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
             goto fail;
         }
         for (size_t i = 0; i < nx; i++) lc->where[i] = -1;
-        for (size_t i = 0; i < ns; i++) lc->slots[i] = (slot){.expert = -1, .data = lc->mem + i * lc->stride};
+        uint8_t *base = lc->mem + (DIRECT_ALIGN - (uintptr_t)lc->mem % DIRECT_ALIGN) % DIRECT_ALIGN;
+        for (size_t i = 0; i < ns; i++) lc->slots[i] = (slot){.expert = -1, .data = base + i * lc->stride};
     }
-    if (x->read_mode == E0_READ_DIRECT) {
-        x->staging_bytes = staging_bytes(max_matrix_bytes(m));
-        for (int t = 0; t < x->n_threads; t++) {
-            x->threads[t].staging_raw = e0_alloc(E0_MEM_STAGING, x->staging_bytes + DIRECT_ALIGN);
-            if (!x->threads[t].staging_raw) {
-                e0_fail(e, "cannot allocate %zu bytes of I/O staging", x->staging_bytes);
-                goto fail;
-            }
-            uintptr_t a = ((uintptr_t)x->threads[t].staging_raw + DIRECT_ALIGN - 1) & ~(uintptr_t)(DIRECT_ALIGN - 1);
-            x->threads[t].staging = (uint8_t *)a;
-        }
-        setup_direct(x);
-        if (x->read_mode == E0_READ_CACHED) /* the fallback needs no staging */
-            for (int t = 0; t < x->n_threads; t++) {
-                e0_free(E0_MEM_STAGING, x->threads[t].staging_raw, x->staging_bytes + DIRECT_ALIGN);
-                x->threads[t].staging_raw = x->threads[t].staging = NULL;
-            }
-    }
+    if (x->read_mode == E0_READ_DIRECT) setup_direct(x);
     if (pthread_mutex_init(&x->mu, NULL)) {
         e0_fail(e, "expert cache: cannot create a mutex");
         goto fail;
@@ -761,9 +789,6 @@ void e0_experts_free(e0_experts *x) {
         pthread_cond_destroy(&x->work_cv);
         pthread_mutex_destroy(&x->mu);
     }
-    if (x->threads)
-        for (int t = 0; t < x->n_threads; t++)
-            e0_free(E0_MEM_STAGING, x->threads[t].staging_raw, x->staging_bytes + DIRECT_ALIGN);
     if (x->layers)
         for (int il = 0; il < x->n_layer; il++) {
             layer_cache *lc = &x->layers[il];

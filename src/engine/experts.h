@@ -7,6 +7,8 @@
  *
  *   e0_experts_acquire(x, L, ids, n, ptrs)  -> all n experts resident (reads what is missing,
  *                                              waits for it), pinned until release
+ *   e0_experts_acquire_begin(x, L, ids, n)  -> the same without waiting: pinned, missing ones
+ *   e0_experts_take_ready(x, L, ids, n, ptrs)     being read; then those read so far, in turns
  *   e0_experts_release(x, L)                -> they may be evicted again
  *   e0_experts_prefetch(x, L, ids, n)       -> start reading in the background, no wait
  *
@@ -18,10 +20,9 @@
  * request (three per expert), served by whichever I/O thread is free, so the experts of one
  * acquire are read in parallel. Reads for acquire go ahead of queued prefetch reads.
  *
- * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, its slots * slot stride) (the stride
- * is e0_expert_bytes rounded up to 64 bytes per matrix); O_DIRECT staging buffers (one per I/O
- * thread, the largest matrix + 2 blocks, at most 4 MiB: larger matrices are read in pieces) are
- * E0_MEM_STAGING.
+ * Memory: each layer's slots are one e0_alloc(E0_MEM_EXPERTS, its slots * slot stride + 4096) (the
+ * stride: each matrix's page-aligned region, its bytes rounded up to pages plus one page, so that
+ * O_DIRECT reads land in the slot itself; no staging buffers).
  *
  * The cache only does what it is asked; which experts to prefetch (predicted routing,
  * predict_ahead, prefetch, prefill_read=auto) is decided by experts_predict.c. */
@@ -34,7 +35,7 @@
 #include "engine/model.h"
 
 /* cached: pread through the page cache. direct: O_DIRECT; each matrix's covering 4096-aligned
- * range is read into an aligned staging buffer and the exact bytes are copied into the slot. */
+ * range is read straight into the slot, where the matrix sits at its file offset modulo 4096. */
 enum e0_expert_read { E0_READ_CACHED = 0, E0_READ_DIRECT = 1 };
 /* Eviction policies, chosen by replaying the shared routing traces (docs/perf.md, "Expert-cache
  * policies under real routing"). Each picks a victim among the unpinned, idle experts of a layer:
@@ -100,6 +101,15 @@ void e0_experts_free(e0_experts *x);
  * ("<path>: unexpected end of file reading expert 5 of layer 3"); on error this call pins
  * nothing (earlier pins stay) and out is not filled. */
 int e0_experts_acquire(e0_experts *x, int layer, const int *ids, int n, e0_expert_ptrs *out, e0_err *e);
+/* acquire in two steps, so that the caller can compute with the experts it has while the others
+ * are read: acquire_begin pins ids[0..n) and starts reading the missing ones (the same checks,
+ * counts and errors as acquire, but no read error yet, and no wait except for a slot to become
+ * idle). Then each take_ready call, given ids[0..n) among those begun and not yet taken, waits
+ * until at least one of them has been read, moves those read to the front of ids (keeping their
+ * order) and returns how many, r >= 1 (0 when n == 0), with out[0..r) their matrices. A read
+ * error: -1 with the error, and every pin of the layer released. */
+int e0_experts_acquire_begin(e0_experts *x, int layer, const int *ids, int n, e0_err *e);
+int e0_experts_take_ready(e0_experts *x, int layer, int *ids, int n, e0_expert_ptrs *out, e0_err *e);
 /* Unpin every expert of `layer`. */
 void e0_experts_release(e0_experts *x, int layer);
 /* Queue background reads of those ids of `layer` that are neither resident nor being read, into
@@ -113,8 +123,8 @@ const e0_experts_stats *e0_experts_get_stats(const e0_experts *x);
 void e0_experts_reset_stats(e0_experts *x);
 /* Bytes of one expert (gate + up + down) of a layer, exact (0 for a layer without experts). */
 uint64_t e0_expert_bytes(const e0_model *m, int layer);
-/* Bytes a cache with these parameters allocates in the memory ledger (expert slots + O_DIRECT
- * staging), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
+/* Bytes a cache with these parameters allocates in the memory ledger (its expert slots with their
+ * padding), for choosing `slots` from a memory budget; 0 if the model has no routed experts. */
 uint64_t e0_experts_memory(const e0_model *m, const e0_experts_params *p);
 /* Slots of `layer` under p: p->slots, or p->slots + 1 for the p->extra_layers layers chosen evenly
  * over the layers with experts (the i-th of n when floor(((i + 1) X + n/2) / n) > floor((i X +
@@ -128,9 +138,6 @@ int e0_experts_read_mode(const e0_experts *x, const char **why);
 /* Test hook: while on, caches created act as if the file system refused O_DIRECT (EINVAL), so
  * the fallback path can be tested where the file system accepts it. */
 void e0_experts_test_refuse_direct(bool on);
-/* Test hook: caches created while n > 0 read O_DIRECT through staging of at most n bytes (rounded
- * to whole blocks, at least 2), so matrices are read in pieces as the largest ones are. */
-void e0_experts_test_stage_max(size_t n);
 /* Is expert `id` of `layer` in a slot, read or being read (an acquire now would not read it again)? */
 bool e0_experts_held(const e0_experts *x, int layer, int id);
 /* Is expert `id` of `layer` resident and readable now (not being read)? For tests and stats. */

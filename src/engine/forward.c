@@ -284,11 +284,71 @@ static void moe_sum_part(void *arg, long i0, long i1) {
     }
 }
 
+/* moe_ffn's converted inputs per pair: gate's rows gx and up's rows ux (strides sg, su). */
+typedef struct {
+    const uint8_t *gx, *ux;
+    size_t sg, su;
+} moe_in;
+
+/* Experts used[b0 .. b0+nb) of layer il, whose matrices are moe.ptrs[0 .. nb): their pairs'
+ * inputs -> pair_out [pairs][E]. */
+static void experts_compute(e0_ctx *c, int il, const moe_in *in, int b0, int nb) {
+    const e0_layer *L = &c->m->layers[il];
+    const e0_hparams *hp = c->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff_exp;
+    const int *start = c->moe.expert_start;
+    const uint8_t *gx = in->gx, *ux = in->ux;
+    const size_t sg = in->sg, su = in->su;
+    const e0_weight *g = &L->gate_exps, *u = &L->up_exps, *d = &L->down_exps;
+    const uint32_t td = e0_weight_vec_dot_type(d);
+    const size_t sd = e0_row_size(td, F);
+    /* gate, up of the batch's experts in one dispatch: gx, ux [pairs] -> pair_h, pair_h2 [pairs][F] */
+    int nj = 0;
+    for (int k = 0; k < nb; k++) {
+        int x = c->moe.used[b0 + k], n = start[x + 1] - start[x];
+        c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].gate, .type = g->type, .n_in = E, .n_out = F,
+                                        .row_bytes = g->row_bytes, .xq = gx + (size_t)start[x] * sg, .xq_stride = sg,
+                                        .n_tok = n, .y = c->moe.pair_h + (size_t)start[x] * F, .y_stride = F};
+        c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].up, .type = u->type, .n_in = E, .n_out = F,
+                                        .row_bytes = u->row_bytes, .xq = ux + (size_t)start[x] * su, .xq_stride = su,
+                                        .n_tok = n, .y = c->moe.pair_h2 + (size_t)start[x] * F, .y_stride = F};
+    }
+    e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
+    if (L->gate_exps_b) expert_bias(c, b0, nb, L->gate_exps_b, L->up_exps_b, F);
+    /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU), then converted
+     * into pair_hq unless down takes F32; over the batch's pairs p0 .. p1, one range when its
+     * experts are consecutive in id order (always, unless moe_ffn reordered them) */
+    for (int k = 0; k < nb; k++) {
+        int p0 = start[c->moe.used[b0 + k]], p1 = start[c->moe.used[b0 + k] + 1];
+        while (k + 1 < nb && start[c->moe.used[b0 + k + 1]] == p1) p1 = start[c->moe.used[b0 + ++k] + 1];
+        if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
+            e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
+        else e0_swiglu_rows(c->threads.cur, c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, p1 - p0, F);
+        if (td != E0_TYPE_F32)
+            e0_quantize_rows(c->threads.cur, td, c->moe.pair_h + (size_t)p0 * F, p1 - p0, F,
+                             c->moe.pair_hq + (size_t)p0 * sd, sd);
+    }
+
+    /* down of the batch's experts in one dispatch: pair_h(q) [pairs][F] -> pair_out [pairs][E] */
+    const uint8_t *hx = td != E0_TYPE_F32 ? c->moe.pair_hq : (const uint8_t *)c->moe.pair_h;
+    const size_t hstride = td != E0_TYPE_F32 ? sd : (size_t)F * sizeof(float);
+    nj = 0;
+    for (int k = 0; k < nb; k++) {
+        int x = c->moe.used[b0 + k], n = start[x + 1] - start[x];
+        c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].down, .type = d->type, .n_in = F, .n_out = E,
+                                        .row_bytes = d->row_bytes, .xq = hx + (size_t)start[x] * hstride,
+                                        .xq_stride = hstride, .n_tok = n,
+                                        .y = c->moe.pair_out + (size_t)start[x] * E, .y_stride = E};
+    }
+    e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
+    if (L->down_exps_b) expert_bias_down(c, b0, nb, L->down_exps_b, E);
+}
+
 /* Routed experts: xn [n][E] -> out [n][E] = sum over slots s of sel_w[i][s] * expert_sel[i][s](xn[i]). */
 static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     const e0_layer *L = &c->m->layers[il];
     const e0_hparams *hp = c->hp;
-    const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, F = hp->n_ff_exp;
+    const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used;
     double t0 = e0_clock_if(c);
 
     /* Router: xn [n][E] -> router [n][X] -> sel, sel_w [n][K]. */
@@ -333,18 +393,32 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
         if (tu != tg) memcpy(ux + (size_t)p * su, xu + (size_t)c->moe.pair_tok[p] * su, su);
     }
 
-    /* The experts used, in id order; streamed ones are taken in batches that fit the slots. */
+    /* The experts used, in id order, computed in batches (below). */
     int n_used = 0;
     for (int64_t x = 0; x < X; x++)
         if (start[x + 1] > start[x]) c->moe.used[n_used++] = (int)x;
-    const e0_weight *g = &L->gate_exps, *u = &L->up_exps, *d = &L->down_exps;
-    const uint32_t td = e0_weight_vec_dot_type(d);
-    const size_t sd = e0_row_size(td, F);
-    const int batch = c->moe.xc ? e0_experts_slots(c->moe.xc, il) : n_used;
-    /* More than one batch: those the cache holds already go first, so that they hit before the
-     * other batches' reads can evict them (the results do not depend on the order: each pair
-     * has its own rows, summed per token in slot order below) */
-    if (n_used > batch) {
+    const moe_in in = {gx, ux, sg, su};
+    if (!c->moe.xc) { /* resident: one batch */
+        experts_get(c, il, c->moe.used, n_used);
+        experts_compute(c, il, &in, 0, n_used);
+    } else if (n_used <= e0_experts_slots(c->moe.xc, il)) {
+        /* Streamed, and the slots hold them all: those the cache has are computed while the
+         * others are read, then each batch of those read since (the results do not depend on
+         * the order: each pair has its own rows, summed per token in slot order below). */
+        double t = e0_now();
+        int rc = e0_experts_acquire_begin(c->moe.xc, il, c->moe.used, n_used, c->err);
+        for (int done = 0; rc >= 0 && done < n_used; done += rc) {
+            rc = e0_experts_take_ready(c->moe.xc, il, c->moe.used + done, n_used - done, c->moe.ptrs, c->err);
+            c->stats.st.expert_wait += e0_now() - t;
+            if (rc > 0) experts_compute(c, il, &in, done, rc);
+            t = e0_now();
+        }
+        if (rc < 0) return -1;
+        e0_experts_release(c->moe.xc, il);
+    } else {
+        /* More experts than slots: batches that fit, and those the cache holds already go
+         * first, so that they hit before the other batches' reads can evict them. */
+        const int batch = e0_experts_slots(c->moe.xc, il);
         int nh = 0;
         for (int k = 0; k < n_used; k++) {
             int x = c->moe.used[k];
@@ -352,52 +426,12 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
             memmove(c->moe.used + nh + 1, c->moe.used + nh, (size_t)(k - nh) * sizeof *c->moe.used);
             c->moe.used[nh++] = x;
         }
-    }
-    for (int b0 = 0; b0 < n_used; b0 += batch) {
-        int nb = n_used - b0 < batch ? n_used - b0 : batch;
-        if (experts_get(c, il, c->moe.used + b0, nb) < 0) return -1;
-
-        /* gate, up of the batch's experts in one dispatch: gx, ux [pairs] -> pair_h, pair_h2 [pairs][F] */
-        int nj = 0;
-        for (int k = 0; k < nb; k++) {
-            int x = c->moe.used[b0 + k], n = start[x + 1] - start[x];
-            c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].gate, .type = g->type, .n_in = E, .n_out = F,
-                                            .row_bytes = g->row_bytes, .xq = gx + (size_t)start[x] * sg, .xq_stride = sg,
-                                            .n_tok = n, .y = c->moe.pair_h + (size_t)start[x] * F, .y_stride = F};
-            c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].up, .type = u->type, .n_in = E, .n_out = F,
-                                            .row_bytes = u->row_bytes, .xq = ux + (size_t)start[x] * su, .xq_stride = su,
-                                            .n_tok = n, .y = c->moe.pair_h2 + (size_t)start[x] * F, .y_stride = F};
+        for (int b0 = 0; b0 < n_used; b0 += batch) {
+            int nb = n_used - b0 < batch ? n_used - b0 : batch;
+            if (experts_get(c, il, c->moe.used + b0, nb) < 0) return -1;
+            experts_compute(c, il, &in, b0, nb);
+            e0_experts_release(c->moe.xc, il);
         }
-        e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
-        if (L->gate_exps_b) expert_bias(c, b0, nb, L->gate_exps_b, L->up_exps_b, F);
-        /* pair_h = silu(pair_h) * pair_h2 [pairs][F] (gpt-oss: the clamped SwiGLU), then converted
-         * into pair_hq unless down takes F32; over the batch's pairs p0 .. p1, one range when its
-         * experts are consecutive in id order (always, unless reordered above) */
-        for (int k = 0; k < nb; k++) {
-            int p0 = start[c->moe.used[b0 + k]], p1 = start[c->moe.used[b0 + k] + 1];
-            while (k + 1 < nb && start[c->moe.used[b0 + k + 1]] == p1) p1 = start[c->moe.used[b0 + ++k] + 1];
-            if (hp->ffn_act == E0_ACT_SWIGLU_OAI)
-                e0_swiglu_oai(c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, (int64_t)(p1 - p0) * F);
-            else e0_swiglu_rows(c->threads.cur, c->moe.pair_h + (size_t)p0 * F, c->moe.pair_h2 + (size_t)p0 * F, p1 - p0, F);
-            if (td != E0_TYPE_F32)
-                e0_quantize_rows(c->threads.cur, td, c->moe.pair_h + (size_t)p0 * F, p1 - p0, F,
-                                 c->moe.pair_hq + (size_t)p0 * sd, sd);
-        }
-
-        /* down of the batch's experts in one dispatch: pair_h(q) [pairs][F] -> pair_out [pairs][E] */
-        const uint8_t *hx = td != E0_TYPE_F32 ? c->moe.pair_hq : (const uint8_t *)c->moe.pair_h;
-        const size_t hstride = td != E0_TYPE_F32 ? sd : (size_t)F * sizeof(float);
-        nj = 0;
-        for (int k = 0; k < nb; k++) {
-            int x = c->moe.used[b0 + k], n = start[x + 1] - start[x];
-            c->moe.jobs[nj++] = (e0_matmul){.w = c->moe.ptrs[k].down, .type = d->type, .n_in = F, .n_out = E,
-                                            .row_bytes = d->row_bytes, .xq = hx + (size_t)start[x] * hstride,
-                                            .xq_stride = hstride, .n_tok = n,
-                                            .y = c->moe.pair_out + (size_t)start[x] * E, .y_stride = E};
-        }
-        e0_matmul_run(c->threads.cur, c->moe.jobs, nj);
-        if (L->down_exps_b) expert_bias_down(c, b0, nb, L->down_exps_b, E);
-        if (c->moe.xc) e0_experts_release(c->moe.xc, il);
     }
 
     /* Weighted sum per token, in slot order: pair_out [n*K][E] -> out [n][E] (tokens split over

@@ -154,7 +154,7 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
                 return e0_model_free(probe), e0_fail(e, "--model-option expert_slots=%lld: must be between 1 and %lld (the experts of a layer)",
                                (long long)o->expert_slots, (long long)hp.n_expert);
         } else {
-            /* the smallest cache, counted as e0_experts_new allocates it (slot padding, O_DIRECT staging):
+            /* the smallest cache, counted as e0_experts_new allocates it (slots with their padding):
              * a slot for each expert a token uses, or, where even that does not fit, fewer (down to
              * one: a layer's experts then take turns in the slots, and a token reads most of its experts) */
             e0_experts_params min_xp = {.slots = hp.n_expert_used, .read_mode = o->expert_read,
@@ -201,7 +201,7 @@ static int plan(const char *path, const e0_options *opt, const e0_ctx_params *cp
             uint64_t per_slot = (uint64_t)hp.n_layer * max_expert, room = s->budget - dense - kv;
             int64_t slots = (int64_t)(room / per_slot);
             o->expert_slots = slots < min_xp.slots ? min_xp.slots : slots > hp.n_expert ? hp.n_expert : slots;
-            /* the exact cache size (slot padding, O_DIRECT staging) must fit too */
+            /* the exact cache size (slot padding) must fit too */
             e0_experts_params xp = {.slots = o->expert_slots, .read_mode = o->expert_read,
                                     .n_io_threads = (int)o->io_threads};
             while (xp.slots > min_xp.slots && e0_experts_memory(probe, &xp) > room) xp.slots--;

@@ -9,7 +9,7 @@
  *   streamed: token_embd stays in the file (one row read per token) unless the output reuses it,
  *   so "dense" excludes it. Without expert_slots: slots = (budget - dense - KV - scratch) / (layers
  *   x bytes of one expert), at least experts-used-per-token, at most all experts, shrunk until the
- *   cache's exact size (slots, O_DIRECT staging) fits, and what is left of the budget then buys
+ *   cache's exact size (slots with their padding) fits, and what is left of the budget then buys
  *   one more slot in as many layers as it can (spread evenly, e0_experts_layer_slots); when even that smallest cache does not fit,
  *   a default prefill chunk (no -b) is halved down to E0_CTX_MIN_AUTO_BATCH tokens, then the
  *   slots go below experts-used-per-token (down to 1: a layer's experts take turns in them, and
