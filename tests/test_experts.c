@@ -2,8 +2,10 @@
  * acquire returns holds exactly the resident copy's bytes (random expert sets, random layers,
  * several slot counts, cached and O_DIRECT reads, LRU and LFU), pins keep pointers stable,
  * prefetch turns misses into hits, the counters add up, eviction follows the policy, and the
- * error paths (bad slots, too many experts, bad ids, a file truncated after load) are clear. */
+ * error paths (bad slots, too many experts, bad ids, a file truncated after load) are clear; the
+ * large buffers slots live in start on 2 MiB and ask for transparent huge pages. */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,6 +679,49 @@ static void test_truncated(void) {
     unlink(dst);
 }
 
+/* The mapping of /proc/self/smaps that holds address a: does its VmFlags line carry flag (" hg":
+ * madvise(MADV_HUGEPAGE))? -1 when smaps cannot be read or has no such mapping. */
+static int smaps_flag(const void *a, const char *flag) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    int in = 0, found = -1;
+    while (fgets(line, sizeof line, f)) {
+        uintptr_t lo, hi;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) { /* a mapping's first line */
+            in = (uintptr_t)a >= lo && (uintptr_t)a < hi;
+            continue;
+        }
+        if (in && !strncmp(line, "VmFlags:", 8)) {
+            found = strstr(line, flag) != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void test_huge_buffers(void) {
+    const size_t big = ((size_t)9 << 20) + 5, small = 100;
+    const size_t mem0 = e0_mem_current(E0_MEM_OTHER);
+    uint8_t *b = e0_alloc(E0_MEM_OTHER, big), *s = e0_alloc(E0_MEM_OTHER, small);
+    CHECK(b && s);
+    if (!b || !s) return;
+    CHECKF((uintptr_t)b % ((size_t)2 << 20) == 0, "a %zu-byte buffer at %p: not on a 2 MiB boundary", big, (void *)b);
+    CHECKF((uintptr_t)s % 64 == 0, "a %zu-byte buffer at %p: not 64-byte aligned", small, (void *)s);
+    CHECK(e0_mem_current(E0_MEM_OTHER) - mem0 == big + small); /* the ledger counts the bytes asked for */
+    memset(b, 1, big);
+    memset(s, 2, small);
+    CHECK(b[big - 1] == 1 && s[small - 1] == 2);
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0 && !getenv("E0_NO_THP")) {
+        CHECKF(smaps_flag(b, " hg") == 1, "the %zu-byte buffer's mapping is not advised MADV_HUGEPAGE", big);
+        CHECKF(smaps_flag(b + big - 1, " hg") == 0, "%s", "the buffer's partial last 2 MiB page is advised too");
+    }
+    e0_free(E0_MEM_OTHER, b, big);
+    e0_free(E0_MEM_OTHER, s, small);
+    CHECK(e0_mem_current(E0_MEM_OTHER) == mem0);
+}
+
 int main(void) {
     if (!t_need_shared("golden/llama-moe.gguf", "golden/qwen3moe.gguf", "golden/qwen2moe.gguf",
                        "golden/stories260K-moe4.gguf", "golden/llama-dense.gguf", NULL))
@@ -691,5 +736,6 @@ int main(void) {
     RUN(test_direct_fallback);
     RUN(test_take_ready);
     RUN(test_truncated);
+    RUN(test_huge_buffers);
     return T_DONE();
 }

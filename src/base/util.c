@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,12 +39,26 @@ static void raise_peak(_Atomic size_t *peak, size_t v) {
     }
 }
 
+/* Buffers of at least HUGE_MIN bytes (weights, expert slots, the KV cache, scratch) start on a
+ * 2 MiB boundary and their whole 2 MiB pages are asked to be transparent huge pages
+ * (madvise(MADV_HUGEPAGE); Debian's kernels give them only to who asks, a no-op where THP is
+ * off): one TLB entry per 2 MiB instead of 512, which the kernels streaming weights from memory
+ * feel (docs/perf.md, session 16: decode +8%). Only pages wholly inside the n bytes are advised,
+ * so resident memory never exceeds what the ledger counts. E0_NO_THP (set, any value) turns it
+ * off, for A/B runs. */
+#define HUGE_MIN ((size_t)8 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+
 void *e0_alloc(int cat, size_t n) {
     if (n == 0 || cat < 0 || cat >= E0_MEM_NCAT) return NULL;
-    size_t rounded = (n + 63) & ~(size_t)63;
+    const size_t align = n >= HUGE_MIN ? HUGE_ALIGN : 64;
+    size_t rounded = (n + align - 1) & ~(align - 1);
     if (rounded < n) return NULL;
-    void *p = aligned_alloc(64, rounded);
+    void *p = aligned_alloc(align, rounded);
     if (!p) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_ALIGN && !getenv("E0_NO_THP")) (void)madvise(p, n & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE);
+#endif
     raise_peak(&mem_peak[cat], atomic_fetch_add(&mem_cur[cat], n) + n);
     raise_peak(&mem_total_peak, atomic_fetch_add(&mem_total_cur, n) + n);
     return p;

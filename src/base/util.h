@@ -35,7 +35,8 @@ enum e0_mem_cat {
     E0_MEM_NCAT
 };
 const char *e0_mem_cat_name(int cat);
-/* 64-byte aligned, NOT zeroed (large buffers are overwritten anyway); NULL when n == 0 or out of memory. Accounted in `cat`. */
+/* 64-byte aligned (2 MiB from 8 MiB up, with transparent huge pages asked for: util.c), NOT zeroed
+ * (large buffers are overwritten anyway); NULL when n == 0 or out of memory. Accounted in `cat`. */
 void *e0_alloc(int cat, size_t n);
 void e0_free(int cat, void *p, size_t n);
 size_t e0_mem_current(int cat);
