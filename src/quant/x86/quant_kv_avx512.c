@@ -16,7 +16,9 @@
 #include "quant/x86/gemm_simd.h"
 
 #define MAXT E0_GEMM_TOKENS_MAX
-#define RG 4 /* GEMM rows whose codes stay in registers (16 of the 32 zmm) */
+#define RG 4     /* GEMM rows whose codes stay in registers (16 of the 32 zmm) */
+#define RG1_NT 4 /* up to this many tokens the rows go one at a time (below) */
+#define AHEAD 4  /* rows ahead that a GEMM's weight blocks are prefetched (below) */
 
 /* ---- the layout ---- */
 
@@ -184,8 +186,9 @@ void e0_vec_dot_q6_KV_avx512(int64_t n, float *s, const void *vw, const void *va
 /* ---- the GEMMs ----
  * A call: nr rows x nt tokens. The token terms (y.d, and q4's bsum * y.d or q6's 32 * bsum) are
  * made once per call for every block (KV_TB blocks at a time: in chunks for a longer row), the
- * rows go in groups of RG whose codes stay in registers while every token passes, and the
- * accumulators of a group (RG x nt vectors, in L1) start at the first block without a memset. The
+ * rows go in groups of RG (one at a time up to RG1_NT tokens) whose codes stay in registers while
+ * every token passes, and the accumulators of a group (RG x nt vectors, in L1) start at the first
+ * block without a memset. The
  * 16-lane sums end in kv_store: 16 accumulators at a time through a transposing tree with
  * reduce16's adds in reduce16's order, so every (row, token) still gets the dot's bits. */
 
@@ -241,15 +244,28 @@ AI void kv_store(__m512 acc[RG][MAXT], int rg, int nt, float *s, size_t s_stride
         for (int r = 0; r < rg; r++) s[(size_t)r + (size_t)t * s_stride] = kv_reduce(acc[r][t]);
 }
 
+/* Weights stream from memory (the output head's 151936 rows, each expert once): while block i of
+ * row r is used, block i of row r + AHEAD is asked for, a group (or AHEAD single rows) ahead. The
+ * blocks of the next rows (gemm_simd.h's prefetch_next) come too late for few tokens; so does the
+ * hardware prefetcher, for RG interleaved short streams: 4 rows one at a time up to RG1_NT tokens
+ * (one sequential stream; their codes are made once per row and block anyway). With both, the
+ * q6_KV output head of a 4-layer Qwen3-30B-A3B from memory, 2 threads, took 13.1 ms against 18.9
+ * at 4 tokens, 29.8 against 32.5 at 16 (docs/perf.md, session 16). Prefetches never fault. */
+AI void kv_prefetch(const uint8_t *w, size_t w_stride, int r, int64_t i, size_t bsize) {
+    const uint8_t *p = w + (size_t)(AHEAD + r) * w_stride + (size_t)i * bsize;
+    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
+    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
 /* One block i of rows w (rg of them) against the nt tokens: block i - i0 of the terms tt. first:
  * the accumulators start here (0 + the block's terms, as the dot's first fma). */
-AI void q4kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt,
+AI void q4kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int rg, int nt,
                         const uint8_t *a, size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT], bool first) {
     __m512i u[RG][4];
     __m512 fsc[RG], fmin[RG];
 #pragma GCC unroll 4
     for (int r = 0; r < rg; r++) {
-        prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q4_K));
+        kv_prefetch(w, w_stride, r, i, sizeof(e0_block_q4_K));
         q4kv_row((const e0_block_q4_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r], &fmin[r]);
     }
     for (int t = 0; t < nt; t++) {
@@ -264,13 +280,13 @@ AI void q4kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0
     }
 }
 
-AI void q6kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt,
+AI void q6kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0, int64_t nbc, int rg, int nt,
                         const uint8_t *a, size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT], bool first) {
     __m512i u[RG][4];
     __m512 fsc[RG];
 #pragma GCC unroll 4
     for (int r = 0; r < rg; r++) {
-        prefetch_next(w, w_stride, rg, r, i, nb, sizeof(e0_block_q6_K));
+        kv_prefetch(w, w_stride, r, i, sizeof(e0_block_q6_K));
         q6kv_row((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i, u[r], &fsc[r]);
     }
     for (int t = 0; t < nt; t++) {
@@ -288,16 +304,16 @@ AI void q6kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0
 
 /* Rows w (rg, a constant where inlined) over blocks i0 .. i0 + nbc of the terms tt. */
 #define KV_ROWS(name, block_fn)                                                                                           \
-    AI void name(const uint8_t *w, size_t w_stride, int64_t i0, int64_t nbc, int64_t nb, int rg, int nt, const uint8_t *a, \
+    AI void name(const uint8_t *w, size_t w_stride, int64_t i0, int64_t nbc, int rg, int nt, const uint8_t *a,            \
                  size_t a_stride, const kv_terms *tt, __m512 acc[RG][MAXT]) {                                             \
         int64_t i = i0;                                                                                                   \
-        if (i == 0) block_fn(w, w_stride, i++, i0, nbc, nb, rg, nt, a, a_stride, tt, acc, true);                         \
-        for (; i < i0 + nbc; i++) block_fn(w, w_stride, i, i0, nbc, nb, rg, nt, a, a_stride, tt, acc, false);            \
+        if (i == 0) block_fn(w, w_stride, i++, i0, nbc, rg, nt, a, a_stride, tt, acc, true);                             \
+        for (; i < i0 + nbc; i++) block_fn(w, w_stride, i, i0, nbc, rg, nt, a, a_stride, tt, acc, false);                \
     }
 
 /* A GEMM: the token terms for all rows (one chunk when the row has at most KV_TB blocks), the rows
- * in groups of RG, then one at a time (a constant count each, so inlining keeps the codes of each
- * group in registers). */
+ * in groups of RG (above RG1_NT tokens), then one at a time (a constant count each, so inlining
+ * keeps the codes of each group in registers). */
 #define KV_GEMM(name, rows_fn, q6)                                                                                         \
     void name(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,        \
               size_t s_stride) {                                                                                           \
@@ -307,13 +323,13 @@ AI void q6kv_gemm_block(const uint8_t *w, size_t w_stride, int64_t i, int64_t i0
         __m512 acc[RG][MAXT];                                                                                              \
         if (nb <= KV_TB) kv_terms_make(&tt, q6, a, a_stride, nt, 0, nb);                                                   \
         for (int r = 0; r < nr;) {                                                                                         \
-            const int rg = r + RG <= nr ? RG : 1;                                                                          \
+            const int rg = nt > RG1_NT && r + RG <= nr ? RG : 1;                                                           \
             const uint8_t *wr = w + (size_t)r * w_stride;                                                                  \
             for (int64_t i0 = 0; i0 < nb; i0 += KV_TB) {                                                                   \
                 const int64_t nbc = nb - i0 < KV_TB ? nb - i0 : KV_TB;                                                     \
                 if (nb > KV_TB) kv_terms_make(&tt, q6, a, a_stride, nt, i0, nbc);                                          \
-                if (rg == RG) rows_fn(wr, w_stride, i0, nbc, nb, RG, nt, a, a_stride, &tt, acc);                           \
-                else rows_fn(wr, w_stride, i0, nbc, nb, 1, nt, a, a_stride, &tt, acc);                                     \
+                if (rg == RG) rows_fn(wr, w_stride, i0, nbc, RG, nt, a, a_stride, &tt, acc);                               \
+                else rows_fn(wr, w_stride, i0, nbc, 1, nt, a, a_stride, &tt, acc);                                         \
             }                                                                                                              \
             if (rg == RG) kv_store(acc, RG, nt, s + r, s_stride);                                                          \
             else kv_store(acc, 1, nt, s + r, s_stride);                                                                    \
