@@ -174,49 +174,42 @@ static read_req queue_pop(req_queue *q) {
 
 /* ---- reading ---- */
 
-/* pread exactly len bytes at off. READ_OK, READ_EOF (file shorter than expected) or READ_ERRNO. */
-static int read_cached(int fd, uint8_t *dst, size_t len, uint64_t off, int *err_no, uint64_t *err_off) {
+/* pread into dst from off, asking for up to want bytes, until need (<= want) have come: READ_OK,
+ * READ_EOF (the file ends first: a read of 0 bytes, or one short of a whole block, which only
+ * the end of the file gives) or READ_ERRNO. */
+static int read_span(int fd, uint8_t *dst, size_t want, size_t need, uint64_t off, size_t block, int *err_no,
+                     uint64_t *err_off) {
     size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, dst + got, len - got, (off_t)(off + got));
+    while (got < need) {
+        ssize_t r = pread(fd, dst + got, want - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             *err_no = errno;
             *err_off = off + got;
             return READ_ERRNO;
         }
-        if (r == 0) {
+        got += (size_t)r;
+        if (got < need && (r == 0 || got % block)) {
             *err_off = off + got;
             return READ_EOF;
         }
-        got += (size_t)r;
     }
     return READ_OK;
 }
 
+/* Through the page cache: exactly len bytes at off. */
+static int read_cached(int fd, uint8_t *dst, size_t len, uint64_t off, int *err_no, uint64_t *err_off) {
+    return read_span(fd, dst, len, len, off, 1, err_no, err_off);
+}
+
 /* O_DIRECT: read the covering aligned range of [off, off + len) into `region` (page-aligned, the
  * matrix's place in its slot), whose bytes at off % DIRECT_ALIGN are then the matrix. The aligned
- * end may lie past the end of the file; only the bytes up to off + len must arrive. */
+ * end may lie past the end of the file; only the bytes up to off + len must arrive (O_DIRECT
+ * transfers whole blocks, so a short read ends at the end of the file). */
 static int read_direct(int fd, uint8_t *region, size_t len, uint64_t off, int *err_no, uint64_t *err_off) {
     const uint64_t a0 = off & ~(uint64_t)(DIRECT_ALIGN - 1);
-    const size_t need = (size_t)(off + len - a0), alen = align_up(need, DIRECT_ALIGN);
-    size_t got = 0;
-    while (got < need) {
-        ssize_t r = pread(fd, region + got, alen - got, (off_t)(a0 + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            *err_no = errno;
-            *err_off = a0 + got;
-            return READ_ERRNO;
-        }
-        got += (size_t)r;
-        /* A short read ends at the end of the file (O_DIRECT transfers whole blocks otherwise). */
-        if (got < need && (r == 0 || got % DIRECT_ALIGN)) {
-            *err_off = a0 + got;
-            return READ_EOF;
-        }
-    }
-    return READ_OK;
+    const size_t need = (size_t)(off + len - a0);
+    return read_span(fd, region, align_up(need, DIRECT_ALIGN), need, a0, DIRECT_ALIGN, err_no, err_off);
 }
 
 /* Where matrix p of the expert in slot s lies: in its region at its file offset modulo DIRECT_ALIGN. */
