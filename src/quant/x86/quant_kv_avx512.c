@@ -188,9 +188,9 @@ void e0_vec_dot_q6_KV_avx512(int64_t n, float *s, const void *vw, const void *va
  * made once per call for every block (KV_TB blocks at a time: in chunks for a longer row), the
  * rows go in groups of RG (one at a time up to RG1_NT tokens) whose codes stay in registers while
  * every token passes, and the accumulators of a group (RG x nt vectors, in L1) start at the first
- * block without a memset. The
- * 16-lane sums end in kv_store: 16 accumulators at a time through a transposing tree with
- * reduce16's adds in reduce16's order, so every (row, token) still gets the dot's bits. */
+ * block without a memset. The 16-lane sums end in kv_store: 16 accumulators at a time through a
+ * transposing tree with reduce16's adds in reduce16's order, so every (row, token) still gets the
+ * dot's bits. */
 
 #define KV_TB 16 /* blocks of token terms per chunk (a row of n <= 4096 is one chunk) */
 
@@ -245,12 +245,13 @@ AI void kv_store(__m512 acc[RG][MAXT], int rg, int nt, float *s, size_t s_stride
 }
 
 /* Weights stream from memory (the output head's 151936 rows, each expert once): while block i of
- * row r is used, block i of row r + AHEAD is asked for, a group (or AHEAD single rows) ahead. The
- * blocks of the next rows (gemm_simd.h's prefetch_next) come too late for few tokens; so does the
- * hardware prefetcher, for RG interleaved short streams: 4 rows one at a time up to RG1_NT tokens
- * (one sequential stream; their codes are made once per row and block anyway). With both, the
- * q6_KV output head of a 4-layer Qwen3-30B-A3B from memory, 2 threads, took 13.1 ms against 18.9
- * at 4 tokens, 29.8 against 32.5 at 16 (docs/perf.md, session 16). Prefetches never fault. */
+ * row r is used, block i of row r + AHEAD is asked for, a group (or AHEAD single rows) ahead.
+ * Asking for the row's next block (gemm_simd.h's prefetch_next) comes too late when there are few
+ * tokens to work on meanwhile, and the hardware prefetcher follows RG interleaved 1680-byte
+ * streams poorly; so up to RG1_NT tokens the rows also go one at a time (one sequential stream:
+ * a row's codes are made once per block either way). With both, the q6_KV output head of a
+ * Qwen3-30B-A3B from memory, 2 threads, took 13.1 ms against 18.9 at 4 tokens, 29.8 against 32.5
+ * at 16 (docs/perf.md, session 16). Prefetches never fault. */
 AI void kv_prefetch(const uint8_t *w, size_t w_stride, int r, int64_t i, size_t bsize) {
     const uint8_t *p = w + (size_t)(AHEAD + r) * w_stride + (size_t)i * bsize;
     const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
