@@ -1,6 +1,7 @@
-/* gemm_simd.h — the helpers the AVX2 GEMM kernels share (gemm_avx2.c, quant_kx_avx2.c): the
- * sub-block pairing, the prefetch of the next weight block of a strided row walk and the final
- * reductions of 8 tokens' accumulators at once. Include only from files compiled with at least -mavx2 -mfma -mf16c. */
+/* gemm_simd.h — the helpers the GEMM kernels share (gemm_avx2.c, quant_kx_avx2.c; the prefetches
+ * also quant_kv_avx512.c): the sub-block pairing, the prefetch of weight blocks (prefetch_lines;
+ * prefetch_next, the next block of a strided row walk) and the final reductions of 8 tokens'
+ * accumulators at once. Include only from files compiled with at least -mavx2 -mfma -mf16c. */
 #ifndef E0_X86_GEMM_SIMD_H
 #define E0_X86_GEMM_SIMD_H
 
@@ -39,14 +40,19 @@ AI void pair_subblocks(const uint8_t *q8, __m256i out[8]) {
     }
 }
 
+/* Every 64-byte line of bytes p .. p + bytes - 1 asked into the cache (all levels): an unaligned
+ * block of b bytes can touch one line more than b / 64 rounded up. Prefetches never fault. */
+AI void prefetch_lines(const uint8_t *p, size_t bytes) {
+    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bytes - 1) & ~(uintptr_t)63;
+    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
 /* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them), which
  * the hardware prefetcher follows poorly: while a row's block i is used, its block i + 1 is asked
  * for (one super-block step, nr rows times nt tokens of work, ahead); in the last step, block 0 of
- * the same row of the next nr rows (usually the next call's). Prefetches never fault. */
+ * the same row of the next nr rows (usually the next call's). */
 AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t i, int64_t nb, size_t bsize) {
-    const uint8_t *p = i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * bsize : w + (size_t)(nr + r) * w_stride;
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
-    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+    prefetch_lines(i + 1 < nb ? w + (size_t)r * w_stride + (size_t)(i + 1) * bsize : w + (size_t)(nr + r) * w_stride, bsize);
 }
 
 /* ---- final reductions, 8 tokens at a time ----

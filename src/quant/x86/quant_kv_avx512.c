@@ -251,11 +251,9 @@ AI void kv_store(__m512 acc[RG][MAXT], int rg, int nt, float *s, size_t s_stride
  * streams poorly; so up to RG1_NT tokens the rows also go one at a time (one sequential stream:
  * a row's codes are made once per block either way). With both, the q6_KV output head of a
  * Qwen3-30B-A3B from memory, 2 threads, took 13.1 ms against 18.9 at 4 tokens, 29.8 against 32.5
- * at 16 (docs/perf.md, session 16). Prefetches never fault. */
+ * at 16 (docs/perf.md, session 16). */
 AI void kv_prefetch(const uint8_t *w, size_t w_stride, int r, int64_t i, size_t bsize) {
-    const uint8_t *p = w + (size_t)(AHEAD + r) * w_stride + (size_t)i * bsize;
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bsize - 1) & ~(uintptr_t)63;
-    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+    prefetch_lines(w + (size_t)(AHEAD + r) * w_stride + (size_t)i * bsize, bsize);
 }
 
 /* One block i of rows w (rg of them) against the nt tokens: block i - i0 of the terms tt. first:
