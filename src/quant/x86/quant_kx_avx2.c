@@ -159,52 +159,98 @@ void e0_vec_dot_q4_KX_avx2(int64_t n, float *s, const void *vw, const void *va) 
     *s = q45_finish_avx2(acc, acc_m);
 }
 
-/* ---- GEMM: the loop order of gemm_avx2.c's q45_gemm (per super-block: the tokens' terms once,
- * then per row the block unpacked once and streamed past every token) ---- */
+/* ---- GEMM ----
+ * Two loop orders with the same operations per (row, token), in the same order, so the same bits:
+ * - more than ROW1_NT tokens: gemm_avx2.c's q45_gemm order. Per super-block i the tokens' terms
+ *   once, then per row the block unpacked once and streamed past every token; the rows interleave
+ *   (block i of the nr rows, then block i + 1), and prefetch_next asks for each row's next block.
+ * - up to ROW1_NT tokens: the rows one at a time (all blocks of a row, then the next: one
+ *   sequential stream), block i of row r + AHEAD asked for while row r's is used, the tokens'
+ *   terms made for TB blocks at a time. With few tokens there is too little work per block to hide
+ *   nr interleaved streams: the q6_KX output head of a Qwen3-30B-A3B (151936 rows) from memory,
+ *   one thread, took 37.5 ms at 2 tokens and 33.4 at 4 in the interleaved order against 15.4 and
+ *   20.9 row by row (in cache the two orders are equal up to 8 tokens; from 12 interleaved wins;
+ *   docs/perf.md, session 17). Prefetches past the matrix never fault. */
+#define ROW1_NT 8 /* up to this many tokens the rows go one at a time */
+#define AHEAD 4   /* rows ahead that the one-at-a-time order prefetches */
+#define TB 16     /* blocks of token terms made at a time in that order */
+
+/* The terms of nt tokens for super-block i of q4_KX: activation pointers, y.d (zero past nt up to
+ * a multiple of 8) and, by token pairs, the bsum pairs and -y.d of the min term (q45_token_pairs). */
+typedef struct {
+    const int8_t *q8[MAXT];
+    float yd[MAXT];
+    __m256i bsum_pairs2[MAXT / 2];
+    __m256 nyd2[MAXT / 2];
+} q4kx_terms;
+
+AI void q4kx_terms_make(q4kx_terms *tt, const uint8_t *a, size_t a_stride, int nt, int64_t i) {
+    __m128i bsum_pairs[MAXT + 1];
+    float nyd[MAXT + 1] = {0};
+    for (int t = 0; t < nt; t++) {
+        const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+        bsum_pairs[t] = bsum_pairs_of(y);
+        tt->yd[t] = y->d;
+        nyd[t] = -y->d;
+        tt->q8[t] = y->qs;
+    }
+    for (int t = nt; t % 8; t++) tt->yd[t] = 0;
+    q45_token_pairs(nt, bsum_pairs, nyd, tt->bsum_pairs2, tt->nyd2);
+    IN_MEMORY(tt->nyd2);
+}
+
+/* Block x of one row against the nt tokens of tt: acc[t] (the dot's lanes) and acc_m2[t / 2] (its
+ * min lanes, by token pairs). */
+AI void q4kx_row_block(const e0_block_q4_K *x, const q4kx_terms *tt, int nt, __m256 *acc, __m256 *acc_m2) {
+    float d[MAXT];
+    /* the dot's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
+    const __m256 xd = _mm256_set1_ps(fp16(x->d)), xdmin = _mm256_set1_ps(fp16(x->dmin));
+    for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(tt->yd + v), xd));
+    __m256i sc, u[8];
+    __m128i mins;
+    kx_scales(x->scales, &sc, &mins);
+    const __m256i mins2 = _mm256_set_m128i(mins, mins);
+    kx_codes(x->qs, u);
+    for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
+        const __m256 dm = _mm256_mul_ps(tt->nyd2[p], xdmin);
+        acc_m2[p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, tt->bsum_pairs2[p])), acc_m2[p]);
+    }
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(kx_block_dot(u, tt->q8[t], sc)), acc[t]);
+}
 
 void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                         size_t s_stride) {
     const uint8_t *w = vw, *a = va;
     const int64_t nb = n / QK_K;
     __m256 acc[MAXR][MAXT];
-    /* min terms by token pairs: lanes 0..3 token 2p's 4-lane accumulator of the dot, 4..7 token 2p+1's */
-    __m256 acc_m2[MAXR][MAXT / 2];
-    __m128i bsum_pairs[MAXT + 1];
-    __m256i bsum_pairs2[MAXT / 2];
-    __m256 nyd2[MAXT / 2];
-    float yd[MAXT] = {0}, nyd[MAXT + 1] = {0}, d[MAXT];
-    const int8_t *q8[MAXT];
+    __m256 acc_m2[MAXR][MAXT / 2]; /* lanes 0..3 token 2p's min lanes, 4..7 token 2p+1's */
     for (int r = 0; r < nr; r++) {
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
     }
-    for (int64_t i = 0; i < nb; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            bsum_pairs[t] = bsum_pairs_of(y);
-            yd[t] = y->d;
-            nyd[t] = -y->d;
-            q8[t] = y->qs;
-        }
-        q45_token_pairs(nt, bsum_pairs, nyd, bsum_pairs2, nyd2);
-        IN_MEMORY(nyd2);
-        for (int r = 0; r < nr; r++) {
-            const e0_block_q4_K *x = (const e0_block_q4_K *)(w + (size_t)r * w_stride) + i;
-            prefetch_next(w, w_stride, nr, r, i, nb, sizeof(e0_block_q4_K));
-            /* the dot's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
-            const __m256 xd = _mm256_set1_ps(fp16(x->d)), xdmin = _mm256_set1_ps(fp16(x->dmin));
-            for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
-            __m256i sc, u[8];
-            __m128i mins;
-            kx_scales(x->scales, &sc, &mins);
-            const __m256i mins2 = _mm256_set_m128i(mins, mins);
-            kx_codes(x->qs, u);
-            for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
-                const __m256 dm = _mm256_mul_ps(nyd2[p], xdmin);
-                acc_m2[r][p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[p])), acc_m2[r][p]);
+    if (nt <= ROW1_NT) {
+        q4kx_terms tt[TB];
+        for (int64_t i0 = 0; i0 < nb; i0 += TB) {
+            const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
+            for (int64_t i = 0; i < nbc; i++) q4kx_terms_make(&tt[i], a, a_stride, nt, i0 + i);
+            for (int r = 0; r < nr; r++) {
+                const e0_block_q4_K *x = (const e0_block_q4_K *)(w + (size_t)r * w_stride) + i0;
+                const e0_block_q4_K *ahead = (const e0_block_q4_K *)(w + (size_t)(r + AHEAD) * w_stride) + i0;
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines((const uint8_t *)(ahead + i), sizeof *ahead);
+                    q4kx_row_block(x + i, &tt[i], nt, acc[r], acc_m2[r]);
+                }
             }
-            for (int t = 0; t < nt; t++)
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(kx_block_dot(u, q8[t], sc)), acc[r][t]);
+        }
+    } else {
+        q4kx_terms tt;
+        for (int64_t i = 0; i < nb; i++) {
+            q4kx_terms_make(&tt, a, a_stride, nt, i);
+            for (int r = 0; r < nr; r++) {
+                prefetch_next(w, w_stride, nr, r, i, nb, sizeof(e0_block_q4_K));
+                q4kx_row_block((const e0_block_q4_K *)(w + (size_t)r * w_stride) + i, &tt, nt, acc[r], acc_m2[r]);
+            }
         }
     }
     for (int r = 0; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
@@ -267,33 +313,64 @@ void e0_vec_dot_q6_KX_avx2(int64_t n, float *s, const void *vw, const void *va) 
     *s = hsum_ps(acc);
 }
 
-/* The loop order of gemm_avx2.c's q6_K GEMM, without its pairing work (the layout is paired). */
+/* The GEMM: the two loop orders of q4_KX's (above), gemm_avx2.c's q6_K GEMM without its pairing
+ * work (the layout is paired). The tokens' terms of super-block i: the activation blocks and y.d
+ * (zero past nt up to a multiple of 8). */
+typedef struct {
+    const e0_block_q8_K *y[MAXT];
+    float yd[MAXT];
+} q6kx_terms;
+
+AI void q6kx_terms_make(q6kx_terms *tt, const uint8_t *a, size_t a_stride, int nt, int64_t i) {
+    for (int t = 0; t < nt; t++) {
+        tt->y[t] = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+        tt->yd[t] = tt->y[t]->d;
+    }
+    for (int t = nt; t % 8; t++) tt->yd[t] = 0;
+}
+
+AI void q6kx_row_block(const e0_block_q6_K *x, const q6kx_terms *tt, int nt, __m256 *acc) {
+    float d[MAXT];
+    for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+        _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(tt->yd + v), _mm256_set1_ps(fp16(x->d))));
+    __m256i sc16, sc2[4], u[8];
+    kp_scales(x->scales, &sc16, sc2);
+    IN_MEMORY(sc2);
+    q6_codes(x->ql, x->qh, u);
+    q6_codes(x->ql + 64, x->qh + 32, u + 4);
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(kp_block_dot(u, tt->y[t]->qs, sc2, sc16, tt->y[t]->bsums)), acc[t]);
+}
+
 void e0_gemm_q6_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                         size_t s_stride) {
     const uint8_t *w = vw, *a = va;
     const int64_t nb = n / QK_K;
     __m256 acc[MAXR][MAXT];
-    float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    for (int64_t i = 0; i < nb; i++) {
-        const e0_block_q8_K *y[MAXT];
-        for (int t = 0; t < nt; t++) {
-            y[t] = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            yd[t] = y[t]->d;
+    if (nt <= ROW1_NT) {
+        q6kx_terms tt[TB];
+        for (int64_t i0 = 0; i0 < nb; i0 += TB) {
+            const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
+            for (int64_t i = 0; i < nbc; i++) q6kx_terms_make(&tt[i], a, a_stride, nt, i0 + i);
+            for (int r = 0; r < nr; r++) {
+                const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i0;
+                const e0_block_q6_K *ahead = (const e0_block_q6_K *)(w + (size_t)(r + AHEAD) * w_stride) + i0;
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines((const uint8_t *)(ahead + i), sizeof *ahead);
+                    q6kx_row_block(x + i, &tt[i], nt, acc[r]);
+                }
+            }
         }
-        for (int r = 0; r < nr; r++) {
-            const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
-            prefetch_next(w, w_stride, nr, r, i, nb, sizeof(e0_block_q6_K));
-            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
-                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
-            __m256i sc16, sc2[4], u[8];
-            kp_scales(x->scales, &sc16, sc2);
-            IN_MEMORY(sc2);
-            q6_codes(x->ql, x->qh, u);
-            q6_codes(x->ql + 64, x->qh + 32, u + 4);
-            for (int t = 0; t < nt; t++)
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(kp_block_dot(u, y[t]->qs, sc2, sc16, y[t]->bsums)), acc[r][t]);
+    } else {
+        q6kx_terms tt;
+        for (int64_t i = 0; i < nb; i++) {
+            q6kx_terms_make(&tt, a, a_stride, nt, i);
+            for (int r = 0; r < nr; r++) {
+                prefetch_next(w, w_stride, nr, r, i, nb, sizeof(e0_block_q6_K));
+                q6kx_row_block((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i, &tt, nt, acc[r]);
+            }
         }
     }
     for (int r = 0; r < nr; r++) {
