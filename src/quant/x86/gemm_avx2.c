@@ -7,7 +7,8 @@
  * bits). The accumulators of 32 x 32 (row, token) pairs take 48 KiB of stack, more than some L1
  * caches, but each is touched once per super-block and the measured rate still rose.
  *
- * Loop order, per super-block (q8_0: per group of 4 blocks):
+ * Loop order above ROW1_NT tokens (below: the rows one at a time, see "the two loop orders"),
+ * per super-block (q8_0, which has only this order: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
  *      (Q8_K: scale d, the pair sums of bsums and, for q4_K/q5_K/q6_K, the 8 activation vectors
  *      with their sub-blocks paired, see pair_words; Q8_0: the fp16 scales as floats);
@@ -53,74 +54,115 @@ AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[
     return sum;
 }
 
+/* ---- the two loop orders (as quant_kx_avx2.c's GEMMs) ----
+ * More than ROW1_NT tokens: per super-block i the tokens' terms (step 1 above) once, then the nr
+ * rows interleaved (block i of each, prefetch_next asking for its next block). Up to ROW1_NT
+ * tokens: the terms of TB blocks at a time, then the rows one at a time over those blocks (one
+ * sequential stream; block i of row r + AHEAD prefetched), which keeps a few-token product from
+ * waiting on nr interleaved streams from memory (docs/perf.md, session 17). The same operations
+ * per (row, token) in the same order either way. Prefetches past the matrix never fault. */
+#define ROW1_NT 8
+#define AHEAD 4
+#define TB 8 /* 8 blocks x 8 tokens of paired activations: 16 KiB */
+
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
+
+/* The tokens' terms of super-block i: qa[t] the paired activations, yd[t] = y.d (0 past nt up to a
+ * multiple of 8) and, by token pairs, the bsum pairs and -y.d of the min term: lanes 0..3 token
+ * 2p's, 4..7 token 2p+1's (0 past nt), so that one multiply by x.dmin gives the pair's dmin =
+ * -y.d * x.dmin (the same products as one by one). */
+AI void q45_terms(const uint8_t *a, size_t a_stride, int nt, int64_t i, __m256i (*qa)[8], float *yd, __m256i *bsum_pairs2,
+                  __m256 *nyd2) {
+    __m128i bsum_pairs[MAXT + 1];
+    float nyd[MAXT + 1] = {0};
+    for (int t = 0; t < nt; t++) {
+        const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+        const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
+        bsum_pairs[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        yd[t] = y->d;
+        nyd[t] = -y->d;
+    }
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+    for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
+    q45_token_pairs(nt, bsum_pairs, nyd, bsum_pairs2, nyd2);
+    IN_MEMORY(nyd2);
+}
+
+/* One row's block blk against the nt tokens' terms: acc[t] and, by token pairs, the min terms
+ * acc_m2[t / 2] (lanes 0..3 token 2p's 4-lane accumulator of the one-token kernel, 4..7 token
+ * 2p+1's: one 8-lane madd, convert and fma do the two tokens' 4-lane operations, lane by lane the
+ * same, half the multiply-port work of one xmm chain per token). */
+AI void q45_row_block(const uint8_t *blk, const int is5, int nt, const __m256i (*qa)[8], const float *yd, const __m256i *bsum_pairs2,
+                      const __m256 *nyd2, __m256 *acc, __m256 *acc_m2) {
+    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
+    const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
+    const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
+    const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
+    float d[MAXT];
+    /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
+    const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
+    for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
+    const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
+    const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
+    const __m256i mins2 = _mm256_set_m128i(mins, mins);
+    const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
+    const __m256i scales = _mm256_set_m128i(sc128, sc128);
+    __m256i u[8], sc2[4];
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+        u[2 * j] = _mm256_and_si256(bits, m4);
+        u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        if (is5) {
+            const __m256i hbits = _mm256_loadu_si256((const __m256i *)x5->qh);
+            u[2 * j] = _mm256_or_si256(u[2 * j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), m1), 4));
+            u[2 * j + 1] = _mm256_or_si256(u[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
+        }
+        pair_words(&u[2 * j]);
+        sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
+    }
+    IN_MEMORY(sc2);
+    for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
+        const __m256 dm = _mm256_mul_ps(nyd2[p], xdmin);
+        acc_m2[p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[p])), acc_m2[p]);
+    }
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[t]);
+}
 
 AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride, float *s,
                  size_t s_stride, const int is5) {
     const size_t bsize = is5 ? sizeof(e0_block_q5_K) : sizeof(e0_block_q4_K);
-    const __m256i m4 = _mm256_set1_epi8(0xF), m1 = _mm256_set1_epi8(1);
-    __m256 acc[MAXR][MAXT];
-    /* The min terms by token pairs: lanes 0..3 are token 2p's 4-lane accumulator of the one-token
-     * kernel, lanes 4..7 token 2p+1's; one 8-lane madd, convert and fma do the two tokens' 4-lane
-     * operations (lane by lane the same), half the multiply-port work of one xmm chain per token. */
-    __m256 acc_m2[MAXR][MAXT / 2];
-    __m128i bsum_pairs[MAXT + 1];
-    __m256i bsum_pairs2[MAXT / 2];
-    __m256i sc2[4], qa[MAXT][8];
-    /* -y.d of token pairs: lanes 0..3 token 2p's, 4..7 token 2p+1's (0 past nt), so that one
-     * multiply by x.dmin gives the pair's dmin = -y.d * x.dmin (the same products as one by one) */
-    __m256 nyd2[MAXT / 2];
-    float yd[MAXT] = {0}, nyd[MAXT + 1] = {0}, d[MAXT];
+    const int64_t nb = n / QK_K;
+    __m256 acc[MAXR][MAXT], acc_m2[MAXR][MAXT / 2];
     for (int r = 0; r < nr; r++) {
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
     }
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
-            bsum_pairs[t] = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-            yd[t] = y->d;
-            nyd[t] = -y->d;
-        }
-        for (int t = 0; t < nt; t++) pair_subblocks((const uint8_t *)((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs, qa[t]);
-        q45_token_pairs(nt, bsum_pairs, nyd, bsum_pairs2, nyd2);
-        IN_MEMORY(nyd2);
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *blk = w + (size_t)r * w_stride + (size_t)i * bsize;
-            const e0_block_q4_K *x4 = (const e0_block_q4_K *)blk;
-            const e0_block_q5_K *x5 = (const e0_block_q5_K *)blk;
-            prefetch_next(w, w_stride, nr, r, i, n / QK_K, bsize);
-            const uint8_t *scp = is5 ? x5->scales : x4->scales, *qs = is5 ? x5->qs : x4->qs;
-            /* the one-token kernel's d = y.d * x.d and dmin = -y.d * x.dmin, all tokens at once */
-            const __m256 xd = _mm256_set1_ps(fp16(is5 ? x5->d : x4->d)), xdmin = _mm256_set1_ps(fp16(is5 ? x5->dmin : x4->dmin));
-            for (int v = 0; v < nt; v += 8) _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), xd));
-            const __m256i mins_scales = _mm256_cvtepu8_epi16(k_unpack_scales_mins_simd(scp));
-            const __m128i mins = _mm256_extracti128_si256(mins_scales, 1);
-            const __m256i mins2 = _mm256_set_m128i(mins, mins);
-            const __m128i sc128 = _mm256_castsi256_si128(mins_scales);
-            const __m256i scales = _mm256_set_m128i(sc128, sc128);
-            __m256i u[8];
-            #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m256i bits = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-                u[2 * j] = _mm256_and_si256(bits, m4);
-                u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-                if (is5) {
-                    const __m256i hbits = _mm256_loadu_si256((const __m256i *)x5->qh);
-                    u[2 * j] = _mm256_or_si256(u[2 * j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), m1), 4));
-                    u[2 * j + 1] =
-                        _mm256_or_si256(u[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), m1), 4));
+    if (nt <= ROW1_NT) {
+        __m256i qa[TB][ROW1_NT][8], bsum_pairs2[TB][ROW1_NT / 2];
+        __m256 nyd2[TB][ROW1_NT / 2];
+        float yd[TB][ROW1_NT];
+        for (int64_t i0 = 0; i0 < nb; i0 += TB) {
+            const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
+            for (int64_t i = 0; i < nbc; i++) q45_terms(a, a_stride, nt, i0 + i, qa[i], yd[i], bsum_pairs2[i], nyd2[i]);
+            for (int r = 0; r < nr; r++)
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines(w + (size_t)(r + AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
+                    q45_row_block(w + (size_t)r * w_stride + (size_t)(i0 + i) * bsize, is5, nt, (const __m256i(*)[8])qa[i], yd[i],
+                                  bsum_pairs2[i], nyd2[i], acc[r], acc_m2[r]);
                 }
-                pair_words(&u[2 * j]);
-                sc2[j] = _mm256_shuffle_epi8(scales, scale_pair_ctrl(j));
+        }
+    } else {
+        __m256i qa[MAXT][8], bsum_pairs2[MAXT / 2];
+        __m256 nyd2[MAXT / 2];
+        float yd[MAXT];
+        for (int64_t i = 0; i < nb; i++) {
+            q45_terms(a, a_stride, nt, i, qa, yd, bsum_pairs2, nyd2);
+            for (int r = 0; r < nr; r++) {
+                prefetch_next(w, w_stride, nr, r, i, nb, bsize);
+                q45_row_block(w + (size_t)r * w_stride + (size_t)i * bsize, is5, nt, (const __m256i(*)[8])qa, yd, bsum_pairs2, nyd2,
+                              acc[r], acc_m2[r]);
             }
-            IN_MEMORY(sc2);
-            for (unsigned p = 0; p < (unsigned)(nt + 1) / 2; p++) {
-                const __m256 dm = _mm256_mul_ps(nyd2[p], xdmin);
-                acc_m2[r][p] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bsum_pairs2[p])), acc_m2[r][p]);
-            }
-            for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(paired_dot(u, qa[t], sc2)), acc[r][t]);
         }
     }
     for (int r = 0; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
@@ -138,47 +180,75 @@ void e0_gemm_q5_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt
 
 /* ---- q6_K (scheme of e0_vec_dot_q6_K_avx2) ---- */
 
+/* The tokens' terms of super-block i: paired activations, y.d (0 past nt up to a multiple of 8)
+ * and the activation blocks (for their bsums). */
+AI void q6_terms(const uint8_t *a, size_t a_stride, int nt, int64_t i, __m256i (*qa)[8], float *yd, const e0_block_q8_K **y) {
+    for (int t = 0; t < nt; t++) {
+        y[t] = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+        yd[t] = y[t]->d;
+        pair_subblocks((const uint8_t *)y[t]->qs, qa[t]);
+    }
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+}
+
+AI void q6_row_block(const e0_block_q6_K *x, int nt, const __m256i (*qa)[8], const float *yd, const e0_block_q8_K *const *y, __m256 *acc) {
+    float d[MAXT];
+    for (int v = 0; v < nt; v += 8) /* y.d * x.d */
+        _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
+    __m256i u[8], sc[8], sc2[4];
+    #pragma GCC unroll 2
+    for (int c = 0; c < 2; c++) {
+        const __m256i scs = scs2[c];
+        q6_codes(x->ql + 64 * c, x->qh + 32 * c, &u[4 * c]);
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
+    }
+    #pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) { /* sub-blocks paired (see pair_words) */
+        pair_words(&u[2 * m]);
+        sc2[m] = _mm256_blend_epi16(sc[2 * m], sc[2 * m + 1], 0xAA);
+    }
+    IN_MEMORY(sc2);
+    for (int t = 0; t < nt; t++) {
+        /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
+        const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[t]->bsums));
+        const __m256i sum = _mm256_sub_epi32(paired_dot(u, qa[t], sc2), _mm256_slli_epi32(offs, 5));
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[t]);
+    }
+}
+
 void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                        size_t s_stride) {
     const uint8_t *w = vw, *a = va;
+    const int64_t nb = n / QK_K;
+    const size_t bsize = sizeof(e0_block_q6_K);
     __m256 acc[MAXR][MAXT];
-    __m256i sc2[4], qa[MAXT][8];
-    float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            yd[t] = y->d;
-            pair_subblocks((const uint8_t *)y->qs, qa[t]);
+    if (nt <= ROW1_NT) {
+        __m256i qa[TB][ROW1_NT][8];
+        float yd[TB][ROW1_NT];
+        const e0_block_q8_K *y[TB][ROW1_NT];
+        for (int64_t i0 = 0; i0 < nb; i0 += TB) {
+            const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
+            for (int64_t i = 0; i < nbc; i++) q6_terms(a, a_stride, nt, i0 + i, qa[i], yd[i], y[i]);
+            for (int r = 0; r < nr; r++)
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines(w + (size_t)(r + AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
+                    q6_row_block((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i0 + i, nt, (const __m256i(*)[8])qa[i], yd[i], y[i], acc[r]);
+                }
         }
-        for (int r = 0; r < nr; r++) {
-            const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i;
-            prefetch_next(w, w_stride, nr, r, i, n / QK_K, sizeof(e0_block_q6_K));
-            for (int v = 0; v < nt; v += 8) /* y.d * x.d */
-                _mm256_storeu_ps(d + v, _mm256_mul_ps(_mm256_loadu_ps(yd + v), _mm256_set1_ps(fp16(x->d))));
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-            const __m256i scs2[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xEE)};
-            __m256i u[8], sc[8];
-            #pragma GCC unroll 2
-            for (int c = 0; c < 2; c++) {
-                const __m256i scs = scs2[c];
-                q6_codes(x->ql + 64 * c, x->qh + 32 * c, &u[4 * c]);
-                #pragma GCC unroll 4
-                for (int g = 0; g < 4; g++) sc[4 * c + g] = _mm256_shuffle_epi8(scs, word_pair_ctrl(2 * g, 2 * g + 1));
-            }
-            #pragma GCC unroll 4
-            for (int m = 0; m < 4; m++) { /* sub-blocks paired (see pair_words) */
-                pair_words(&u[2 * m]);
-                sc2[m] = _mm256_blend_epi16(sc[2 * m], sc[2 * m + 1], 0xAA);
-            }
-            IN_MEMORY(sc2);
-            for (int t = 0; t < nt; t++) {
-                const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-                /* codes are stored as u = q + 32 in 0..63: subtract 32 * sum(scale * bsum) */
-                const __m256i offs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
-                const __m256i sum = _mm256_sub_epi32(paired_dot(u, qa[t], sc2), _mm256_slli_epi32(offs, 5));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+    } else {
+        __m256i qa[MAXT][8];
+        float yd[MAXT];
+        const e0_block_q8_K *y[MAXT];
+        for (int64_t i = 0; i < nb; i++) {
+            q6_terms(a, a_stride, nt, i, qa, yd, y);
+            for (int r = 0; r < nr; r++) {
+                prefetch_next(w, w_stride, nr, r, i, nb, bsize);
+                q6_row_block((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i, nt, (const __m256i(*)[8])qa, yd, y, acc[r]);
             }
         }
     }
