@@ -17,7 +17,7 @@
 
 #define MAXT E0_GEMM_TOKENS_MAX
 #define RG 4     /* GEMM rows whose codes stay in registers (16 of the 32 zmm) */
-#define RG1_NT 4 /* up to this many tokens the rows go one at a time (below) */
+#define RG1_NT 8 /* up to this many tokens the rows go one at a time (below) */
 #define AHEAD 4  /* rows ahead that a GEMM's weight blocks are prefetched (below) */
 
 /* ---- the layout ---- */
@@ -251,7 +251,8 @@ AI void kv_store(__m512 acc[RG][MAXT], int rg, int nt, float *s, size_t s_stride
  * streams poorly; so up to RG1_NT tokens the rows also go one at a time (one sequential stream:
  * a row's codes are made once per block either way). With both, the q6_KV output head of a
  * Qwen3-30B-A3B from memory, 2 threads, took 13.1 ms against 18.9 at 4 tokens, 29.8 against 32.5
- * at 16 (docs/perf.md, session 16). */
+ * at 16 (docs/perf.md, session 16); one at a time up to 8 tokens rather than 4: batch-8 decode
+ * +1.9% (5 of 5 A/B pairs), the 73-token prompt's prefill +6.8% (no verdict; session 17). */
 AI void kv_prefetch(const uint8_t *w, size_t w_stride, int r, int64_t i, size_t bsize) {
     prefetch_lines(w + (size_t)(AHEAD + r) * w_stride + (size_t)i * bsize, bsize);
 }
