@@ -8,7 +8,7 @@
  * caches, but each is touched once per super-block and the measured rate still rose.
  *
  * Loop order above ROW1_NT tokens (below: the rows one at a time, see "the two loop orders"),
- * per super-block (q8_0, which has only this order: per group of 4 blocks):
+ * per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
  *      (Q8_K: scale d, the pair sums of bsums and, for q4_K/q5_K/q6_K, the 8 activation vectors
  *      with their sub-blocks paired, see pair_words; Q8_0: the fp16 scales as floats);
@@ -264,12 +264,20 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
 
 #define Q8G 4 /* blocks per group: 8 registers of x and |x| */
 
-/* Blocks i..i+gb-1 of nr rows for nt tokens; gb is a constant at each call site. */
-AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
-                   __m256 acc[MAXR][MAXT]) {
-    float yd[Q8G][MAXT] = {{0}}, scale[Q8G][MAXT];
-    for (int b = 0; b < gb; b++)
+/* The tokens' fp16 scales of blocks i .. i + gb - 1 as floats, yd[b][t] (0 past nt up to a
+ * multiple of 8). */
+AI void q8_0_token_scales(int64_t i, int gb, int nt, const uint8_t *a, size_t a_stride, float (*yd)[MAXT]) {
+    for (int b = 0; b < gb; b++) {
         for (int t = 0; t < nt; t++) yd[b][t] = h2f(a + (size_t)t * a_stride + (size_t)(i + b) * Q8_0_SIZE);
+        for (int t = nt; t % 8; t++) yd[b][t] = 0;
+    }
+}
+
+/* Blocks i..i+gb-1 of nr rows for nt tokens (yd: their scales, q8_0_token_scales); gb is a
+ * constant at each call site. */
+AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
+                   const float (*yd)[MAXT], __m256 acc[MAXR][MAXT]) {
+    float scale[Q8G][MAXT];
     for (int r = 0; r < nr; r++) {
         const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * Q8_0_SIZE;
         __m256i xq[Q8G], xabs[Q8G];
@@ -296,15 +304,42 @@ AI void q8_0_group(int64_t i, const int gb, int nr, const uint8_t *w, size_t w_s
     }
 }
 
-void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
+#define Q8_TB 64 /* blocks of token scales made at a time when the rows go one at a time */
+
+void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                        size_t s_stride) {
+    const uint8_t *w = vw, *a = va;
     const int64_t nb = n / E0_QK;
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    int64_t i = 0;
-    for (; i + Q8G <= nb; i += Q8G) q8_0_group(i, Q8G, nr, w, w_stride, nt, a, a_stride, acc);
-    for (; i < nb; i++) q8_0_group(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
+    if (nt <= ROW1_NT) { /* the rows one at a time (the two loop orders, above) over chunks of Q8_TB blocks */
+        float yd[Q8_TB][MAXT];
+        for (int64_t i0 = 0; i0 < nb; i0 += Q8_TB) {
+            const int64_t i1 = nb - i0 < Q8_TB ? nb : i0 + Q8_TB;
+            q8_0_token_scales(i0, (int)(i1 - i0), nt, a, a_stride, yd);
+            for (int r = 0; r < nr; r++) {
+                const uint8_t *wr = w + (size_t)r * w_stride, *ahead = wr + (size_t)AHEAD * w_stride;
+                int64_t i = i0;
+                for (; i + Q8G <= i1; i += Q8G) {
+                    prefetch_lines(ahead + (size_t)i * Q8_0_SIZE, Q8G * Q8_0_SIZE);
+                    q8_0_group(i, Q8G, 1, wr, w_stride, nt, a, a_stride, (const float(*)[MAXT])yd[i - i0], acc + r);
+                }
+                for (; i < i1; i++) q8_0_group(i, 1, 1, wr, w_stride, nt, a, a_stride, (const float(*)[MAXT])yd[i - i0], acc + r);
+            }
+        }
+    } else {
+        float yd[Q8G][MAXT];
+        int64_t i = 0;
+        for (; i + Q8G <= nb; i += Q8G) {
+            q8_0_token_scales(i, Q8G, nt, a, a_stride, yd);
+            q8_0_group(i, Q8G, nr, w, w_stride, nt, a, a_stride, (const float(*)[MAXT])yd, acc);
+        }
+        for (; i < nb; i++) {
+            q8_0_token_scales(i, 1, nt, a, a_stride, yd);
+            q8_0_group(i, 1, nr, w, w_stride, nt, a, a_stride, (const float(*)[MAXT])yd, acc);
+        }
+    }
     const float summs = 0; /* the one-token loop adds its (here zero) min terms: keeps -0 + 0 = +0 */
     for (int r = 0; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]) + summs;
