@@ -7,7 +7,7 @@
  * bits). The accumulators of 32 x 32 (row, token) pairs take 48 KiB of stack, more than some L1
  * caches, but each is touched once per super-block and the measured rate still rose.
  *
- * Loop order above ROW1_NT tokens (below: the rows one at a time, see "the two loop orders"),
+ * Loop order above GEMM_ROW1_NT tokens (below: the rows one at a time, see "the two loop orders"),
  * per super-block (q8_0: per group of 4 blocks):
  *   1. the tokens' per-block terms that do not depend on the weight row, once for all rows
  *      (Q8_K: scale d, the pair sums of bsums and, for q4_K/q5_K/q6_K, the 8 activation vectors
@@ -54,15 +54,12 @@ AI __m256i paired_dot(const __m256i u[8], const __m256i q[8], const __m256i sc2[
     return sum;
 }
 
-/* ---- the two loop orders (as quant_kx_avx2.c's GEMMs) ----
- * More than ROW1_NT tokens: per super-block i the tokens' terms (step 1 above) once, then the nr
- * rows interleaved (block i of each, prefetch_next asking for its next block). Up to ROW1_NT
- * tokens: the terms of TB blocks at a time, then the rows one at a time over those blocks (one
- * sequential stream; block i of row r + AHEAD prefetched), which keeps a few-token product from
- * waiting on nr interleaved streams from memory (docs/perf.md, session 17). The same operations
- * per (row, token) in the same order either way. Prefetches past the matrix never fault. */
-#define ROW1_NT 8
-#define AHEAD 4
+/* ---- the two loop orders (x86/simd.h, "GEMMs with few tokens") ----
+ * More than GEMM_ROW1_NT tokens: per super-block i the tokens' terms (step 1 above) once, then the
+ * nr rows interleaved (block i of each, prefetch_next asking for its next block). Up to
+ * GEMM_ROW1_NT tokens: the terms of TB blocks at a time, then the rows one at a time over those
+ * blocks, block i of row r + GEMM_AHEAD prefetched. The same operations per (row, token) in the
+ * same order either way. */
 #define TB 8 /* 8 blocks x 8 tokens of paired activations: 16 KiB */
 
 /* ---- q4_K / q5_K (scheme of q45_K_block in quant_k_avx2.c) ---- */
@@ -138,16 +135,16 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
     }
-    if (nt <= ROW1_NT) {
-        __m256i qa[TB][ROW1_NT][8], bsum_pairs2[TB][ROW1_NT / 2];
-        __m256 nyd2[TB][ROW1_NT / 2];
-        float yd[TB][ROW1_NT];
+    if (nt <= GEMM_ROW1_NT) {
+        __m256i qa[TB][GEMM_ROW1_NT][8], bsum_pairs2[TB][GEMM_ROW1_NT / 2];
+        __m256 nyd2[TB][GEMM_ROW1_NT / 2];
+        float yd[TB][GEMM_ROW1_NT];
         for (int64_t i0 = 0; i0 < nb; i0 += TB) {
             const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
             for (int64_t i = 0; i < nbc; i++) q45_terms(a, a_stride, nt, i0 + i, qa[i], yd[i], bsum_pairs2[i], nyd2[i]);
             for (int r = 0; r < nr; r++)
                 for (int64_t i = 0; i < nbc; i++) {
-                    prefetch_lines(w + (size_t)(r + AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
+                    prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
                     q45_row_block(w + (size_t)r * w_stride + (size_t)(i0 + i) * bsize, is5, nt, (const __m256i(*)[8])qa[i], yd[i],
                                   bsum_pairs2[i], nyd2[i], acc[r], acc_m2[r]);
                 }
@@ -227,16 +224,16 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    if (nt <= ROW1_NT) {
-        __m256i qa[TB][ROW1_NT][8];
-        float yd[TB][ROW1_NT];
-        const e0_block_q8_K *y[TB][ROW1_NT];
+    if (nt <= GEMM_ROW1_NT) {
+        __m256i qa[TB][GEMM_ROW1_NT][8];
+        float yd[TB][GEMM_ROW1_NT];
+        const e0_block_q8_K *y[TB][GEMM_ROW1_NT];
         for (int64_t i0 = 0; i0 < nb; i0 += TB) {
             const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
             for (int64_t i = 0; i < nbc; i++) q6_terms(a, a_stride, nt, i0 + i, qa[i], yd[i], y[i]);
             for (int r = 0; r < nr; r++)
                 for (int64_t i = 0; i < nbc; i++) {
-                    prefetch_lines(w + (size_t)(r + AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
+                    prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * bsize, bsize);
                     q6_row_block((const e0_block_q6_K *)(w + (size_t)r * w_stride) + i0 + i, nt, (const __m256i(*)[8])qa[i], yd[i], y[i], acc[r]);
                 }
         }
@@ -313,13 +310,13 @@ void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    if (nt <= ROW1_NT) { /* the rows one at a time (the two loop orders, above) over chunks of Q8_TB blocks */
+    if (nt <= GEMM_ROW1_NT) { /* the rows one at a time (the two loop orders, above) over chunks of Q8_TB blocks */
         float yd[Q8_TB][MAXT];
         for (int64_t i0 = 0; i0 < nb; i0 += Q8_TB) {
             const int64_t i1 = nb - i0 < Q8_TB ? nb : i0 + Q8_TB;
             q8_0_token_scales(i0, (int)(i1 - i0), nt, a, a_stride, yd);
             for (int r = 0; r < nr; r++) {
-                const uint8_t *wr = w + (size_t)r * w_stride, *ahead = wr + (size_t)AHEAD * w_stride;
+                const uint8_t *wr = w + (size_t)r * w_stride, *ahead = wr + (size_t)GEMM_AHEAD * w_stride;
                 int64_t i = i0;
                 for (; i + Q8G <= i1; i += Q8G) {
                     prefetch_lines(ahead + (size_t)i * Q8_0_SIZE, Q8G * Q8_0_SIZE);

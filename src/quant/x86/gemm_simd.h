@@ -1,7 +1,7 @@
-/* gemm_simd.h — the helpers the GEMM kernels share (gemm_avx2.c, quant_kx_avx2.c; the prefetches
- * also quant_kv_avx512.c): the sub-block pairing, the prefetch of weight blocks (prefetch_lines;
- * prefetch_next, the next block of a strided row walk) and the final reductions of 8 tokens'
- * accumulators at once. Include only from files compiled with at least -mavx2 -mfma -mf16c. */
+/* gemm_simd.h — the helpers the K-quant GEMM kernels share (gemm_avx2.c, quant_kx_avx2.c): the
+ * sub-block pairing, the prefetch of the next weight block of a strided row walk (prefetch_next)
+ * and the final reductions of 8 tokens' accumulators at once. Include only from files compiled
+ * with at least -mavx2 -mfma -mf16c. */
 #ifndef E0_X86_GEMM_SIMD_H
 #define E0_X86_GEMM_SIMD_H
 
@@ -38,13 +38,6 @@ AI void pair_subblocks(const uint8_t *q8, __m256i out[8]) {
         out[2 * m + 1] = _mm256_loadu_si256((const __m256i *)(q8 + 64 * m + 32));
         pair_words(&out[2 * m]);
     }
-}
-
-/* Every 64-byte line of bytes p .. p + bytes - 1 asked into the cache (all levels): an unaligned
- * block of b bytes can touch one line more than b / 64 rounded up. Prefetches never fault. */
-AI void prefetch_lines(const uint8_t *p, size_t bytes) {
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bytes - 1) & ~(uintptr_t)63;
-    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
 }
 
 /* Weight rows are read in a strided pattern (block i of nr rows, then block i + 1 of them), which

@@ -160,20 +160,14 @@ void e0_vec_dot_q4_KX_avx2(int64_t n, float *s, const void *vw, const void *va) 
 }
 
 /* ---- GEMM ----
- * Two loop orders with the same operations per (row, token), in the same order, so the same bits:
- * - more than ROW1_NT tokens: gemm_avx2.c's q45_gemm order. Per super-block i the tokens' terms
- *   once, then per row the block unpacked once and streamed past every token; the rows interleave
- *   (block i of the nr rows, then block i + 1), and prefetch_next asks for each row's next block.
- * - up to ROW1_NT tokens: the rows one at a time (all blocks of a row, then the next: one
- *   sequential stream), block i of row r + AHEAD asked for while row r's is used, the tokens'
- *   terms made for TB blocks at a time. With few tokens there is too little work per block to hide
- *   nr interleaved streams: the q6_KX output head of a Qwen3-30B-A3B (151936 rows) from memory,
- *   one thread, took 37.5 ms at 2 tokens and 33.4 at 4 in the interleaved order against 15.4 and
- *   20.9 row by row (in cache the two orders are equal up to 8 tokens; from 12 interleaved wins;
- *   docs/perf.md, session 17). Prefetches past the matrix never fault. */
-#define ROW1_NT 8 /* up to this many tokens the rows go one at a time */
-#define AHEAD 4   /* rows ahead that the one-at-a-time order prefetches */
-#define TB 16     /* blocks of token terms made at a time in that order */
+ * Two loop orders (x86/simd.h, "GEMMs with few tokens") with the same operations per (row,
+ * token), in the same order, so the same bits:
+ * - more than GEMM_ROW1_NT tokens: gemm_avx2.c's q45_gemm order. Per super-block i the tokens'
+ *   terms once, then per row the block unpacked once and streamed past every token; the rows
+ *   interleave, and prefetch_next asks for each row's next block.
+ * - up to GEMM_ROW1_NT tokens: the rows one at a time over chunks of TB blocks (the tokens' terms
+ *   made for a chunk at a time), block i of row r + GEMM_AHEAD prefetched. */
+#define TB 16 /* blocks of token terms made at a time in the one-at-a-time order */
 
 /* The terms of nt tokens for super-block i of q4_KX: activation pointers, y.d (zero past nt up to
  * a multiple of 8) and, by token pairs, the bsum pairs and -y.d of the min term (q45_token_pairs). */
@@ -229,14 +223,14 @@ void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
         zero_acc(acc[r], nt);
         zero_acc(acc_m2[r], (nt + 1) / 2);
     }
-    if (nt <= ROW1_NT) {
+    if (nt <= GEMM_ROW1_NT) {
         q4kx_terms tt[TB];
         for (int64_t i0 = 0; i0 < nb; i0 += TB) {
             const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
             for (int64_t i = 0; i < nbc; i++) q4kx_terms_make(&tt[i], a, a_stride, nt, i0 + i);
             for (int r = 0; r < nr; r++) {
                 const e0_block_q4_K *x = (const e0_block_q4_K *)(w + (size_t)r * w_stride) + i0;
-                const e0_block_q4_K *ahead = (const e0_block_q4_K *)(w + (size_t)(r + AHEAD) * w_stride) + i0;
+                const e0_block_q4_K *ahead = (const e0_block_q4_K *)(w + (size_t)(r + GEMM_AHEAD) * w_stride) + i0;
                 for (int64_t i = 0; i < nbc; i++) {
                     prefetch_lines((const uint8_t *)(ahead + i), sizeof *ahead);
                     q4kx_row_block(x + i, &tt[i], nt, acc[r], acc_m2[r]);
@@ -349,14 +343,14 @@ void e0_gemm_q6_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
     __m256 acc[MAXR][MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    if (nt <= ROW1_NT) {
+    if (nt <= GEMM_ROW1_NT) {
         q6kx_terms tt[TB];
         for (int64_t i0 = 0; i0 < nb; i0 += TB) {
             const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
             for (int64_t i = 0; i < nbc; i++) q6kx_terms_make(&tt[i], a, a_stride, nt, i0 + i);
             for (int r = 0; r < nr; r++) {
                 const e0_block_q6_K *x = (const e0_block_q6_K *)(w + (size_t)r * w_stride) + i0;
-                const e0_block_q6_K *ahead = (const e0_block_q6_K *)(w + (size_t)(r + AHEAD) * w_stride) + i0;
+                const e0_block_q6_K *ahead = (const e0_block_q6_K *)(w + (size_t)(r + GEMM_AHEAD) * w_stride) + i0;
                 for (int64_t i = 0; i < nbc; i++) {
                     prefetch_lines((const uint8_t *)(ahead + i), sizeof *ahead);
                     q6kx_row_block(x + i, &tt[i], nt, acc[r]);

@@ -29,6 +29,25 @@ static inline __attribute__((always_inline)) void zero_acc(__m256 *acc, int n) {
     }
 }
 
+/* ---- GEMMs with few tokens ----
+ * A GEMM over nr weight rows with many tokens takes block i of every row, then block i + 1 (the
+ * tokens' terms of a block made once for all rows). With at most GEMM_ROW1_NT tokens there is too
+ * little work per block to hide nr interleaved streams from memory, so the rows go one at a time
+ * (one sequential stream), block i of row r + GEMM_AHEAD asked for while row r's is used; the
+ * results are the same bits either way. The q6_KX output head of Qwen3-30B-A3B from memory, one
+ * thread, took 37.5 ms at 2 tokens interleaved against 15.4 row by row; in cache the two orders
+ * are equal up to 8 tokens and the interleaved one wins from 12 (docs/perf.md, session 17). */
+#define GEMM_ROW1_NT 8
+#define GEMM_AHEAD 4
+
+/* Every 64-byte line of bytes p .. p + bytes - 1 asked into the cache (all levels): an unaligned
+ * block of b bytes can touch one line more than b / 64 rounded up. Prefetches never fault, so p
+ * may lie past the matrix. */
+static inline __attribute__((always_inline)) void prefetch_lines(const uint8_t *p, size_t bytes) {
+    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63, last = ((uintptr_t)p + bytes - 1) & ~(uintptr_t)63;
+    for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
+}
+
 /* fp16 -> float with F16C: a value, or the fp16 at byte p (any alignment). */
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 static inline float h2f(const uint8_t *p) { return _cvtsh_ss(e0_rd16(p)); }
