@@ -10,6 +10,8 @@
  * 0.25 for IQ3_XXS, as its vec_dot). So every (row, token) result is bit-identical to vec_dot
  * (tests/test_gemm.c checks with memcmp). The two types differ only in the block (size and
  * unpacking), both given to one inlined loop, gemm_iq3. */
+#include <stddef.h>
+
 #include "quant/gemm.h"
 #include "quant/x86/quant_iq3_simd.h"
 
@@ -20,36 +22,69 @@ _Static_assert(MAXT % 8 == 0, "the tokens' scale products are formed 8 to a vect
 /* Sub-block ib of the block at x -> grid magnitudes, signs, scale (quant_iq3_simd.h). */
 typedef void iq3_unpack_fn(const uint8_t *x, int ib, __m256i *grid, __m256i *signs, __m256i *scale);
 
+/* Block x of one row against nt tokens (yd: their scales y.d for this block, zero past nt up to a
+ * multiple of 8; q8 of token t at q8 + t * a_stride): acc[t] += (x.d * y.d) * the exact int32
+ * lane sums of vec_dot. */
+static inline __attribute__((always_inline)) void iq3_row_block(const uint8_t *x, int nt, const float *yd, const uint8_t *q8,
+                                                                 size_t a_stride, iq3_unpack_fn *unpack, __m256 *acc) {
+    __m256i sg[8], sc[8], u[8];
+    float d[MAXT];
+    for (int t8 = 0; t8 < nt; t8 += 8) /* y.d * x.d, 8 tokens a vector (lanes past nt: yd's zeros) */
+        _mm256_storeu_ps(d + t8, _mm256_mul_ps(_mm256_loadu_ps(yd + t8), _mm256_set1_ps(h2f(x))));
+    #pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) unpack(x, j, &u[j], &sg[j], &sc[j]);
+    IN_MEMORY(sg);
+    IN_MEMORY(sc);
+    for (int t = 0; t < nt; t++, q8 += a_stride) {
+        __m256i sum = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) sum = _mm256_add_epi32(sum, iq3_dot32(u[j], sg[j], sc[j], (const int8_t *)q8 + 32 * j));
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[t]);
+    }
+}
+
+/* y.d of nt tokens for super-block i, zero past nt up to a multiple of 8 */
+static inline __attribute__((always_inline)) void iq3_token_scales(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd) {
+    for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+}
+
+#define TB 16 /* blocks of token scales made at a time when the rows go one at a time */
+
 /* The GEMM of nt <= MAXT tokens over blocks of block_size bytes unpacked by unpack (inlined: a
- * constant at both call sites); prefetch: whether to prefetch the weight blocks ahead; out_scale
+ * constant at both call sites), in the two loop orders of x86/simd.h ("GEMMs with few tokens"):
+ * with many tokens super-block i of every row, then i + 1 (prefetch: whether to prefetch the
+ * row's weight blocks ahead), with few the rows one at a time over TB blocks. out_scale
  * multiplies each (row, token) sum (1 or IQ3_XXS's 0.25, exact either way). */
 static inline __attribute__((always_inline)) void gemm_iq3(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
                                                             const uint8_t *a, size_t a_stride, float *s, size_t s_stride,
                                                             size_t block_size, iq3_unpack_fn *unpack, int prefetch,
                                                             float out_scale) {
+    const int64_t nb = n / QK_K;
+    const uint8_t *q8 = a + offsetof(e0_block_q8_K, qs); /* token 0's activations of block 0 */
     __m256 acc[MAXR][MAXT];
-    __m256i sg[8], sc[8];
-    float yd[MAXT] = {0}, d[MAXT];
     for (int r = 0; r < nr; r++)
         zero_acc(acc[r], nt);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * block_size;
-            if (prefetch) e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * block_size, block_size);
-            for (int t8 = 0; t8 < nt; t8 += 8) /* y.d * x.d, 8 tokens a vector (lanes past nt: yd's zeros) */
-                _mm256_storeu_ps(d + t8, _mm256_mul_ps(_mm256_loadu_ps(yd + t8), _mm256_set1_ps(h2f(x))));
-            __m256i u[8];
-            #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) unpack(x, j, &u[j], &sg[j], &sc[j]);
-            IN_MEMORY(sg);
-            IN_MEMORY(sc);
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->qs;
-                __m256i sum = _mm256_setzero_si256();
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) sum = _mm256_add_epi32(sum, iq3_dot32(u[j], sg[j], sc[j], q8 + 32 * j));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+    if (nt <= GEMM_ROW1_NT) {
+        float yd[TB][GEMM_ROW1_NT];
+        for (int64_t i0 = 0; i0 < nb; i0 += TB) {
+            const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
+            for (int64_t i = 0; i < nbc; i++) iq3_token_scales(a, a_stride, nt, i0 + i, yd[i]);
+            for (int r = 0; r < nr; r++)
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * block_size, block_size);
+                    iq3_row_block(w + (size_t)r * w_stride + (size_t)(i0 + i) * block_size, nt, yd[i],
+                                  q8 + (size_t)(i0 + i) * sizeof(e0_block_q8_K), a_stride, unpack, acc[r]);
+                }
+        }
+    } else {
+        float yd[MAXT];
+        for (int64_t i = 0; i < nb; i++) {
+            iq3_token_scales(a, a_stride, nt, i, yd);
+            for (int r = 0; r < nr; r++) {
+                const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * block_size;
+                if (prefetch) e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * block_size, block_size);
+                iq3_row_block(x, nt, yd, q8 + (size_t)i * sizeof(e0_block_q8_K), a_stride, unpack, acc[r]);
             }
         }
     }

@@ -122,38 +122,69 @@ AI void xs_prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64
     __builtin_prefetch(p + XS_BYTES - 1, 0, 3);
 }
 
-/* Loop order: super-block i, row r (unpacked once), token t (streams past the row's registers).
- * Up to XS_MAXT = 32 tokens a call (IQ4_XS's gemm_tokens), so each row's super-block is unpacked
- * once for twice the tokens of E0_GEMM_TOKENS: tools/qspeed_gemm (AVX2, one thread) 22.6 row-token
- * dots/us at 16 tokens, 23.8 at 32 (2 KiB more stack per token: acc is 32 rows x 32 tokens).
- * The products x.d * y.d of all tokens come from one vector multiply per 8 tokens and are read
- * back with broadcast loads (the same float products as vec_dot's scalar multiply). */
+/* Block x of one row against nt tokens (dd: x.d * y.d of each; q8 of token t at q8 + t *
+ * a_stride): acc[t] += dd[t] * the exact int32 lane sums of vec_dot. */
+AI void xs_row_block(const uint8_t *x, int nt, const float *yd, const uint8_t *q8, size_t a_stride, __m256i tbl, __m256i tabs,
+                     __m256 *acc) {
+    __m256i v[8], sc[8], vabs[8];
+    float dd[XS_MAXT];
+    xs_unpack(x, tbl, tabs, v, vabs, sc);
+    IN_MEMORY(v); /* memory operands of the token loop; vabs stays in registers */
+    IN_MEMORY(sc);
+    const __m256 dx = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)));
+    for (int t8 = 0; t8 < nt; t8 += 8) /* lanes past nt multiply yd's zeros */
+        _mm256_storeu_ps(dd + t8, _mm256_mul_ps(dx, _mm256_loadu_ps(yd + t8)));
+    #pragma GCC unroll 4
+    for (int t = 0; t < nt; t++, q8 += a_stride) {
+        const __m256i sum = xs_block_dot(v, vabs, sc, (const int8_t *)q8);
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[t]), _mm256_cvtepi32_ps(sum), acc[t]);
+    }
+}
+
+/* y.d of nt tokens for super-block i, zero past nt up to a multiple of 8 */
+AI void xs_token_scales(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd) {
+    for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+}
+
+#define XS_TB 16 /* blocks of token scales made at a time when the rows go one at a time */
+
+/* Loop order (x86/simd.h, "GEMMs with few tokens"): above GEMM_ROW1_NT tokens super-block i, row
+ * r (unpacked once), token t (streams past the row's registers); up to it the rows one at a time
+ * over XS_TB blocks. Up to XS_MAXT = 32 tokens a call (IQ4_XS's gemm_tokens), so each row's
+ * super-block is unpacked once for twice the tokens of E0_GEMM_TOKENS: tools/qspeed_gemm (AVX2,
+ * one thread) 22.6 row-token dots/us at 16 tokens, 23.8 at 32 (2 KiB more stack per token: acc
+ * is 32 rows x 32 tokens). The products x.d * y.d of all tokens come from one vector multiply per
+ * 8 tokens and are read back with broadcast loads (the same float products as vec_dot's scalar
+ * multiply). */
 void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int nt, const void *va, size_t a_stride, float *s,
                          size_t s_stride) {
     const uint8_t *w = vw, *a = va;
     const int64_t nb = n / QK_K;
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)e0_kvalues_iq4nl)), tabs = _mm256_abs_epi8(tbl);
+    const uint8_t *q8 = a + offsetof(e0_block_q8_K, qs); /* token 0's activations of block 0 */
     __m256 acc[MAXR][XS_MAXT];
-    __m256i v[8], sc[8];
-    float yd[XS_MAXT] = {0}, dd[XS_MAXT];
     for (int r = 0; r < nr; r++) zero_acc(acc[r], nt);
-    for (int64_t i = 0; i < nb; i++) {
-        for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * XS_BYTES;
-            xs_prefetch_next(w, w_stride, nr, r, i, nb);
-            __m256i vabs[8];
-            xs_unpack(x, tbl, tabs, v, vabs, sc);
-            IN_MEMORY(v); /* memory operands of the token loop; vabs stays in registers */
-            IN_MEMORY(sc);
-            const __m256 dx = _mm256_set1_ps(h2f(x + offsetof(e0_block_iq4_xs, d)));
-            for (int t8 = 0; t8 < nt; t8 += 8) /* lanes past nt multiply yd's zeros */
-                _mm256_storeu_ps(dd + t8, _mm256_mul_ps(dx, _mm256_loadu_ps(yd + t8)));
-            const uint8_t *q8 = (const uint8_t *)((const e0_block_q8_K *)a + i)->qs;
-            #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++, q8 += a_stride) {
-                const __m256i sum = xs_block_dot(v, vabs, sc, (const int8_t *)q8);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[t]), _mm256_cvtepi32_ps(sum), acc[r][t]);
+    if (nt <= GEMM_ROW1_NT) {
+        float yd[XS_TB][GEMM_ROW1_NT];
+        for (int64_t i0 = 0; i0 < nb; i0 += XS_TB) {
+            const int64_t nbc = nb - i0 < XS_TB ? nb - i0 : XS_TB;
+            for (int64_t i = 0; i < nbc; i++) xs_token_scales(a, a_stride, nt, i0 + i, yd[i]);
+            for (int r = 0; r < nr; r++)
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * XS_BYTES, XS_BYTES);
+                    xs_row_block(w + (size_t)r * w_stride + (size_t)(i0 + i) * XS_BYTES, nt, yd[i],
+                                 q8 + (size_t)(i0 + i) * sizeof(e0_block_q8_K), a_stride, tbl, tabs, acc[r]);
+                }
+        }
+    } else {
+        float yd[XS_MAXT];
+        for (int64_t i = 0; i < nb; i++) {
+            xs_token_scales(a, a_stride, nt, i, yd);
+            for (int r = 0; r < nr; r++) {
+                xs_prefetch_next(w, w_stride, nr, r, i, nb);
+                xs_row_block(w + (size_t)r * w_stride + (size_t)i * XS_BYTES, nt, yd, q8 + (size_t)i * sizeof(e0_block_q8_K), a_stride,
+                             tbl, tabs, acc[r]);
             }
         }
     }
