@@ -161,69 +161,104 @@ AI void prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64_t 
     __builtin_prefetch(p + IQ2XXS_SIZE - 1, 0, 3);
 }
 
+/* The tokens' terms of super-block i: yd[t] = y.d (0 past nt up to a multiple of 8) and ysum[t],
+ * dword k the sum of its q8 in sub-block k of SB_ORDER. */
+AI void xxs_terms(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd, __m256i *ysum) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int t = 0; t < nt; t++) {
+        const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
+        yd[t] = y->d;
+        __m256i sums[8];
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * SB_POS(k)));
+            sums[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q8), ones16);
+        }
+        ysum[t] = hsum8_i32(sums);
+    }
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+}
+
+/* Block b of one row against the nt tokens' terms (yd, ysum; q8 of token t at yq + t * a_stride):
+ * sumf[g] (tokens 8g .. 8g + 7) += (x.d * y.d) * the block sums. acc: the tokens' int32 lanes,
+ * zero past nt (so the 8-token sums of the last vector add zeros). */
+AI void xxs_row_block(const uint8_t *b, int nt, const float *yd, const __m256i *ysum, const uint8_t *yq, size_t a_stride,
+                      __m256i acc[MAXT], __m256 *sumf) {
+    const __m256i off = _mm256_set1_epi8(43);
+    const uint8_t *q = b + IQ2XXS_QS;
+    xxs_block ub;
+    xxs_unpack(q, &ub);
+    __m256i v[8], scv[8]; /* scv: the row block's scale vectors (madd memory operands) */
+    #pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) {
+        v[ib] = _mm256_add_epi8(xxs_weights(&ub, q + 8 * ib, ib), off);
+        scv[ib] = xxs_scale(&ub, ib);
+    }
+    IN_MEMORY(scv);
+    /* dword k: 43 * (2*ls+1) in its low int16, 0 in the high one (ysum's high int16 is its
+     * sign extension: madd gives 43 * sc * ysum exactly) */
+    const __m256i sc43 = _mm256_mullo_epi16(ub.sc1, _mm256_set1_epi32(43));
+    for (int t = 0; t < nt; t++, yq += a_stride) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int ib = 0; ib < 8; ib += 2) {
+            const __m256i y0 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib));
+            const __m256i y1 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib + 32));
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib], y0), scv[ib]));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib + 1], y1), scv[ib + 1]));
+        }
+        acc[t] = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_madd_epi16(ysum[t], sc43));
+    }
+    const __m256 xd = _mm256_set1_ps(h2f(b));
+    for (int g = 0; g < (nt + 7) / 8; g++) {
+        const __m256i bsum = hsum8_i32(acc + 8 * g);
+        const __m256 d = _mm256_mul_ps(xd, _mm256_loadu_ps(yd + 8 * g));
+        sumf[g] = _mm256_add_ps(sumf[g], _mm256_mul_ps(d, _mm256_cvtepi32_ps(bsum)));
+    }
+}
+
+#define XXS_TB 16 /* blocks of token terms made at a time when the rows go one at a time */
+
 /* nr <= MAXR rows x nt <= MAXT tokens. The roles of the vec_dot swap: the weights are the
  * unsigned operand of maddubs, offset to w = v + 43 (0..86), and the activations q8 the signed
  * one, read straight from the token rows as memory operands (pairs <= 2*86*128: no saturation;
  * the 8 weight vectors stay in registers across the token loop). The offset adds 43 * sum(sc *
  * q8) per (row, token): from the tokens' sub-block sums (once per call and block) and the row's
- * scales times 43, one madd per row, token and block. */
+ * scales times 43, one madd per row, token and block. Loop orders (x86/simd.h, "GEMMs with few
+ * tokens"): above GEMM_ROW1_NT tokens super-block i of every row, then i + 1; up to it the rows
+ * one at a time over XXS_TB blocks. */
 static void xxs_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, const uint8_t *a, size_t a_stride,
                      float *s, size_t s_stride) {
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), off = _mm256_set1_epi8(43);
     const int ng = (nt + 7) / 8; /* vectors of 8 tokens */
     const int64_t nb = n / QK_K;
+    const uint8_t *q8 = a + offsetof(e0_block_q8_K, qs); /* token 0's activations of block 0 */
     __m256 sumf[MAXR][MAXT / 8];
-    __m256i ysum[MAXT];     /* per token: dword k = the sum of its q8 in sub-block k of SB_ORDER (block i) */
-    __m256i acc[MAXT];      /* per token: int32 lanes of its block sum (lanes beyond nt stay 0) */
-    __m256i scv[8];         /* the row block's scale vectors (madd memory operands) */
-    float yd[MAXT] = {0};
+    __m256i acc[MAXT]; /* per token: int32 lanes of its block sum (lanes beyond nt stay 0) */
     for (int t = 0; t < MAXT; t++) acc[t] = _mm256_setzero_si256();
     for (int r = 0; r < nr; r++)
         for (int g = 0; g < ng; g++) sumf[r][g] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        for (int t = 0; t < nt; t++) {
-            const e0_block_q8_K *y = (const e0_block_q8_K *)(a + (size_t)t * a_stride) + i;
-            yd[t] = y->d;
-            __m256i sums[8];
-            #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * SB_POS(k)));
-                sums[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q8), ones16);
-            }
-            ysum[t] = hsum8_i32(sums);
-        }
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * IQ2XXS_SIZE, *q = b + IQ2XXS_QS;
-            prefetch_next(w, w_stride, nr, r, i, nb);
-            xxs_block ub;
-            xxs_unpack(q, &ub);
-            __m256i v[8];
-            #pragma GCC unroll 8
-            for (int ib = 0; ib < 8; ib++) {
-                v[ib] = _mm256_add_epi8(xxs_weights(&ub, q + 8 * ib, ib), off);
-                scv[ib] = xxs_scale(&ub, ib);
-            }
-            IN_MEMORY(scv);
-            /* dword k: 43 * (2*ls+1) in its low int16, 0 in the high one (ysum's high int16 is its
-             * sign extension: madd gives 43 * sc * ysum exactly) */
-            const __m256i sc43 = _mm256_mullo_epi16(ub.sc1, _mm256_set1_epi32(43));
-            const uint8_t *yq = a + (size_t)i * sizeof(e0_block_q8_K) + offsetof(e0_block_q8_K, qs);
-            for (int t = 0; t < nt; t++, yq += a_stride) {
-                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-                #pragma GCC unroll 8
-                for (int ib = 0; ib < 8; ib += 2) {
-                    const __m256i y0 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib));
-                    const __m256i y1 = _mm256_loadu_si256((const __m256i *)(yq + 32 * ib + 32));
-                    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib], y0), scv[ib]));
-                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(v[ib + 1], y1), scv[ib + 1]));
+    if (nt <= GEMM_ROW1_NT) {
+        float yd[XXS_TB][GEMM_ROW1_NT];
+        __m256i ysum[XXS_TB][GEMM_ROW1_NT];
+        for (int64_t i0 = 0; i0 < nb; i0 += XXS_TB) {
+            const int64_t nbc = nb - i0 < XXS_TB ? nb - i0 : XXS_TB;
+            for (int64_t i = 0; i < nbc; i++) xxs_terms(a, a_stride, nt, i0 + i, yd[i], ysum[i]);
+            for (int r = 0; r < nr; r++)
+                for (int64_t i = 0; i < nbc; i++) {
+                    prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * IQ2XXS_SIZE, IQ2XXS_SIZE);
+                    xxs_row_block(w + (size_t)r * w_stride + (size_t)(i0 + i) * IQ2XXS_SIZE, nt, yd[i], ysum[i],
+                                  q8 + (size_t)(i0 + i) * sizeof(e0_block_q8_K), a_stride, acc, sumf[r]);
                 }
-                acc[t] = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_madd_epi16(ysum[t], sc43));
-            }
-            const __m256 xd = _mm256_set1_ps(h2f(b));
-            for (int g = 0; g < ng; g++) {
-                const __m256i bsum = hsum8_i32(acc + 8 * g);
-                const __m256 d = _mm256_mul_ps(xd, _mm256_loadu_ps(yd + 8 * g));
-                sumf[r][g] = _mm256_add_ps(sumf[r][g], _mm256_mul_ps(d, _mm256_cvtepi32_ps(bsum)));
+        }
+    } else {
+        float yd[MAXT];
+        __m256i ysum[MAXT];
+        for (int64_t i = 0; i < nb; i++) {
+            xxs_terms(a, a_stride, nt, i, yd, ysum);
+            for (int r = 0; r < nr; r++) {
+                prefetch_next(w, w_stride, nr, r, i, nb);
+                xxs_row_block(w + (size_t)r * w_stride + (size_t)i * IQ2XXS_SIZE, nt, yd, ysum, q8 + (size_t)i * sizeof(e0_block_q8_K),
+                              a_stride, acc, sumf[r]);
             }
         }
     }
