@@ -122,8 +122,9 @@ AI void xs_prefetch_next(const uint8_t *w, size_t w_stride, int nr, int r, int64
     __builtin_prefetch(p + XS_BYTES - 1, 0, 3);
 }
 
-/* Block x of one row against nt tokens (dd: x.d * y.d of each; q8 of token t at q8 + t *
- * a_stride): acc[t] += dd[t] * the exact int32 lane sums of vec_dot. */
+/* Block x of one row against nt tokens (yd: their scales y.d for this block, zero past nt up to a
+ * multiple of 8; q8 of token t at q8 + t * a_stride): acc[t] += (x.d * y.d) * the exact int32
+ * lane sums of vec_dot. */
 AI void xs_row_block(const uint8_t *x, int nt, const float *yd, const uint8_t *q8, size_t a_stride, __m256i tbl, __m256i tabs,
                      __m256 *acc) {
     __m256i v[8], sc[8], vabs[8];
