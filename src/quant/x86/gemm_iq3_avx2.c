@@ -43,12 +43,6 @@ static inline __attribute__((always_inline)) void iq3_row_block(const uint8_t *x
     }
 }
 
-/* y.d of nt tokens for super-block i, zero past nt up to a multiple of 8 */
-static inline __attribute__((always_inline)) void iq3_token_scales(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd) {
-    for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
-    for (int t = nt; t % 8; t++) yd[t] = 0;
-}
-
 #define TB 16 /* blocks of token scales made at a time when the rows go one at a time */
 
 /* The GEMM of nt <= MAXT tokens over blocks of block_size bytes unpacked by unpack (inlined: a
@@ -69,7 +63,7 @@ static inline __attribute__((always_inline)) void gemm_iq3(int64_t n, int nr, co
         float yd[TB][GEMM_ROW1_NT];
         for (int64_t i0 = 0; i0 < nb; i0 += TB) {
             const int64_t nbc = nb - i0 < TB ? nb - i0 : TB;
-            for (int64_t i = 0; i < nbc; i++) iq3_token_scales(a, a_stride, nt, i0 + i, yd[i]);
+            for (int64_t i = 0; i < nbc; i++) q8_K_token_scales(a, a_stride, nt, i0 + i, yd[i]);
             for (int r = 0; r < nr; r++)
                 for (int64_t i = 0; i < nbc; i++) {
                     prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * block_size, block_size);
@@ -80,7 +74,7 @@ static inline __attribute__((always_inline)) void gemm_iq3(int64_t n, int nr, co
     } else {
         float yd[MAXT];
         for (int64_t i = 0; i < nb; i++) {
-            iq3_token_scales(a, a_stride, nt, i, yd);
+            q8_K_token_scales(a, a_stride, nt, i, yd);
             for (int r = 0; r < nr; r++) {
                 const uint8_t *x = w + (size_t)r * w_stride + (size_t)i * block_size;
                 if (prefetch) e0_prefetch_bytes(x + E0_PREFETCH_BLOCKS * block_size, block_size);

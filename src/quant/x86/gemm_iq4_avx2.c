@@ -142,12 +142,6 @@ AI void xs_row_block(const uint8_t *x, int nt, const float *yd, const uint8_t *q
     }
 }
 
-/* y.d of nt tokens for super-block i, zero past nt up to a multiple of 8 */
-AI void xs_token_scales(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd) {
-    for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
-    for (int t = nt; t % 8; t++) yd[t] = 0;
-}
-
 #define XS_TB 16 /* blocks of token scales made at a time when the rows go one at a time */
 
 /* Loop order (x86/simd.h, "GEMMs with few tokens"): above GEMM_ROW1_NT tokens super-block i, row
@@ -170,7 +164,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
         float yd[XS_TB][GEMM_ROW1_NT];
         for (int64_t i0 = 0; i0 < nb; i0 += XS_TB) {
             const int64_t nbc = nb - i0 < XS_TB ? nb - i0 : XS_TB;
-            for (int64_t i = 0; i < nbc; i++) xs_token_scales(a, a_stride, nt, i0 + i, yd[i]);
+            for (int64_t i = 0; i < nbc; i++) q8_K_token_scales(a, a_stride, nt, i0 + i, yd[i]);
             for (int r = 0; r < nr; r++)
                 for (int64_t i = 0; i < nbc; i++) {
                     prefetch_lines(w + (size_t)(r + GEMM_AHEAD) * w_stride + (size_t)(i0 + i) * XS_BYTES, XS_BYTES);
@@ -181,7 +175,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
     } else {
         float yd[XS_MAXT];
         for (int64_t i = 0; i < nb; i++) {
-            xs_token_scales(a, a_stride, nt, i, yd);
+            q8_K_token_scales(a, a_stride, nt, i, yd);
             for (int r = 0; r < nr; r++) {
                 xs_prefetch_next(w, w_stride, nr, r, i, nb);
                 xs_row_block(w + (size_t)r * w_stride + (size_t)i * XS_BYTES, nt, yd, q8 + (size_t)i * sizeof(e0_block_q8_K), a_stride,

@@ -48,6 +48,13 @@ static inline __attribute__((always_inline)) void prefetch_lines(const uint8_t *
     for (uintptr_t l = first; l <= last; l += 64) __builtin_prefetch((const void *)l, 0, 3);
 }
 
+/* y.d of super-block i of nt Q8_K token rows (a_stride bytes apart) into yd, zero past nt up to a
+ * multiple of 8 (the GEMMs multiply the scales 8 tokens to a vector). */
+static inline __attribute__((always_inline)) void q8_K_token_scales(const uint8_t *a, size_t a_stride, int nt, int64_t i, float *yd) {
+    for (int t = 0; t < nt; t++) yd[t] = ((const e0_block_q8_K *)(a + (size_t)t * a_stride) + i)->d;
+    for (int t = nt; t % 8; t++) yd[t] = 0;
+}
+
 /* fp16 -> float with F16C: a value, or the fp16 at byte p (any alignment). */
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 static inline float h2f(const uint8_t *p) { return _cvtsh_ss(e0_rd16(p)); }
