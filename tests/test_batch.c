@@ -1,7 +1,9 @@
 /* test_batch.c — e0_eval_batch (engine.h, batch.c): one forward pass over the next tokens of
  * several sequences gives each sequence the logits e0_eval gives it alone, bit for bit:
  *  - on the golden dense and MoE models, experts resident and streamed through a cache with few
- *    slots (prefetch on), f32 and f16 KV;
+ *    slots, f32 and f16 KV; routing actual, prefetch=on and predicted (each row predicted from its
+ *    own state: the sequences' prediction counts equal those of e0_eval alone), and the streamed
+ *    batches acquire fewer experts than the sequences alone (the union once, not a fallback);
  *  - on synth models: qwen3moe with Q4_K / Q8_0 weights (the gemm kernels over several tokens),
  *    gpt-oss (sliding-window rings shorter than the sequences), and the fallback architectures
  *    (a hybrid DeltaNet model, deepseek2's MLA);
@@ -31,18 +33,30 @@ static int argmax(const float *x, int64_t n) {
 
 /* A context like the session's (sched.c's slots are made the same way); share: working in the
  * session context's scratch buffers, as serve's slots do. */
-static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, bool prefetch, bool share, e0_err *e) {
+enum { ACTUAL, PREFETCH, PREDICTED };
+
+static void set_routing(e0_ctx *c, int routing) {
+    if (routing != ACTUAL) e0_ctx_set_routing(c, routing == PREDICTED, 1, 1, routing == PREFETCH);
+}
+
+/* Expert acquisitions so far (hits + misses: each id once per call). */
+static uint64_t requests(const e0_session *s) {
+    const e0_experts_stats *st = s->xc ? e0_experts_get_stats(s->xc) : NULL;
+    return st ? st->hits + st->misses : 0;
+}
+
+static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, int routing, bool share, e0_err *e) {
     e0_ctx_params p = *cp;
     if (share) p.scratch_owner = s->c;
     e0_ctx *c = e0_ctx_new(s->m, &p, e);
     if (!c) return NULL;
     e0_ctx_set_experts(c, s->xc);
-    if (prefetch) e0_ctx_set_routing(c, false, 1, 1, true);
+    set_routing(c, routing);
     return c;
 }
 
 /* opts: --model-option strings (NULL-terminated). */
-static void check_model(const char *path, const char *const *opts, uint32_t kv_type, bool prefetch) {
+static void check_model(const char *path, const char *const *opts, uint32_t kv_type, int routing) {
     e0_err e;
     e0_options o;
     e0_options_init(&o);
@@ -59,12 +73,12 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     int next[N_SEQ];
     bool ok = true;
     for (int i = 0; i < N_SEQ && ok; i++) {
-        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, prefetch, i % 2 == 1, &e);
-        ref[i] = new_ctx(&s, &cp, prefetch, false, &e);
+        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, routing, i % 2 == 1, &e);
+        ref[i] = new_ctx(&s, &cp, routing, false, &e);
         ok = bat[i] && ref[i];
         CHECKF(ok, "context %d: %s", i, e.msg);
         if (!ok) break;
-        if (prefetch && i == 0) e0_ctx_set_routing(s.c, false, 1, 1, true);
+        if (i == 0) set_routing(s.c, routing);
         /* prompt i: 2 + 3i tokens (positions differ), different ids per sequence */
         int prompt[32], np = 2 + 3 * i;
         for (int k = 0; k < np; k++) prompt[k] = (int)((7 + 31 * i + 13 * k) % V);
@@ -74,6 +88,7 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     }
     /* steps: n = 1..8 sequences, the first context rotating through them */
     int differ = 0, steps = 0;
+    uint64_t req_batch = 0, req_alone = 0; /* acquisitions by batches of n >= 2, by the same steps alone */
     for (int n = 1; n <= N_SEQ && ok; n++)
         for (int rot = 0; rot < 2 && ok; rot++) {
             e0_ctx *cs[N_SEQ];
@@ -83,8 +98,10 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
                 cs[j] = bat[who[j]];
                 toks[j] = next[who[j]];
             }
+            const uint64_t r0 = requests(&s);
             ok = e0_eval_batch(cs, toks, n, &e) == 0;
             CHECKF(ok, "batch of %d: %s", n, e.msg);
+            const uint64_t r1 = requests(&s);
             for (int j = 0; j < n && ok; j++) {
                 int q = who[j];
                 ok = e0_eval(ref[q], &next[q], 1, NULL, &e) == 0;
@@ -96,9 +113,27 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
                 }
                 next[q] = argmax(e0_ctx_logits(ref[q]), V);
             }
+            if (n >= 2) req_batch += r1 - r0, req_alone += requests(&s) - r1;
             steps++;
         }
     CHECKF(differ == 0, "%s: %d sequence-steps differ from e0_eval alone (%d batches)", path, differ, steps);
+    if (ok && s.xc) /* the union once per layer: a fallback to e0_eval each would acquire as many */
+        CHECKF(req_batch < req_alone, "%s: batches acquired %llu experts, the same steps alone %llu", path,
+               (unsigned long long)req_batch, (unsigned long long)req_alone);
+    if (ok && routing != ACTUAL) { /* each sequence's predictions, scored as alone */
+        uint64_t tb = 0;
+        for (int q = 0; q < N_SEQ; q++)
+            for (int l = 0; l < s.m->hp.n_layer; l++) {
+                uint64_t hb, nb, hr, nr;
+                e0_ctx_prediction_stats(bat[q], l, &hb, &nb);
+                e0_ctx_prediction_stats(ref[q], l, &hr, &nr);
+                CHECKF(hb == hr && nb == nr, "%s: seq %d layer %d: predictions %llu/%llu right batched, %llu/%llu alone",
+                       path, q, l, (unsigned long long)hb, (unsigned long long)nb, (unsigned long long)hr,
+                       (unsigned long long)nr);
+                tb += nb;
+            }
+        CHECKF(tb > 0, "%s: no prediction was scored", path);
+    }
     if (ok) {
         /* bad calls: a repeated context, a bad token, too many for n_batch (8); nothing moves */
         int p0 = e0_ctx_pos(bat[1]), p1 = e0_ctx_pos(bat[2]);
@@ -142,18 +177,20 @@ static const char *golden(const char *name) {
 
 static void test_golden_dense(void) {
     const char *names[] = {"llama-dense", "qwen2-dense", "qwen3-dense", "llama-tied", "stories260K"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), NULL, 0, false);
-    check_model(golden("qwen3-dense"), NULL, 1 /* F16 */, false);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), NULL, 0, ACTUAL);
+    check_model(golden("qwen3-dense"), NULL, 1 /* F16 */, ACTUAL);
 }
 
 static void test_golden_moe_resident(void) {
     const char *names[] = {"qwen3moe", "qwen2moe", "llama-moe", "stories260K-moe4"};
     const char *opts[] = {"experts=resident", NULL};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), opts, 0, false);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_model(golden(names[i]), opts, 0, ACTUAL);
+    check_model(golden("qwen3moe"), opts, 0, PREDICTED); /* predicted experts computed, none read */
 }
 
 /* Streamed through a cache of as few slots as a token uses: a batch's union of experts is taken
- * in several acquisitions per layer. */
+ * in several acquisitions per layer; read ahead (prefetch=on), and computed as predicted
+ * (routing=predicted, the default when experts stream). */
 static void test_golden_moe_streamed(void) {
     const char *names[] = {"qwen3moe", "qwen2moe", "stories260K-moe4"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -165,7 +202,8 @@ static void test_golden_moe_streamed(void) {
         snprintf(slots, sizeof slots, "expert_slots=%lld", (long long)m->hp.n_expert_used);
         e0_model_free(m);
         const char *opts[] = {"experts=stream", slots, NULL};
-        check_model(golden(names[i]), opts, 0, true);
+        check_model(golden(names[i]), opts, 0, PREFETCH);
+        check_model(golden(names[i]), opts, 0, PREDICTED);
     }
 }
 
@@ -188,7 +226,7 @@ static void test_synth(void) {
         char path[1024];
         CHECKF(synth(cases[i][1], path, sizeof path, cases[i][0]) == 0, "synth %s", cases[i][1]);
         const char *opts[] = {"experts=resident", NULL};
-        check_model(path, opts, 0, false);
+        check_model(path, opts, 0, ACTUAL);
         unlink(path);
     }
 }

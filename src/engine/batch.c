@@ -13,11 +13,15 @@
  * for bit; which thread computes a row never matters), and routing, the weighted expert sum and
  * attention are per token. tests/test_batch.c checks it.
  *
+ * routing=predicted (the default when experts stream) and prefetch=on batch too: each row's
+ * prediction for the next layer is made from its own hidden state into its own sequence's pred
+ * state, and the union of the rows' predictions is read ahead once (experts_predict.c).
+ *
  * Falls back to one e0_eval per context (same results, no shared weight reads) where a batch
  * does not apply: a single token, deepseek2's MLA, the hybrid DeltaNet architectures (their
- * recurrent state is per sequence and their layers work on whole chunks), routing=replay or
- * routing=predicted (their routing depends on each sequence's own history), and contexts whose
- * KV types or sizes differ from ctxs[0]'s. */
+ * recurrent state is per sequence and their layers work on whole chunks), routing=replay (each
+ * sequence walks the trace from its own step), and contexts whose KV types, sizes or routing
+ * options differ from ctxs[0]'s. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +34,11 @@ static bool batchable(e0_ctx *const *ctxs, int n) {
     if (n < 2 || hp->mla || hp->hybrid) return false;
     for (int i = 0; i < n; i++) {
         const e0_ctx *s = ctxs[i];
-        if (s->replay.trace || s->pred.predicted) return false;
+        if (s->replay.trace) return false;
         if (s->n_ctx != c->n_ctx || s->kv.type_k != c->kv.type_k || s->kv.type_v != c->kv.type_v) return false;
+        if (s->pred.predicted != c->pred.predicted || s->pred.prefetch != c->pred.prefetch ||
+            s->pred.predict_from != c->pred.predict_from || s->pred.predict_ahead != c->pred.predict_ahead)
+            return false;
     }
     return true;
 }
@@ -77,7 +84,7 @@ int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
     if (rc < 0) return -1;
     for (int i = 0; i < n; i++) {
         memcpy(ctxs[i]->act.logits, c->batch.logits + (size_t)i * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
-        /* the predictor did not run this step: its pending predictions are not for the next one */
+        /* a step's predictions are used within it: none pending is for the next step */
         e0_predict_forget(ctxs[i]);
     }
     return 0;

@@ -8,7 +8,11 @@
  *   prefetch=on         with actual routing: only read the predictions ahead, compute exactly
  *   prefill_read=auto   prefill chunks of >= prefill_ahead_min tokens: while a layer computes,
  *                       read the experts the next layer's router ranks highest for the chunk
- * and the per-layer prediction hit counts. Reads go through the expert cache (experts.h) as
+ * and the per-layer prediction hit counts. In a batched decode step (e0_eval_batch: row i of the
+ * chunk is the next token of sequence batch.seqs[i]) every row is predicted, scored and replaced
+ * from its own hidden state into its own sequence's pred state, exactly as that sequence's
+ * e0_eval alone would, and the reads ahead are the union of the rows' predictions, asked for
+ * once. Reads go through the expert cache (experts.h) as
  * e0_experts_prefetch: they never wait and never evict a pinned expert, so with actual routing
  * the results are those of resident experts whatever is predicted.
  *
@@ -61,6 +65,31 @@ void e0_ctx_set_replay(e0_ctx *c, const e0_trace *t, double predict_p, uint64_t 
 
 /* ---- prediction ---- */
 
+/* A layer's prediction for the token of sequence s, made one layer earlier, scored against the
+ * router's choice sel [K]; routing=predicted: the token computes with the predicted experts,
+ * weighted by the router's probabilities p [X] of them (renormalized as the model does). */
+static void use_prediction(e0_ctx *s, int il, int *sel, float *sel_w, const float *p) {
+    const int64_t K = s->hp->n_expert_used;
+    const int *pred = s->pred.ids + (size_t)il * K;
+    for (int64_t a = 0; a < K; a++)
+        for (int64_t r = 0; r < K; r++) s->pred.hits[il] += pred[a] == sel[r];
+    s->pred.total[il] += (uint64_t)K;
+    if (s->pred.predicted) {
+        memcpy(sel, pred, (size_t)K * sizeof *pred);
+        /* replay: no router probabilities to weight with; the slot weights stay the trace's */
+        if (!s->replay.trace) e0_route_weights(s->hp, p, pred, sel_w);
+    }
+    s->pred.valid[il] = false;
+}
+
+/* The layer whose experts are predicted d layers after il, or -1 (past the last layer, before
+ * predict_from, or a dense layer such as deepseek2's leading ones). */
+static int layer_ahead(const e0_ctx *c, int il, int d) {
+    int next = il + d;
+    if (next >= c->hp->n_layer || next < c->pred.predict_from || !c->m->layers[next].router.t) return -1;
+    return next;
+}
+
 /* Decode step, layer il: predict the experts of layers il+1 .. il+predict_ahead from this
  * layer's FFN input xn [1][E] (the residual stream changes slowly, so a later layer's router
  * applied to it mostly agrees) and start reading them. The prediction for il+1 is the one
@@ -69,13 +98,11 @@ static void predict_ahead(e0_ctx *c, int il) {
     const e0_hparams *hp = c->hp;
     e0_matmul_input(c, c->act.xn, 1, hp->n_embd);
     for (int d = 1; d <= c->pred.predict_ahead; d++) {
-        int next = il + d;
-        if (next >= hp->n_layer) break;
-        if (next < c->pred.predict_from) continue;
-        const e0_layer *N = &c->m->layers[next];
-        if (!N->router.t) continue; /* a dense layer (deepseek2's leading ones) */
-        int ids[64], *dst = d == 1 ? c->pred.ids + (size_t)next * hp->n_expert_used : ids;
         if (d > 1 && hp->n_expert_used > 64) break;
+        const int next = layer_ahead(c, il, d);
+        if (next < 0) continue;
+        const e0_layer *N = &c->m->layers[next];
+        int ids[64], *dst = d == 1 ? c->pred.ids + (size_t)next * hp->n_expert_used : ids;
         if (c->replay.trace) {
             replay_guess(c, next, 0, dst); /* replay: the trace's experts, right with probability P */
         } else {
@@ -86,6 +113,54 @@ static void predict_ahead(e0_ctx *c, int il) {
         }
         if (d == 1) c->pred.valid[next] = true;
         if (c->moe.xc) e0_experts_prefetch(c->moe.xc, next, dst, (int)hp->n_expert_used);
+    }
+}
+
+/* ranked [0 .. n) = the experts with count [x] > 0, by count descending (ties: lower id first);
+ * returns n. */
+static int rank_by_count(const int *count, int64_t X, int *ranked) {
+    int n = 0;
+    for (int64_t x = 0; x < X; x++)
+        if (count[x]) ranked[n++] = (int)x;
+    for (int a = 1; a < n; a++) /* insertion sort: X is small */
+        for (int b = a; b > 0 && count[ranked[b]] > count[ranked[b - 1]]; b--) {
+            int t = ranked[b];
+            ranked[b] = ranked[b - 1];
+            ranked[b - 1] = t;
+        }
+    return n;
+}
+
+/* predict_ahead for a batched decode step of n rows (row i: sequence batch.seqs[i]): each row's
+ * predictions from its own xn row, as its sequence alone would make them (the router's rows come
+ * out of one matrix product with the same bits as one-row products), into its sequence's pred
+ * state; then one read ahead of the rows' union, the experts most rows predicted first.
+ * Aliases, safe because moe_ffn refills each after this returns: logits [n][X] = moe.router,
+ * whose probabilities use_prediction has read; count [X+1] = moe.expert_start; ranked [X] =
+ * moe.used. */
+static void predict_ahead_batch(e0_ctx *c, int il, int n) {
+    const e0_hparams *hp = c->hp;
+    const int64_t X = hp->n_expert, K = hp->n_expert_used;
+    float *logits = c->moe.router;
+    int *count = c->moe.expert_start, *ranked = c->moe.used;
+    e0_matmul_input(c, c->act.xn, n, hp->n_embd);
+    for (int d = 1; d <= c->pred.predict_ahead; d++) {
+        if (d > 1 && K > 64) break;
+        const int next = layer_ahead(c, il, d);
+        if (next < 0) continue;
+        const e0_layer *N = &c->m->layers[next];
+        e0_matmul_weight(c, &N->router, logits);
+        memset(count, 0, (size_t)(X + 1) * sizeof *count);
+        for (int i = 0; i < n; i++) {
+            e0_ctx *s = c->batch.seqs[i];
+            int ids[64], *dst = d == 1 ? s->pred.ids + (size_t)next * K : ids;
+            float *p = logits + (size_t)i * X;
+            e0_route_probs(hp, N->router_b, p);
+            e0_route_select(hp, N->exp_probs_b, p, dst, c->moe.route_tmp);
+            if (d == 1) s->pred.valid[next] = true;
+            for (int64_t k = 0; k < K; k++) count[dst[k]]++;
+        }
+        if (c->moe.xc) e0_experts_prefetch(c->moe.xc, next, ranked, rank_by_count(count, X, ranked));
     }
 }
 
@@ -118,37 +193,24 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
         else e0_top_k(next_logits + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
         for (int64_t s = 0; s < K; s++) count[ids[s]]++;
     }
-    int n = 0;
-    for (int64_t x = 0; x < X; x++)
-        if (count[x]) ranked[n++] = (int)x;
-    for (int a = 1; a < n; a++) /* by count, descending (insertion sort: X is small) */
-        for (int b = a; b > 0 && count[ranked[b]] > count[ranked[b - 1]]; b--) {
-            int t = ranked[b];
-            ranked[b] = ranked[b - 1];
-            ranked[b - 1] = t;
-        }
+    const int n = rank_by_count(count, X, ranked);
     const int slots = e0_experts_slots(c->moe.xc, il + 1);
     e0_experts_prefetch(c->moe.xc, il + 1, ranked, n < slots ? n : slots);
 }
 
 void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
-    const int64_t K = hp->n_expert_used;
-    if (n_tok == 1 && c->pred.valid[il]) {
-        /* Score the prediction for this layer against the router's choice sel [1][K]. */
-        const int *pred = c->pred.ids + (size_t)il * K;
-        for (int64_t s = 0; s < K; s++)
-            for (int64_t r = 0; r < K; r++) c->pred.hits[il] += pred[s] == c->moe.sel[r];
-        c->pred.total[il] += (uint64_t)K;
-        /* routing=predicted: compute with the predicted experts, weighted by the router's
-         * probabilities of them (moe.router [1][X] after route()), renormalized as the model does. */
-        if (c->pred.predicted) {
-            memcpy(c->moe.sel, pred, (size_t)K * sizeof *pred);
-            /* replay: no router probabilities to weight with; the slot weights stay the trace's */
-            if (!c->replay.trace) e0_route_weights(hp, c->moe.router, pred, c->moe.sel_w);
-        }
-        c->pred.valid[il] = false;
+    const int64_t K = hp->n_expert_used, X = hp->n_expert;
+    if (c->batch.seqs) { /* a batched decode step: row i is sequence seqs[i]'s token (batch.c) */
+        for (int i = 0; i < n_tok; i++)
+            if (c->batch.seqs[i]->pred.valid[il])
+                use_prediction(c->batch.seqs[i], il, c->moe.sel + (size_t)i * K, c->moe.sel_w + (size_t)i * K,
+                               c->moe.router + (size_t)i * X);
+        if (c->pred.predicted || c->pred.prefetch) predict_ahead_batch(c, il, n_tok);
+        e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* the predictor used the matmul input cache */
+        return;
     }
+    if (n_tok == 1 && c->pred.valid[il]) use_prediction(c, il, c->moe.sel, c->moe.sel_w, c->moe.router);
     bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
     if (n_tok == 1 && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
     e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* predict_ahead used the matmul input cache */
