@@ -33,10 +33,12 @@ static int argmax(const float *x, int64_t n) {
 
 /* A context like the session's (sched.c's slots are made the same way); share: working in the
  * session context's scratch buffers, as serve's slots do. */
-enum { ACTUAL, PREFETCH, PREDICTED };
+/* ACTUAL, PREFETCH, PREDICTED: set here; SESSION: as the options say (e0_session_setup_ctx,
+ * context i of N_SEQ: routing=replay starts each sequence at its own trace step) */
+enum { ACTUAL, PREFETCH, PREDICTED, SESSION };
 
 static void set_routing(e0_ctx *c, int routing) {
-    if (routing != ACTUAL) e0_ctx_set_routing(c, routing == PREDICTED, 1, 1, routing == PREFETCH);
+    if (routing != SESSION) e0_ctx_set_routing(c, routing == PREDICTED, 1, 1, routing == PREFETCH);
 }
 
 /* Expert acquisitions so far (hits + misses: each id once per call). */
@@ -45,12 +47,12 @@ static uint64_t requests(const e0_session *s) {
     return st ? st->hits + st->misses : 0;
 }
 
-static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, int routing, bool share, e0_err *e) {
+static e0_ctx *new_ctx(e0_session *s, const e0_ctx_params *cp, int routing, bool share, int i, e0_err *e) {
     e0_ctx_params p = *cp;
     if (share) p.scratch_owner = s->c;
     e0_ctx *c = e0_ctx_new(s->m, &p, e);
     if (!c) return NULL;
-    e0_ctx_set_experts(c, s->xc);
+    e0_session_setup_ctx(s, c, i, N_SEQ);
     set_routing(c, routing);
     return c;
 }
@@ -73,8 +75,8 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     int next[N_SEQ];
     bool ok = true;
     for (int i = 0; i < N_SEQ && ok; i++) {
-        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, routing, i % 2 == 1, &e);
-        ref[i] = new_ctx(&s, &cp, routing, false, &e);
+        bat[i] = i == 0 ? s.c : new_ctx(&s, &cp, routing, i % 2 == 1, i, &e);
+        ref[i] = new_ctx(&s, &cp, routing, false, i, &e);
         ok = bat[i] && ref[i];
         CHECKF(ok, "context %d: %s", i, e.msg);
         if (!ok) break;
@@ -120,7 +122,8 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     if (ok && s.xc) /* the union once per layer: a fallback to e0_eval each would acquire as many */
         CHECKF(req_batch < req_alone, "%s: batches acquired %llu experts, the same steps alone %llu", path,
                (unsigned long long)req_batch, (unsigned long long)req_alone);
-    if (ok && routing != ACTUAL) { /* each sequence's predictions, scored as alone */
+    const bool predictor = routing == PREFETCH || routing == PREDICTED || (routing == SESSION && o.replay_predict >= 0);
+    if (ok && predictor) { /* each sequence's predictions, scored as alone */
         uint64_t tb = 0;
         for (int q = 0; q < N_SEQ; q++)
             for (int l = 0; l < s.m->hp.n_layer; l++) {
@@ -207,6 +210,51 @@ static void test_golden_moe_streamed(void) {
     }
 }
 
+/* routing=replay (with and without a predictor, streamed): every sequence replays a synthetic
+ * trace from its own step (e0_replay_first_step), batched as alone. */
+static void test_golden_moe_replay(void) {
+    const char *names[] = {"qwen3moe", "stories260K-moe4"};
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+        e0_err e;
+        e0_model *m = e0_model_load(golden(names[n]), NULL, false, &e);
+        CHECKF(m, "%s", e.msg);
+        if (!m) continue;
+        const int X = (int)m->hp.n_expert, K = (int)m->hp.n_expert_used, L = (int)m->hp.n_layer;
+        e0_model_free(m);
+        char trace[1024], slots[64];
+        snprintf(trace, sizeof trace, "%s/test-batch-%s.trace.csv", t_build(), names[n]);
+        FILE *f = fopen(trace, "w");
+        CHECKF(f, "%s", trace);
+        if (!f) continue;
+        fprintf(f, "# E=%d k=%d; synthetic\nseq,token,phase,layer,experts\n", X, K);
+        uint64_t r = 12345;
+        for (int tok = 0; tok < 61; tok++) /* 61 steps: the sequences' start steps differ */
+            for (int l = 0; l < L; l++) {
+                fprintf(f, "0,%d,1,%d,", tok, l);
+                int used[64] = {0}, got = 0;
+                while (got < K && K <= 64) {
+                    r = r * 6364136223846793005ull + 1442695040888963407ull;
+                    int x = (int)((r >> 33) % (uint64_t)X);
+                    bool dup = false;
+                    for (int k = 0; k < got; k++) dup |= used[k] == x;
+                    if (dup) continue;
+                    used[got] = x;
+                    fprintf(f, "%s%d", got++ ? ";" : "", x);
+                }
+                fprintf(f, "\n");
+            }
+        fclose(f);
+        char tr[1100];
+        snprintf(tr, sizeof tr, "routing_trace=%s", trace);
+        snprintf(slots, sizeof slots, "expert_slots=%d", K);
+        const char *exact[] = {"experts=stream", slots, "routing=replay", tr, NULL};
+        const char *pred[] = {"experts=stream", slots, "routing=replay", tr, "replay_predict=0.7", NULL};
+        check_model(golden(names[n]), exact, 0, SESSION);
+        check_model(golden(names[n]), pred, 0, SESSION);
+        unlink(trace);
+    }
+}
+
 static int synth(const char *args, char *out, size_t cap, const char *name) {
     char cmd[2048];
     snprintf(out, cap, "%s/test-batch-%s.gguf", t_build(), name);
@@ -266,6 +314,7 @@ int main(void) {
     RUN(test_golden_dense);
     RUN(test_golden_moe_resident);
     RUN(test_golden_moe_streamed);
+    RUN(test_golden_moe_replay);
     RUN(test_synth);
     RUN(test_bench_batch_size);
     return T_DONE();

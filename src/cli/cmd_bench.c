@@ -318,7 +318,6 @@ static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
     e0_ctx **cs = calloc((size_t)B, sizeof *cs);
     if (!cs) return e0_fail(e, "out of memory"), NULL;
     const e0_ctx *c = ses->c;
-    const e0_options *o = &ses->opt;
     e0_ctx_params cp = {.n_ctx = e0_ctx_n_ctx(c), .n_threads = e0_ctx_n_threads(c), .n_threads_prefill = e0_ctx_n_threads_prefill(c),
                         .n_batch = e0_ctx_n_batch(c) > B ? e0_ctx_n_batch(c) : B, .type_k = e0_ctx_type_k(c), .type_v = e0_ctx_type_v(c)};
     /* the sequences are evaluated one at a time (prefill) or as one batch in cs[0]'s buffers:
@@ -333,11 +332,7 @@ static e0_ctx **batch_contexts(const e0_session *ses, int B, e0_err *e) {
             free(cs);
             return NULL;
         }
-        e0_ctx_set_experts(cs[b], ses->xc);
-        e0_ctx_set_prefill_read(cs[b], o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
-        e0_ctx_set_routing(cs[b], o->routing == E0_ROUTING_PREDICTED, (int)o->predict_from_layer, (int)o->predict_ahead,
-                           o->prefetch == E0_ON);
-        if (o->routing == E0_ROUTING_REPLAY) e0_ctx_set_replay(cs[b], ses->trace, o->replay_predict, (uint64_t)b + 1);
+        e0_session_setup_ctx(ses, cs[b], b, B);
     }
     return cs;
 }

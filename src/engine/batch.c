@@ -13,15 +13,15 @@
  * for bit; which thread computes a row never matters), and routing, the weighted expert sum and
  * attention are per token. tests/test_batch.c checks it.
  *
- * routing=predicted (the default when experts stream) and prefetch=on batch too: each row's
- * prediction for the next layer is made from its own hidden state into its own sequence's pred
- * state, and the union of the rows' predictions is read ahead once (experts_predict.c).
+ * routing=predicted (the default when experts stream), prefetch=on and routing=replay batch too
+ * (experts_predict.c): each row's prediction for the next layer is made from its own hidden
+ * state (replay: its own sequence's trace step and predictor state) into its own sequence's pred
+ * state, and the union of the rows' predictions is read ahead once.
  *
  * Falls back to one e0_eval per context (same results, no shared weight reads) where a batch
  * does not apply: a single token, deepseek2's MLA, the hybrid DeltaNet architectures (their
- * recurrent state is per sequence and their layers work on whole chunks), routing=replay (each
- * sequence walks the trace from its own step), and contexts whose KV types, sizes or routing
- * options differ from ctxs[0]'s. */
+ * recurrent state is per sequence and their layers work on whole chunks), and contexts whose KV
+ * types, sizes or routing options (trace included) differ from ctxs[0]'s. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +34,7 @@ static bool batchable(e0_ctx *const *ctxs, int n) {
     if (n < 2 || hp->mla || hp->hybrid) return false;
     for (int i = 0; i < n; i++) {
         const e0_ctx *s = ctxs[i];
-        if (s->replay.trace) return false;
+        if (s->replay.trace != c->replay.trace || s->replay.predict_p != c->replay.predict_p) return false;
         if (s->n_ctx != c->n_ctx || s->kv.type_k != c->kv.type_k || s->kv.type_v != c->kv.type_v) return false;
         if (s->pred.predicted != c->pred.predicted || s->pred.prefetch != c->pred.prefetch ||
             s->pred.predict_from != c->pred.predict_from || s->pred.predict_ahead != c->pred.predict_ahead)

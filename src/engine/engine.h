@@ -122,11 +122,15 @@ void e0_ctx_set_routing(e0_ctx *c, bool predicted, int predict_from, int predict
 void e0_ctx_set_prefill_read(e0_ctx *c, bool ahead, int min_tokens);
 int e0_ctx_n_batch(const e0_ctx *c);
 /* routing=replay: take every MoE layer's experts from trace t (not owned; must outlive c),
- * cycling through its steps. predict_p >= 0: the predictor (routing=predicted semantics, and
- * prefetch / prefill_read) is given the trace's experts, each right with probability predict_p
- * and otherwise a wrong expert drawn from `seed`; < 0: there is no predictor. */
+ * cycling through its steps from first_step on. predict_p >= 0: the predictor (routing=predicted
+ * semantics, and prefetch / prefill_read) is given the trace's experts, each right with
+ * probability predict_p and otherwise a wrong expert drawn from `seed`; < 0: there is no
+ * predictor. Sequences decoded together (bench --batch-size, serve's slots) start at
+ * e0_replay_first_step: spread over the trace, as independent requests route differently. */
 struct e0_trace;
-void e0_ctx_set_replay(e0_ctx *c, const struct e0_trace *t, double predict_p, uint64_t seed);
+void e0_ctx_set_replay(e0_ctx *c, const struct e0_trace *t, double predict_p, uint64_t seed, uint64_t first_step);
+/* Sequence i of n: trace step floor(i * n_step / n). */
+uint64_t e0_replay_first_step(const struct e0_trace *t, int i, int n);
 /* The routing log (tests and diagnostics: `edge0-infer logits --routes`): fn(user, layer, pos,
  * experts, k) for every token of every MoE layer, with the k experts the token is computed with
  * (after replay and prediction), in the router's order; pos is the token's position in its

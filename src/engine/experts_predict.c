@@ -29,11 +29,22 @@
 
 /* ---- routing=replay ---- */
 
+/* The context whose replay state row i of the chunk uses, and that row's trace step: in a
+ * batched decode step (batch.c) row i is sequence seqs[i]'s token, at its own step; otherwise
+ * the chunk's tokens are consecutive steps of c. */
+static e0_ctx *replay_row(e0_ctx *c, int i, uint64_t *step) {
+    e0_ctx *s = c->batch.seqs ? c->batch.seqs[i] : c;
+    *step = c->batch.seqs ? s->replay.step : c->replay.step + (uint64_t)i;
+    return s;
+}
+
 /* The predictor's guess dst [K] for model layer il, token i of the chunk (e0_trace_guess). */
 static void replay_guess(e0_ctx *c, int il, int i, int *dst) {
     const e0_trace *t = c->replay.trace;
-    e0_trace_guess(e0_trace_experts(t, c->replay.step + (uint64_t)i, e0_trace_layer_for(t, il, c->hp->n_layer)),
-                   c->hp->n_expert_used, c->hp->n_expert, c->replay.predict_p, &c->replay.rng, dst);
+    uint64_t step;
+    e0_ctx *s = replay_row(c, i, &step);
+    e0_trace_guess(e0_trace_experts(t, step, e0_trace_layer_for(t, il, c->hp->n_layer)), c->hp->n_expert_used,
+                   c->hp->n_expert, s->replay.predict_p, &s->replay.rng, dst);
 }
 
 void e0_replay_route(e0_ctx *c, int il, int n_tok) {
@@ -41,8 +52,10 @@ void e0_replay_route(e0_ctx *c, int il, int n_tok) {
     const int64_t K = c->hp->n_expert_used;
     const int li = e0_trace_layer_for(t, il, c->hp->n_layer);
     for (int i = 0; i < n_tok; i++) {
-        const int *ids = e0_trace_experts(t, c->replay.step + (uint64_t)i, li);
-        const float *tw = e0_trace_weights(t, c->replay.step + (uint64_t)i, li);
+        uint64_t step;
+        replay_row(c, i, &step);
+        const int *ids = e0_trace_experts(t, step, li);
+        const float *tw = e0_trace_weights(t, step, li);
         int *sel = c->moe.sel + (size_t)i * K;
         float *w = c->moe.sel_w + (size_t)i * K;
         float sum = 0;
@@ -56,11 +69,15 @@ void e0_replay_route(e0_ctx *c, int il, int n_tok) {
     }
 }
 
-void e0_ctx_set_replay(e0_ctx *c, const e0_trace *t, double predict_p, uint64_t seed) {
+void e0_ctx_set_replay(e0_ctx *c, const e0_trace *t, double predict_p, uint64_t seed, uint64_t first_step) {
     c->replay.trace = c->hp->n_expert > 0 ? t : NULL;
-    c->replay.step = 0;
+    c->replay.step = first_step;
     c->replay.predict_p = predict_p;
     c->replay.rng = seed ? seed : 1;
+}
+
+uint64_t e0_replay_first_step(const e0_trace *t, int i, int n) {
+    return t && i > 0 && n > 0 ? (uint64_t)i * (uint64_t)t->n_step / (uint64_t)n : 0;
 }
 
 /* ---- prediction ---- */
@@ -149,14 +166,18 @@ static void predict_ahead_batch(e0_ctx *c, int il, int n) {
         const int next = layer_ahead(c, il, d);
         if (next < 0) continue;
         const e0_layer *N = &c->m->layers[next];
-        e0_matmul_weight(c, &N->router, logits);
+        if (!c->replay.trace) e0_matmul_weight(c, &N->router, logits);
         memset(count, 0, (size_t)(X + 1) * sizeof *count);
         for (int i = 0; i < n; i++) {
             e0_ctx *s = c->batch.seqs[i];
             int ids[64], *dst = d == 1 ? s->pred.ids + (size_t)next * K : ids;
-            float *p = logits + (size_t)i * X;
-            e0_route_probs(hp, N->router_b, p);
-            e0_route_select(hp, N->exp_probs_b, p, dst, c->moe.route_tmp);
+            if (c->replay.trace) {
+                replay_guess(c, next, i, dst); /* replay: the sequence's trace step, right with probability P */
+            } else {
+                float *p = logits + (size_t)i * X;
+                e0_route_probs(hp, N->router_b, p);
+                e0_route_select(hp, N->exp_probs_b, p, dst, c->moe.route_tmp);
+            }
             if (d == 1) s->pred.valid[next] = true;
             for (int64_t k = 0; k < K; k++) count[dst[k]]++;
         }
@@ -201,17 +222,19 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
 void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
     const int64_t K = hp->n_expert_used, X = hp->n_expert;
+    const bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
     if (c->batch.seqs) { /* a batched decode step: row i is sequence seqs[i]'s token (batch.c) */
         for (int i = 0; i < n_tok; i++)
             if (c->batch.seqs[i]->pred.valid[il])
                 use_prediction(c->batch.seqs[i], il, c->moe.sel + (size_t)i * K, c->moe.sel_w + (size_t)i * K,
                                c->moe.router + (size_t)i * X);
-        if (c->pred.predicted || c->pred.prefetch) predict_ahead_batch(c, il, n_tok);
+        if (predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead_batch(c, il, n_tok);
         e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* the predictor used the matmul input cache */
+        if (c->replay.trace && il == hp->n_layer - 1) /* each sequence's token is routed */
+            for (int i = 0; i < n_tok; i++) c->batch.seqs[i]->replay.step++;
         return;
     }
     if (n_tok == 1 && c->pred.valid[il]) use_prediction(c, il, c->moe.sel, c->moe.sel_w, c->moe.router);
-    bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
     if (n_tok == 1 && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
     e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* predict_ahead used the matmul input cache */
     prefill_read_ahead(c, il, n_tok);

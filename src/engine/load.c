@@ -256,17 +256,24 @@ static int open_session(const char *path, const e0_options *opt, const e0_ctx_pa
         if (!(s->xc = e0_experts_new(s->m, &xp, e))) return e0_close(s), -1;
     }
     if (!(s->c = e0_ctx_new(s->m, &cpl, e))) return e0_close(s), -1;
-    e0_ctx_set_experts(s->c, s->xc);
-    e0_ctx_set_prefill_read(s->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
+    e0_session_setup_ctx(s, s->c, 0, 1);
+    return 0;
+}
+
+void e0_session_setup_ctx(const e0_session *s, e0_ctx *c, int i, int n) {
+    const e0_options *o = &s->opt;
+    e0_ctx_set_experts(c, s->xc);
+    e0_ctx_set_prefill_read(c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
     /* replay with a predictor computes with its guesses (routing=predicted), unless prefetch=on
      * asks for what it means with actual routing: compute with the trace's experts and only read
      * the guesses ahead */
     bool replay = o->routing == E0_ROUTING_REPLAY,
          replay_predicted = replay && o->replay_predict >= 0 && o->prefetch != E0_ON;
-    e0_ctx_set_routing(s->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
+    e0_ctx_set_routing(c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
                        (int)o->predict_ahead, o->prefetch == E0_ON);
-    if (replay) e0_ctx_set_replay(s->c, s->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1));
-    return 0;
+    if (replay)
+        e0_ctx_set_replay(c, s->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1) + (uint64_t)i,
+                          e0_replay_first_step(s->trace, i, n));
 }
 
 int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,

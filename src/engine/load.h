@@ -46,6 +46,11 @@ typedef struct e0_session {
 int e0_open(const char *path, const e0_options *opt, const e0_ctx_params *cp, const e0_model_params *mp,
             e0_session *s, e0_err *e);
 void e0_close(e0_session *s);
+/* Context c, sequence i of n evaluated together (serve's slots, bench --batch-size; the
+ * session's own context is 0 of 1), set up as the options say: the expert cache, prefill_read,
+ * the routing, and under routing=replay the trace from e0_replay_first_step(i, n) with seed
+ * replay_seed + i. Every context of a session so set up routes alike, so they can batch. */
+void e0_session_setup_ctx(const e0_session *s, e0_ctx *c, int i, int n);
 /* Only the decision (steps 1-3 of e0_open, reading metadata only): fills s->opt (resolved),
  * s->streamed, s->budget, s->budget_source; loads nothing (s->m, s->c, s->xc stay NULL). */
 int e0_plan(const char *path, const e0_options *opt, const e0_ctx_params *cp, e0_session *s, e0_err *e);

@@ -506,7 +506,6 @@ srv_sched *srv_sched_new(e0_session *ses, const e0_tokenizer *tok, const srv_sch
         e0_fail(e, "out of memory");
         goto fail;
     }
-    const e0_options *o = &ses->opt;
     for (int i = 0; i < p->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (i == 0) sl->c = ses->c;
@@ -520,13 +519,7 @@ srv_sched *srv_sched_new(e0_session *ses, const e0_tokenizer *tok, const srv_sch
             /* one pool of workers for every slot: the worker steps them one at a time, so N
              * pools would only add idle (and briefly spinning) threads, oversubscribing the cores */
             if (e0_ctx_share_threads(sl->c, ses->c, e) < 0) goto fail;
-            e0_ctx_set_experts(sl->c, ses->xc);
-            e0_ctx_set_prefill_read(sl->c, o->prefill_read != E0_OFF, (int)o->prefill_ahead_min_tokens);
-            bool replay = o->routing == E0_ROUTING_REPLAY, replay_predicted = replay && o->replay_predict >= 0;
-            e0_ctx_set_routing(sl->c, o->routing == E0_ROUTING_PREDICTED || replay_predicted, (int)o->predict_from_layer,
-                               (int)o->predict_ahead, o->prefetch == E0_ON);
-            if (replay)
-                e0_ctx_set_replay(sl->c, ses->trace, o->replay_predict, (uint64_t)(o->replay_seed ? o->replay_seed : 1) + (uint64_t)i);
+            e0_session_setup_ctx(ses, sl->c, i, p->n_slots);
         }
         if (e0_ctx_n_ctx(sl->c) != s->n_ctx) {
             e0_fail(e, "slot contexts differ in size");
