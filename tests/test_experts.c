@@ -349,6 +349,30 @@ static void test_protect_predicted(void) {
     free_pair(&p);
 }
 
+/* A prefetch marks every named expert it already holds before reading the missing ones: naming a
+ * missing expert before a resident one (a batch's ranked union) does not evict the resident one
+ * to read it back. With LRU, 0 is the victim after 0, 1; prefetch {2, 0} keeps 0, evicts 1 and
+ * reads once. */
+static void test_prefetch_keeps_named(void) {
+    pair p;
+    if (load_pair("qwen3moe.gguf", &p) == 0) {
+        e0_err e = {0};
+        e0_experts *x = e0_experts_new(p.str, &(e0_experts_params){.slots = 2, .evict = E0_EVICT_LRU, .protect_predicted = 1}, &e);
+        CHECKF(x, "%s", e.msg);
+        if (x) {
+            acquire1(x, 0, 0), acquire1(x, 0, 1);
+            const uint64_t before = e0_experts_get_stats(x)->prefetched;
+            int named[2] = {2, 0};
+            e0_experts_prefetch(x, 0, named, 2);
+            CHECK(wait_resident(x, 0, 2) && wait_resident(x, 0, 0) && !e0_experts_resident(x, 0, 1));
+            CHECKF(e0_experts_get_stats(x)->prefetched - before == 1, "%llu reads for one missing expert",
+                   (unsigned long long)(e0_experts_get_stats(x)->prefetched - before));
+            e0_experts_free(x);
+        }
+    }
+    free_pair(&p);
+}
+
 /* Prefetch then acquire: hits, no second read (also when acquire comes while the read is in flight). */
 static void test_prefetch(void) {
     pair p;
@@ -730,6 +754,7 @@ int main(void) {
     RUN(test_eviction_order);
     RUN(test_policy_reference);
     RUN(test_protect_predicted);
+    RUN(test_prefetch_keeps_named);
     RUN(test_prefetch);
     RUN(test_errors);
     RUN(test_extra_layers);

@@ -548,14 +548,17 @@ void e0_experts_prefetch(e0_experts *x, int layer, const int *ids, int n) {
     pthread_mutex_lock(&x->mu);
     x->tick++; /* prefetched experts count as the most recent, so the next prefetch does not evict them */
     for (int i = 0; i < lc->n_slots; i++) lc->slots[i].predicted = false; /* this prediction replaces the last */
+    /* first every named expert the cache holds (or is reading), so that reading the missing ones
+     * never evicts one named later in the list */
+    for (int i = 0; i < n; i++) {
+        int id = ids[i], si = id >= 0 && id < x->n_expert ? lc->where[id] : -1;
+        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) lc->slots[si].predicted = true;
+    }
     for (int i = 0; i < n; i++) {
         int id = ids[i];
         if (id < 0 || id >= x->n_expert) continue;
         int si = lc->where[id];
-        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) { /* resident or being read */
-            lc->slots[si].predicted = true;
-            continue;
-        }
+        if (si >= 0 && lc->slots[si].state != SLOT_FAILED) continue; /* resident or being read: marked above */
         if (si < 0) {
             bool busy;
             si = pick_slot(x, lc, true, &busy);
