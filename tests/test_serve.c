@@ -881,11 +881,14 @@ static void test_engine_error_500(void) {
 }
 
 /* Batched equals single on the golden models (f32 KV): a greedy request's ids are the same alone
- * and among 15 concurrent others (other prompts, lengths and temperatures, some streamed). */
+ * and among 15 concurrent others (other prompts, lengths and temperatures, some streamed); the
+ * last two again with their experts streamed through 2 slots a layer (routing=predicted, the
+ * streaming default: each sequence computes with its own predictions, batched as alone). */
 static void test_golden_batched(void) {
     static const char *const names[] = {"stories260K", "stories260K-moe4", "llama-dense", "llama-tied", "llama-moe",
-                                        "qwen2-dense", "qwen2moe", "qwen3-dense", "qwen3moe"};
-    for (size_t mi = 0; mi < sizeof names / sizeof *names; mi++) {
+                                        "qwen2-dense", "qwen2moe", "qwen3-dense", "qwen3moe", "stories260K-moe4", "qwen3moe"};
+    const size_t n_names = sizeof names / sizeof *names, streamed_from = n_names - 2;
+    for (size_t mi = 0; mi < n_names; mi++) {
         char gguf[PATH_MAX], gj[PATH_MAX], args[PATH_MAX + 256], req[4096], script[16384];
         snprintf(gguf, sizeof gguf, "%s/golden/%s.gguf", t_shared(), names[mi]);
         snprintf(gj, sizeof gj, "%s/golden/%s.golden.json", t_shared(), names[mi]);
@@ -895,7 +898,8 @@ static void test_golden_batched(void) {
         json_decref(g);
         CHECKF(ps, "%s: no greedy prompt", gj);
         if (!ps) continue;
-        snprintf(args, sizeof args, "-m %s -np 16 -c 8192 -t 1 -ctk f32 -ctv f32", gguf);
+        snprintf(args, sizeof args, "-m %s -np 16 -c 8192 -t 1 -ctk f32 -ctv f32%s", gguf,
+                 mi >= streamed_from ? " --model-option experts=stream --model-option expert_slots=2" : "");
         srv s;
         CHECKF(start(&s, names[mi], args) == 0, "%s", names[mi]);
         snprintf(req, sizeof req, "{\"prompt\":%s,\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true}", ps);
