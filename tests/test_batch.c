@@ -1,5 +1,6 @@
-/* test_batch.c — e0_eval_batch (engine.h, batch.c): one forward pass over the next tokens of
- * several sequences gives each sequence the logits e0_eval gives it alone, bit for bit:
+/* test_batch.c — e0_eval_multi and e0_eval_batch (engine.h, batch.c): one forward pass over the
+ * tokens of several sequences (prompt chunks, next tokens, or both in one step) gives each
+ * sequence the logits e0_eval gives it alone on the same chunks, bit for bit:
  *  - on the golden dense and MoE models, experts resident and streamed through a cache with few
  *    slots, f32 and f16 KV; routing actual, prefetch=on and predicted (each row predicted from its
  *    own state: the sequences' prediction counts equal those of e0_eval alone), and the streamed
@@ -7,7 +8,8 @@
  *  - on synth models: qwen3moe with Q4_K / Q8_0 weights (the gemm kernels over several tokens),
  *    gpt-oss (sliding-window rings shorter than the sequences), and the fallback architectures
  *    (a hybrid DeltaNet model, deepseek2's MLA);
- *  - 8 sequences at different positions (prompts of different lengths), batches of n = 1..8 with
+ *  - 8 sequences prompted (2..23 tokens) in mixed steps of at most n_batch rows: prompt chunks
+ *    beside other sequences' chunks and next tokens; then batches of n = 1..8 next tokens with
  *    a rotating first context (its scratch is the batch's), each sequence decoding greedily; every
  *    other sequence works in the session context's scratch (e0_ctx_params.scratch_owner, as
  *    serve's slots do), and another shape cannot share it;
@@ -81,15 +83,49 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         CHECKF(ok, "context %d: %s", i, e.msg);
         if (!ok) break;
         if (i == 0) set_routing(s.c, routing);
-        /* prompt i: 2 + 3i tokens (positions differ), different ids per sequence */
-        int prompt[32], np = 2 + 3 * i;
-        for (int k = 0; k < np; k++) prompt[k] = (int)((7 + 31 * i + 13 * k) % V);
-        ok = e0_eval(bat[i], prompt, np, NULL, &e) == 0 && e0_eval(ref[i], prompt, np, NULL, &e) == 0;
-        CHECKF(ok, "prefill %d: %s", i, e.msg);
-        if (ok) next[i] = argmax(e0_ctx_logits(ref[i]), V);
     }
-    /* steps: n = 1..8 sequences, the first context rotating through them */
     int differ = 0, steps = 0;
+    /* prompts and first tokens in mixed steps (e0_eval_multi): each step, from a rotating first
+     * sequence, every sequence's next prompt chunk (at most n_batch = 8 tokens, as e0_eval alone
+     * would chunk it) or, once prompted, its next token, while the 8 rows last; the references
+     * take the same chunks alone. Prompt i: 2 + 3i tokens (positions differ), different ids. */
+    int prompt[N_SEQ][32], np[N_SEQ], done[N_SEQ] = {0}, gen[N_SEQ] = {0}, mixed = 0;
+    for (int i = 0; i < N_SEQ; i++) {
+        np[i] = 2 + 3 * i;
+        for (int k = 0; k < np[i]; k++) prompt[i][k] = (int)((7 + 31 * i + 13 * k) % V);
+    }
+    for (int step = 0; ok && step < 64; step++) {
+        e0_ctx *cs[N_SEQ];
+        const int *tk[N_SEQ];
+        int nt[N_SEQ], who[N_SEQ], n = 0, rows = 0;
+        for (int j = 0; j < N_SEQ; j++) {
+            const int q = (j + step) % N_SEQ;
+            const int want = done[q] < np[q] ? (np[q] - done[q] < 8 ? np[q] - done[q] : 8) : gen[q] < 2 ? 1 : 0;
+            if (!want || rows + want > 8) continue;
+            cs[n] = bat[q], tk[n] = done[q] < np[q] ? prompt[q] + done[q] : &next[q], nt[n] = want, who[n++] = q;
+            rows += want;
+        }
+        if (!n) break;
+        ok = e0_eval_multi(cs, tk, nt, n, &e) == 0;
+        CHECKF(ok, "mixed step %d (%d sequences, %d rows): %s", step, n, rows, e.msg);
+        for (int j = 0; j < n && ok; j++) {
+            const int q = who[j];
+            ok = e0_eval(ref[q], tk[j], nt[j], NULL, &e) == 0;
+            CHECKF(ok, "ref: %s", e.msg);
+            if (!ok) break;
+            CHECKF(e0_ctx_pos(bat[q]) == e0_ctx_pos(ref[q]), "positions %d %d", e0_ctx_pos(bat[q]), e0_ctx_pos(ref[q]));
+            if (memcmp(e0_ctx_logits(bat[q]), e0_ctx_logits(ref[q]), (size_t)V * sizeof(float)) && differ++ < 3)
+                printf("  %s: mixed step %d seq %d (%d rows) at pos %d: logits differ\n", path, step, q, nt[j], e0_ctx_pos(ref[q]));
+            if (done[q] < np[q]) done[q] += nt[j];
+            else gen[q]++;
+            next[q] = argmax(e0_ctx_logits(ref[q]), V);
+        }
+        mixed += n > 1 && rows > n; /* a step with a prompt chunk beside other sequences */
+        steps++;
+    }
+    for (int q = 0; q < N_SEQ && ok; q++) CHECKF(done[q] == np[q] && gen[q] == 2, "seq %d: %d/%d prompt, %d generated", q, done[q], np[q], gen[q]);
+    CHECKF(!ok || mixed > 0, "%s: no step mixed a prompt chunk with other sequences", path);
+    /* decode steps: n = 1..8 sequences, the first context rotating through them */
     uint64_t req_batch = 0, req_alone = 0; /* acquisitions by batches of n >= 2, by the same steps alone */
     for (int n = 1; n <= N_SEQ && ok; n++)
         for (int rot = 0; rot < 2 && ok; rot++) {
@@ -148,6 +184,13 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         CHECK(e0_eval_batch(two, bad, 2, &e) < 0 && strstr(e.msg, "out of range"));
         CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
         CHECK(e0_eval_batch(two, t2, 0, &e) < 0);
+        /* e0_eval_multi: no tokens for one, more rows than n_batch */
+        int nine[9] = {0}, cnt[2] = {1, 0};
+        const int *tp[2] = {nine, nine};
+        CHECK(e0_eval_multi(two, tp, cnt, 2, &e) < 0 && strstr(e.msg, "no tokens"));
+        cnt[0] = 4, cnt[1] = 5;
+        CHECK(e0_eval_multi(two, tp, cnt, 2, &e) < 0 && strstr(e.msg, "n_batch"));
+        CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
         /* sharing: only the own buffers are counted; another shape cannot share */
         e0_ctx_params sp = cp;
         sp.scratch_owner = s.c;

@@ -277,17 +277,16 @@ bool e0_attn_tiled_wanted(const e0_ctx *c) {
     return !(env && !strcmp(env, "pos"));
 }
 
-/* The arguments of layer il for the chunk's tokens (seq = NULL) or for token i of a batch, which
- * attends over its own sequence's cache (e0_eval_batch: seqs[i], at its position). */
-static void layer_args(e0_ctx *c, int il, int n_tok, int pos0, const e0_ctx *seq, int i, e0_attn_args *a) {
+/* The arguments of layer il for n_tok query tokens from row i of the chunk, at positions pos0 ..,
+ * over the cache of sc (the chunk's context, or in a batch the rows' sequence). */
+static void layer_args(e0_ctx *c, int il, int n_tok, int pos0, const e0_ctx *sc, int i, e0_attn_args *a) {
     const e0_hparams *hp = c->hp;
-    const e0_ctx *sc = seq ? seq : c;
     memset(a, 0, sizeof *a);
     a->hd = hp->head_dim;
     a->n_head = hp->n_head;
     a->n_head_kv = hp->n_head_kv;
-    a->n_tok = seq ? 1 : n_tok;
-    a->pos0 = seq ? sc->pos : pos0;
+    a->n_tok = n_tok;
+    a->pos0 = pos0;
     a->q = c->act.q + (size_t)i * c->q_dim;
     a->out = c->act.att + (size_t)i * c->q_dim;
     a->k = sc->kv.k + e0_kv_layer_row0(sc, il) * c->kv.row_k;
@@ -305,11 +304,14 @@ static void layer_args(e0_ctx *c, int il, int n_tok, int pos0, const e0_ctx *seq
     a->n_ctx = c->n_ctx;
 }
 
+/* A layer's work: the items of one set of arguments per sequence (one for a chunk; a batch: one
+ * per sequence, over its rows, exactly the items that sequence's chunk alone would have), item
+ * numbers first[s] .. first[s+1]-1 for sequence s. */
 typedef struct {
     e0_ctx *c;
-    int il, n_tok, pos0;
-    e0_attn_args a; /* the chunk's (not a batch) */
-    long n_items;
+    int n_seq;
+    const e0_attn_args *a; /* [n_seq] */
+    const long *first;     /* [n_seq + 1] */
 } layer_task;
 
 static void layer_worker(void *arg, int ith, int nth) {
@@ -318,26 +320,40 @@ static void layer_worker(void *arg, int ith, int nth) {
     void *scratch = c->act.tile + (size_t)ith * c->act.tile_bytes;
     const bool simd = e0_simd_level() >= E0_SIMD_AVX2;
     /* items strided over the threads: later query blocks (more keys) are spread evenly */
-    for (long item = ith; item < t->n_items; item += nth) {
-        if (!c->batch.seqs) {
-            e0_attn_tiled_item(&t->a, item, scratch, simd);
-            continue;
-        }
-        /* a batch: item = token i x KV head */
-        const int i = (int)(item / c->hp->n_head_kv);
-        e0_attn_args a;
-        layer_args(c, t->il, t->n_tok, t->pos0, c->batch.seqs[i], i, &a);
-        e0_attn_tiled_item(&a, item % c->hp->n_head_kv, scratch, simd);
+    int s = 0;
+    for (long item = ith; item < t->first[t->n_seq]; item += nth) {
+        while (item >= t->first[s + 1]) s++;
+        e0_attn_tiled_item(&t->a[s], item - t->first[s], scratch, simd);
     }
 }
 
-void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
-    layer_task t = {.c = c, .il = il, .n_tok = n_tok, .pos0 = pos0};
-    if (c->batch.seqs) {
-        t.n_items = (long)n_tok * c->hp->n_head_kv;
-    } else {
-        layer_args(c, il, n_tok, pos0, NULL, 0, &t.a);
-        t.n_items = e0_attn_tiled_items(&t.a);
+int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
+    if (!c->batch.seqs) {
+        e0_attn_args a;
+        long first[2] = {0, 0};
+        layer_args(c, il, n_tok, pos0, c, 0, &a);
+        first[1] = e0_attn_tiled_items(&a);
+        layer_task t = {.c = c, .n_seq = 1, .a = &a, .first = first};
+        e0_pool_run(c->threads.cur, layer_worker, &t);
+        return 0;
     }
+    const int n_seq = c->batch.n_seq;
+    e0_attn_args *a = malloc((size_t)n_seq * sizeof *a);
+    long *first = malloc((size_t)(n_seq + 1) * sizeof *first);
+    if (!a || !first) {
+        free(a);
+        free(first);
+        return e0_fail(c->err, "out of memory (attention of %d sequences)", n_seq);
+    }
+    first[0] = 0;
+    for (int s = 0; s < n_seq; s++) {
+        const int r0 = c->batch.seg0[s], rows = c->batch.seg0[s + 1] - r0;
+        layer_args(c, il, rows, c->batch.seqs[s]->pos, c->batch.seqs[s], r0, &a[s]);
+        first[s + 1] = first[s] + e0_attn_tiled_items(&a[s]);
+    }
+    layer_task t = {.c = c, .n_seq = n_seq, .a = a, .first = first};
     e0_pool_run(c->threads.cur, layer_worker, &t);
+    free(a);
+    free(first);
+    return 0;
 }

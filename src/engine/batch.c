@@ -1,25 +1,29 @@
-/* batch.c — e0_eval_batch (engine.h): one decode step of several sequences in one forward pass.
+/* batch.c — e0_eval_multi and e0_eval_batch (engine.h): the tokens of several sequences in one
+ * forward pass — a decode step of many (one token each), prompt chunks of several, or both.
  *
- * The n tokens (token i = the next token of context ctxs[i]) are stacked as the n rows of one
- * chunk evaluated in the scratch of ctxs[0] by forward.c's forward_chunk with c->batch.seqs set:
- * embeddings, norms, every matrix product (q/k/v, output projection, dense FFN, router, shared
- * expert, logits) and the routed experts run once over the n rows, so each weight is read once
- * per step for all sequences, and in a MoE layer the union of the batch's experts is grouped,
- * acquired from the expert cache (streamed: read once) and computed once. Per-token parts use the
- * token's own context: RoPE at its position, the KV append into its cache, attention over it.
+ * The sequences' tokens are stacked, each sequence's consecutive, as the rows of one chunk
+ * evaluated in the scratch of ctxs[0] by forward.c's forward_chunk with c->batch set (row -> its
+ * sequence and offset, sequence -> its rows: ctx_impl.h): embeddings, norms, every matrix product
+ * (q/k/v, output projection, dense FFN, router, shared expert) and the routed experts run once
+ * over all the rows, so each weight is read once per step for all sequences, and in a MoE layer
+ * the union of the batch's experts is grouped, acquired from the expert cache (streamed: read
+ * once) and computed once. Per-sequence parts use the sequence's own context: RoPE at its
+ * positions, the KV append into its cache, attention over it (the tiled kernel on exactly the
+ * items its chunk alone would have), the logits after its last row.
  *
- * Bit-identity with e0_eval on each context alone holds because every per-row operation gives a
- * row the same bits whatever the other rows (matmul_rows: gemm, vec_dot_4 and vec_dot agree bit
- * for bit; which thread computes a row never matters), and routing, the weighted expert sum and
- * attention are per token. tests/test_batch.c checks it.
+ * Bit-identity with e0_eval on each context alone (given the same chunks) holds because every
+ * per-row operation gives a row the same bits whatever the other rows (matmul_rows: gemm,
+ * vec_dot_4 and vec_dot agree bit for bit; which thread computes a row never matters), routing
+ * and the weighted expert sum are per token, and attention is per sequence. tests/test_batch.c
+ * checks it.
  *
- * routing=predicted (the default when experts stream), prefetch=on and routing=replay batch too
- * (experts_predict.c): each row's prediction for the next layer is made from its own hidden
- * state (replay: its own sequence's trace step and predictor state) into its own sequence's pred
- * state, and the union of the rows' predictions is read ahead once.
+ * routing=predicted (the default when experts stream), prefetch=on, prefill_read=auto and
+ * routing=replay batch too (experts_predict.c): a sequence with one row predicts as its decode
+ * step alone would, into its own pred state; prompt chunks route exactly; the reads ahead are
+ * the union of the rows' predictions, asked for once.
  *
  * Falls back to one e0_eval per context (same results, no shared weight reads) where a batch
- * does not apply: a single token, deepseek2's MLA, the hybrid DeltaNet architectures (their
+ * does not apply: a single sequence, deepseek2's MLA, the hybrid DeltaNet architectures (their
  * recurrent state is per sequence and their layers work on whole chunks), and contexts whose KV
  * types, sizes or routing options (trace included) differ from ctxs[0]'s. */
 #include <stdlib.h>
@@ -31,7 +35,7 @@
 static bool batchable(e0_ctx *const *ctxs, int n) {
     const e0_ctx *c = ctxs[0];
     const e0_hparams *hp = c->hp;
-    if (n < 2 || hp->mla || hp->hybrid) return false;
+    if (n < 2 || hp->mla || hp->hybrid) return false; /* (one sequence: e0_eval, the same) */
     for (int i = 0; i < n; i++) {
         const e0_ctx *s = ctxs[i];
         if (s->replay.trace != c->replay.trace || s->replay.predict_p != c->replay.predict_p) return false;
@@ -43,49 +47,102 @@ static bool batchable(e0_ctx *const *ctxs, int n) {
     return true;
 }
 
-int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
-    if (n <= 0) return e0_fail(e, "no tokens to evaluate");
-    if (!ctxs || !tokens) return e0_fail(e, "e0_eval_batch: no contexts or tokens");
-    e0_ctx *c = ctxs[0];
-    const e0_hparams *hp = c->hp;
-    for (int i = 0; i < n; i++) {
-        const e0_ctx *s = ctxs[i];
-        if (!s) return e0_fail(e, "e0_eval_batch: context %d is NULL", i);
-        if (s->m != c->m) return e0_fail(e, "e0_eval_batch: context %d is over another model", i);
-        for (int j = 0; j < i; j++)
-            if (ctxs[j] == s) return e0_fail(e, "e0_eval_batch: context %d appears twice (at %d and %d)", i, j, i);
-        if ((int64_t)s->pos + 1 > s->n_ctx)
-            return e0_fail(e, "context overflow: %d tokens in the cache + 1 new > context size %d (use -c to raise it)",
-                           s->pos, s->n_ctx);
-        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
-            return e0_fail(e, "token id %d out of range (vocabulary size %lld)", tokens[i], (long long)hp->n_vocab);
+/* The row tables of n_rows rows in c->batch (grown on first use). */
+static int batch_tables(e0_ctx *c, int n_seq, const int *n, e0_err *e) {
+    if (!c->batch.idx) {
+        c->batch.idx = malloc((size_t)(3 * c->n_batch + 1) * sizeof *c->batch.idx);
+        if (!c->batch.idx) return e0_fail(e, "out of memory (batch tables)");
     }
-    if (!batchable(ctxs, n)) {
-        for (int i = 0; i < n; i++)
-            if (e0_eval(ctxs[i], &tokens[i], 1, NULL, e) < 0) return -1;
+    c->batch.row_seq = c->batch.idx;
+    c->batch.row_off = c->batch.idx + c->n_batch;
+    c->batch.seg0 = c->batch.idx + 2 * c->n_batch;
+    int r = 0;
+    for (int s = 0; s < n_seq; s++) {
+        c->batch.seg0[s] = r;
+        for (int j = 0; j < n[s]; j++, r++) c->batch.row_seq[r] = s, c->batch.row_off[r] = j;
+    }
+    c->batch.seg0[n_seq] = r;
+    return 0;
+}
+
+int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, int n_seq, e0_err *e) {
+    if (n_seq <= 0) return e0_fail(e, "no sequences to evaluate");
+    if (!ctxs || !tokens || !n) return e0_fail(e, "e0_eval_multi: no contexts or tokens");
+    e0_ctx *c = ctxs[0];
+    if (!c) return e0_fail(e, "e0_eval_multi: context 0 is NULL");
+    const e0_hparams *hp = c->hp;
+    int64_t rows = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const e0_ctx *s = ctxs[i];
+        if (!s) return e0_fail(e, "e0_eval_multi: context %d is NULL", i);
+        if (s->m != c->m) return e0_fail(e, "e0_eval_multi: context %d is over another model", i);
+        for (int j = 0; j < i; j++)
+            if (ctxs[j] == s) return e0_fail(e, "e0_eval_multi: context %d appears twice (at %d and %d)", i, j, i);
+        if (n[i] <= 0 || !tokens[i]) return e0_fail(e, "e0_eval_multi: no tokens for context %d", i);
+        if ((int64_t)s->pos + n[i] > s->n_ctx)
+            return e0_fail(e, "context overflow: %d tokens in the cache + %d new > context size %d (use -c to raise it)",
+                           s->pos, n[i], s->n_ctx);
+        for (int k = 0; k < n[i]; k++)
+            if (tokens[i][k] < 0 || tokens[i][k] >= hp->n_vocab)
+                return e0_fail(e, "token id %d out of range (vocabulary size %lld)", tokens[i][k], (long long)hp->n_vocab);
+        rows += n[i];
+    }
+    if (rows > c->n_batch)
+        return e0_fail(e, "e0_eval_multi: %lld tokens of %d sequences > the first context's n_batch %d", (long long)rows,
+                       n_seq, c->n_batch);
+    if (!batchable(ctxs, n_seq)) {
+        for (int i = 0; i < n_seq; i++)
+            if (e0_eval(ctxs[i], tokens[i], n[i], NULL, e) < 0) return -1;
         return 0;
     }
-    if (n > c->n_batch)
-        return e0_fail(e, "e0_eval_batch: %d sequences > the first context's n_batch %d", n, c->n_batch);
 
-    /* the batch's logits rows [n][n_vocab], kept for the next step */
-    const size_t need = (size_t)n * (size_t)hp->n_vocab;
+    /* the rows' tokens, each sequence's consecutive, and the batch's logits [n_seq][n_vocab] */
+    int *all = malloc((size_t)rows * sizeof *all);
+    const size_t need = (size_t)n_seq * (size_t)hp->n_vocab;
+    if (!all) return e0_fail(e, "out of memory (%lld tokens)", (long long)rows);
     if (need > c->batch.cap) {
         float *p = realloc(c->batch.logits, need * sizeof(float));
-        if (!p) return e0_fail(e, "out of memory (%d rows of logits)", n);
+        if (!p) {
+            free(all);
+            return e0_fail(e, "out of memory (%d rows of logits)", n_seq);
+        }
         c->batch.logits = p;
         c->batch.cap = need;
     }
+    if (batch_tables(c, n_seq, n, e) < 0) {
+        free(all);
+        return -1;
+    }
+    for (int i = 0, r = 0; i < n_seq; r += n[i], i++) memcpy(all + r, tokens[i], (size_t)n[i] * sizeof *all);
     c->err = e;
     c->batch.seqs = ctxs;
-    int rc = e0_forward_chunk(c, tokens, n, c->batch.logits);
+    c->batch.n_seq = n_seq;
+    int rc = e0_forward_chunk(c, all, (int)rows, c->batch.logits);
     c->batch.seqs = NULL;
+    free(all);
     /* On failure no position moved: the partial KV rows are beyond every sequence's end. */
     if (rc < 0) return -1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n_seq; i++) {
         memcpy(ctxs[i]->act.logits, c->batch.logits + (size_t)i * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
         /* a step's predictions are used within it: none pending is for the next step */
         e0_predict_forget(ctxs[i]);
     }
     return 0;
+}
+
+int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
+    if (n <= 0) return e0_fail(e, "no tokens to evaluate");
+    if (!ctxs || !tokens) return e0_fail(e, "e0_eval_batch: no contexts or tokens");
+    const int **toks = malloc((size_t)n * sizeof *toks);
+    int *ones = malloc((size_t)n * sizeof *ones);
+    int rc;
+    if (!toks || !ones) {
+        rc = e0_fail(e, "out of memory (a batch of %d)", n);
+    } else {
+        for (int i = 0; i < n; i++) toks[i] = &tokens[i], ones[i] = 1;
+        rc = e0_eval_multi(ctxs, toks, ones, n, e);
+    }
+    free(toks);
+    free(ones);
+    return rc;
 }

@@ -273,6 +273,7 @@ void e0_ctx_free(e0_ctx *c) {
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     e0_kv_layout_free(c);
     free(c->batch.logits);
+    free(c->batch.idx);
     free(c);
 }
 

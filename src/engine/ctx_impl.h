@@ -155,12 +155,18 @@ struct e0_ctx {
         uint64_t rng;         /* splitmix64 state of the predictor's wrong guesses */
     } replay;
 
-    /* e0_eval_batch (batch.c): while it evaluates on this context (the batch's scratch), row i of
-     * the chunk is the next token of context seqs[i]: RoPE, KV append and attention use seqs[i]'s
-     * position and cache. NULL otherwise. logits [cap / n_vocab][n_vocab]: the batch's logits rows,
-     * grown on first use (freed with the context). */
+    /* e0_eval_multi / e0_eval_batch (batch.c): while they evaluate on this context (the batch's
+     * scratch), the chunk's rows are the tokens of n_seq sequences, each sequence's consecutive:
+     * sequence s = seqs[s] owns rows seg0[s] .. seg0[s+1]-1, row i is token row_off[i] of its
+     * sequence's this step (position seqs[row_seq[i]]->pos + row_off[i]): RoPE, KV append and
+     * attention use that sequence's position and cache. seqs NULL otherwise (one context's chunk).
+     * row_seq, row_off [n_batch] and seg0 [n_batch + 1] live in idx (grown on first use); logits
+     * [cap / n_vocab][n_vocab]: the rows after each sequence's last token (freed with the context). */
     struct {
         e0_ctx *const *seqs;
+        int n_seq;
+        int *row_seq, *row_off, *seg0;
+        int *idx;
         float *logits;
         size_t cap;
     } batch;
@@ -201,6 +207,13 @@ struct e0_ctx {
 };
 
 /* The clock, only when timing is on (0 otherwise, so differences are 0). */
+/* Row i of the chunk being evaluated: the context whose cache and position it uses (a batch:
+ * its sequence's), and its position (pos0 + i for one context's chunk starting at pos0). */
+static inline e0_ctx *e0_row_ctx(e0_ctx *c, int i) { return c->batch.seqs ? c->batch.seqs[c->batch.row_seq[i]] : c; }
+static inline int e0_row_pos(const e0_ctx *c, int i, int pos0) {
+    return c->batch.seqs ? c->batch.seqs[c->batch.row_seq[i]]->pos + c->batch.row_off[i] : pos0 + i;
+}
+
 static inline double e0_clock_if(const e0_ctx *c) { return c->stats.timing ? e0_now() : 0; }
 
 /* ---- matmul_input.c ---- */
@@ -225,9 +238,10 @@ void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
  * does not depend on how the prompt was chunked or batched), except MLA (deepseek2); E0_ATTN=pos
  * forces the per-position path (forward.c attend, for comparisons). */
 bool e0_attn_tiled_wanted(const e0_ctx *c);
-/* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each token's own sequence, at
- * its position) -> act.att [n][q_dim], on the threads. */
-void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
+/* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each sequence's rows over its
+ * own cache, at its positions) -> act.att [n][q_dim], on the threads. -1 (out of memory) with
+ * c->err filled. */
+int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
 
 /* ---- kv.c (and kv_avx2.c) ---- */
 
@@ -337,7 +351,8 @@ void e0_predict_reset_stats(e0_ctx *c);
 /* ---- forward.c, for batch.c ---- */
 
 /* The forward pass over n_tok <= n_batch rows (the chunk of one sequence, or with c->batch.seqs
- * set one token of each of n_tok sequences); all_logits as e0_eval's. -1 with c->err filled. */
+ * set the rows of several sequences: logits only after each one's last row, into all_logits
+ * [n_seq][n_vocab]); all_logits otherwise as e0_eval's. -1 with c->err filled. */
 int e0_forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits);
 
 /* ---- deltanet.c ---- */

@@ -49,17 +49,21 @@ uint64_t e0_ctx_memory_sharing(const e0_model *m, const e0_ctx_params *p);
  * token are always available from e0_ctx_logits(). Errors: context overflow, bad token id. */
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e);
 const float *e0_ctx_logits(const e0_ctx *c);
-/* One decode step of n sequences in one forward pass (batch.c): token i is the next token of
- * ctxs[i] (n distinct contexts over the same model, each at its own position). Afterwards each
- * context's e0_ctx_logits() are its own and its position has advanced by one; the results are
- * bit-identical to e0_eval(ctxs[i], &tokens[i], 1, ...) on each alone. The matrix products and
- * routed experts run once over the n stacked rows in the scratch of ctxs[0], whose n_batch must
- * be >= n (so weights and the batch's experts are read once per step); RoPE, the KV append and
- * attention use each token's own context. Falls back to one e0_eval per context (same results)
- * for n = 1, deepseek2 (MLA), the hybrid DeltaNet architectures, routing=replay / predicted, and
- * contexts whose KV types or sizes differ from ctxs[0]'s. Errors: a NULL or repeated context,
- * another model, context overflow, bad token id, n > n_batch; on error no position moved
- * (unless a fallback e0_eval had already advanced the first contexts). */
+/* The tokens of several sequences in one forward pass (batch.c): ctxs[i] (n_seq distinct contexts
+ * over the same model, each at its own position) appends tokens[i][0 .. n[i]), n[i] >= 1: a
+ * decode token, a prompt chunk, or any mix. Afterwards each context's e0_ctx_logits() are those
+ * after its last token and its position has advanced by n[i]; the results are bit-identical to
+ * e0_eval(ctxs[i], tokens[i], n[i], NULL) on each alone (for n[i] <= its n_batch: the same chunk).
+ * The matrix products and routed experts run once over the stacked rows in the scratch of
+ * ctxs[0], whose n_batch must be >= the sum of n[i] (so weights and the batch's experts are read
+ * once per step); RoPE, the KV append and attention use each sequence's own context. Falls back
+ * to one e0_eval per context (same results) for one sequence, deepseek2 (MLA), the hybrid
+ * DeltaNet architectures, and contexts whose KV types, sizes or routing options differ from
+ * ctxs[0]'s. Errors: a NULL or repeated context, another model, context overflow, a bad token id,
+ * no tokens, too many; on error no position moved (unless a fallback e0_eval had already
+ * advanced the first contexts). */
+int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, int n_seq, e0_err *e);
+/* One decode step of n sequences: e0_eval_multi with one token each (token i for ctxs[i]). */
 int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e);
 int e0_ctx_pos(const e0_ctx *c);
 int e0_ctx_n_ctx(const e0_ctx *c);

@@ -8,11 +8,11 @@
  *   prefetch=on         with actual routing: only read the predictions ahead, compute exactly
  *   prefill_read=auto   prefill chunks of >= prefill_ahead_min tokens: while a layer computes,
  *                       read the experts the next layer's router ranks highest for the chunk
- * and the per-layer prediction hit counts. In a batched decode step (e0_eval_batch: row i of the
- * chunk is the next token of sequence batch.seqs[i]) every row is predicted, scored and replaced
- * from its own hidden state into its own sequence's pred state, exactly as that sequence's
- * e0_eval alone would, and the reads ahead are the union of the rows' predictions, asked for
- * once. Reads go through the expert cache (experts.h) as
+ * and the per-layer prediction hit counts. In a batch (batch.c: the rows of several sequences)
+ * each sequence's rows get what its chunk alone would: a sequence with one row (a decode step)
+ * is predicted, scored and replaced from its own hidden state into its own pred state; one with
+ * at least prefill_ahead_min rows has its rows ranked for prefill_read; the reads ahead are the
+ * union of the rows' predictions and rankings, asked for once. Reads go through the expert cache (experts.h) as
  * e0_experts_prefetch: they never wait and never evict a pinned expert, so with actual routing
  * the results are those of resident experts whatever is predicted.
  *
@@ -29,13 +29,19 @@
 
 /* ---- routing=replay ---- */
 
-/* The context whose replay state row i of the chunk uses, and that row's trace step: in a
- * batched decode step (batch.c) row i is sequence seqs[i]'s token, at its own step; otherwise
- * the chunk's tokens are consecutive steps of c. */
+/* The context whose replay state row i of the chunk uses, and that row's trace step: a chunk's
+ * tokens are consecutive steps of its context; in a batch (batch.c) of the row's sequence. */
 static e0_ctx *replay_row(e0_ctx *c, int i, uint64_t *step) {
-    e0_ctx *s = c->batch.seqs ? c->batch.seqs[i] : c;
-    *step = c->batch.seqs ? s->replay.step : c->replay.step + (uint64_t)i;
+    e0_ctx *s = e0_row_ctx(c, i);
+    *step = s->replay.step + (uint64_t)(c->batch.seqs ? c->batch.row_off[i] : i);
     return s;
+}
+
+/* Rows of the chunk's sequence with row i (a chunk: all n_tok). */
+static int seq_rows(const e0_ctx *c, int i, int n_tok) {
+    if (!c->batch.seqs) return n_tok;
+    const int s = c->batch.row_seq[i];
+    return c->batch.seg0[s + 1] - c->batch.seg0[s];
 }
 
 /* The predictor's guess dst [K] for model layer il, token i of the chunk (e0_trace_guess). */
@@ -148,7 +154,8 @@ static int rank_by_count(const int *count, int64_t X, int *ranked) {
     return n;
 }
 
-/* predict_ahead for a batched decode step of n rows (row i: sequence batch.seqs[i]): each row's
+/* predict_ahead for the decode rows of a batch of n rows (those whose sequence has one row this
+ * step; the others are prefill chunks, which predict nothing): each row's
  * predictions from its own xn row, as its sequence alone would make them (the router's rows come
  * out of one matrix product with the same bits as one-row products), into its sequence's pred
  * state; then one read ahead of the rows' union, the experts most rows predicted first.
@@ -169,7 +176,8 @@ static void predict_ahead_batch(e0_ctx *c, int il, int n) {
         if (!c->replay.trace) e0_matmul_weight(c, &N->router, logits);
         memset(count, 0, (size_t)(X + 1) * sizeof *count);
         for (int i = 0; i < n; i++) {
-            e0_ctx *s = c->batch.seqs[i];
+            if (seq_rows(c, i, n) != 1) continue;
+            e0_ctx *s = e0_row_ctx(c, i);
             int ids[64], *dst = d == 1 ? s->pred.ids + (size_t)next * K : ids;
             if (c->replay.trace) {
                 replay_guess(c, next, i, dst); /* replay: the sequence's trace step, right with probability P */
@@ -188,10 +196,13 @@ static void predict_ahead_batch(e0_ctx *c, int il, int n) {
 /* prefill_read=auto, layer il of a chunk of n_tok tokens with streamed experts: while this layer
  * computes, start reading the experts the next layer will most likely use — its router applied
  * to this layer's FFN inputs xn [n][E], experts ranked by how many tokens pick them, as many as
- * its slots hold. */
+ * its slots hold. Rows of chunks (a batch: of sequences) of at least prefill_ahead_min tokens. */
 static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
-    if (!c->moe.xc || !c->pred.prefill_ahead || n_tok < c->pred.prefill_ahead_min || il + 1 >= hp->n_layer) return;
+    if (!c->moe.xc || !c->pred.prefill_ahead || il + 1 >= hp->n_layer) return;
+    bool any = false;
+    for (int i = 0; i < n_tok && !any; i++) any = seq_rows(c, i, n_tok) >= c->pred.prefill_ahead_min;
+    if (!any) return;
     if (!c->m->layers[il + 1].router.t) return; /* the next layer is dense */
     if (c->replay.trace && c->replay.predict_p < 0) return; /* replay without a predictor */
     const int64_t X = hp->n_expert, K = hp->n_expert_used;
@@ -210,6 +221,7 @@ static void prefill_read_ahead(e0_ctx *c, int il, int n_tok) {
     memset(count, 0, (size_t)(X + 1) * sizeof *count);
     int ids[64];
     for (int i = 0; i < n_tok && K <= 64; i++) {
+        if (seq_rows(c, i, n_tok) < c->pred.prefill_ahead_min) continue;
         if (c->replay.trace) replay_guess(c, il + 1, i, ids); /* replay: the trace, right with probability P */
         else e0_top_k(next_logits + (size_t)i * X, X, K, ids); /* ranking by logits = ranking by softmax */
         for (int64_t s = 0; s < K; s++) count[ids[s]]++;
@@ -223,15 +235,21 @@ void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
     const int64_t K = hp->n_expert_used, X = hp->n_expert;
     const bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
-    if (c->batch.seqs) { /* a batched decode step: row i is sequence seqs[i]'s token (batch.c) */
-        for (int i = 0; i < n_tok; i++)
-            if (c->batch.seqs[i]->pred.valid[il])
-                use_prediction(c->batch.seqs[i], il, c->moe.sel + (size_t)i * K, c->moe.sel_w + (size_t)i * K,
-                               c->moe.router + (size_t)i * X);
-        if (predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead_batch(c, il, n_tok);
+    if (c->batch.seqs) { /* a batch (batch.c): a sequence's one row decodes, longer ones prefill */
+        bool decode = false;
+        for (int i = 0; i < n_tok; i++) {
+            if (seq_rows(c, i, n_tok) != 1) continue;
+            decode = true;
+            e0_ctx *s = e0_row_ctx(c, i);
+            if (s->pred.valid[il])
+                use_prediction(s, il, c->moe.sel + (size_t)i * K, c->moe.sel_w + (size_t)i * K, c->moe.router + (size_t)i * X);
+        }
+        if (decode && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead_batch(c, il, n_tok);
         e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* the predictor used the matmul input cache */
-        if (c->replay.trace && il == hp->n_layer - 1) /* each sequence's token is routed */
-            for (int i = 0; i < n_tok; i++) c->batch.seqs[i]->replay.step++;
+        prefill_read_ahead(c, il, n_tok);
+        if (c->replay.trace && il == hp->n_layer - 1) /* each sequence's rows are routed */
+            for (int q = 0; q < c->batch.n_seq; q++)
+                c->batch.seqs[q]->replay.step += (uint64_t)(c->batch.seg0[q + 1] - c->batch.seg0[q]);
         return;
     }
     if (n_tok == 1 && c->pred.valid[il]) use_prediction(c, il, c->moe.sel, c->moe.sel_w, c->moe.router);

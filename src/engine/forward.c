@@ -42,9 +42,9 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
     for (int i = 0; i < n_tok; i++) {
         float *q = c->act.q + (size_t)i * c->q_dim, *k = c->act.k + (size_t)i * c->kv_dim,
               *v = c->act.v + (size_t)i * c->kv_dim;
-        /* a batch (e0_eval_batch): row i is the token of seqs[i], at its position, into its cache */
-        e0_ctx *sc = c->batch.seqs ? c->batch.seqs[i] : c;
-        const int pos = c->batch.seqs ? sc->pos : pos0 + i;
+        /* a batch (batch.c): row i is a token of its own sequence, at its position, into its cache */
+        e0_ctx *sc = e0_row_ctx(c, i);
+        const int pos = e0_row_pos(c, i, pos0);
         if (L->bq && L->bk && L->bv) {
             for (int64_t d = 0; d < c->q_dim; d++) q[d] += L->bq[d];
             for (int64_t d = 0; d < c->kv_dim; d++) k[d] += L->bk[d], v[d] += L->bv[d];
@@ -113,12 +113,12 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     const int64_t hd = hp->head_dim;
     const float scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hd); /* deepseek2: its kq_scale */
     const size_t rk = c->kv.row_k, rv = c->kv.row_v;
-    /* a batch (e0_eval_batch): token i attends over its own sequence's cache, to its position */
-    const e0_ctx *sc = c->batch.seqs ? c->batch.seqs[i] : c;
+    /* a batch (batch.c): token i attends over its own sequence's cache, to its position */
+    const e0_ctx *sc = e0_row_ctx(c, i);
     const uint8_t *kc = sc->kv.k + e0_kv_layer_row0(sc, t->il) * rk + (size_t)kvh * c->kv.head_k;
     const uint8_t *vc = sc->kv.v + e0_kv_layer_row0(sc, t->il) * rv + (size_t)kvh * c->kv.head_v;
     /* causal: positions first .. pos; a sliding-window layer sees the last n_swa of them */
-    const int pos = c->batch.seqs ? sc->pos : t->pos0 + i;
+    const int pos = e0_row_pos(c, i, t->pos0);
     const int first = e0_layer_is_swa(hp, t->il) && pos - hp->n_swa + 1 > 0 ? (int)(pos - hp->n_swa + 1) : 0;
     const int n_keys = pos + 1 - first;
     const float *sinks = c->m->layers[t->il].sinks; /* gpt-oss: one more logit per head */
@@ -489,7 +489,9 @@ static void residual_add(const e0_hparams *hp, float *x, const float *y, int64_t
 }
 
 static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits) {
-    c->threads.cur = n_tok > 1 && !c->batch.seqs ? c->threads.prefill : c->threads.decode;
+    /* prefill threads for a chunk of more than one token of a sequence (a batch: of any) */
+    const int n_seq = c->batch.seqs ? c->batch.n_seq : 1;
+    c->threads.cur = n_tok > n_seq ? c->threads.prefill : c->threads.decode;
     const e0_model *m = c->m;
     const e0_hparams *hp = c->hp;
     const int64_t E = hp->n_embd;
@@ -500,8 +502,9 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     /* Alias: q is not read after attention; its rows are max(q_dim, E) floats. */
     float *ffn_out = c->act.q;
 
-    if (c->batch.seqs) /* a batch: one token of each sequence */
-        for (int i = 0; i < n_tok; i++) e0_kv_swa_before_chunk(c->batch.seqs[i], c->batch.seqs[i]->pos, 1);
+    if (c->batch.seqs) /* a batch: each sequence's rows */
+        for (int s = 0; s < n_seq; s++)
+            e0_kv_swa_before_chunk(c->batch.seqs[s], c->batch.seqs[s]->pos, c->batch.seg0[s + 1] - c->batch.seg0[s]);
     else e0_kv_swa_before_chunk(c, pos0, n_tok); /* sliding-window rings: rows about to be overwritten */
 
     /* Embeddings: tokens [n] -> x [n][E]. */
@@ -537,7 +540,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         if (e0_attn_tiled_wanted(c)) { /* tiled, online softmax (attn_tiled.c) */
-            e0_attn_tiled_layer(c, (int)il, n_tok, pos0);
+            if (e0_attn_tiled_layer(c, (int)il, n_tok, pos0) < 0) return -1;
         } else {
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
@@ -565,24 +568,33 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
     }
     double t0 = e0_clock_if(c);
 
-    /* Logits for every token if asked, else only the last (rows first .. n-1):
-     * x -> xn = rmsnorm(x) * output_norm [n - first][E] -> logits [n - first][n_vocab]. */
-    int first = all_logits ? 0 : n_tok - 1;
-    for (int i = first; i < n_tok; i++) e0_rmsnorm(xn + (i - first) * E, x + i * E, m->output_norm, E, hp->rms_eps);
-    e0_matmul_input(c, xn, n_tok - first, E);
+    /* Logits for every token if asked, else only the last (rows first .. n-1); a batch: after
+     * each sequence's last row (row last(s) -> row s):
+     * x -> xn = rmsnorm(x) * output_norm [n_out][E] -> logits [n_out][n_vocab]. */
+    const int first = all_logits && !c->batch.seqs ? 0 : n_tok - 1;
+    const int n_out = c->batch.seqs ? n_seq : n_tok - first;
+    for (int r = 0; r < n_out; r++) {
+        const int i = c->batch.seqs ? c->batch.seg0[r + 1] - 1 : first + r;
+        e0_rmsnorm(xn + (size_t)r * E, x + (size_t)i * E, m->output_norm, E, hp->rms_eps);
+    }
+    e0_matmul_input(c, xn, n_out, E);
     float *out = all_logits ? all_logits : c->act.logits;
     e0_matmul_weight(c, &m->output, out);
     if (hp->logit_scale != 0.0f) { /* granitemoe: logits / logit_scale */
         const float inv = 1.0f / hp->logit_scale;
-        for (int64_t i = 0; i < (int64_t)(n_tok - first) * hp->n_vocab; i++) out[i] *= inv;
+        for (int64_t i = 0; i < (int64_t)n_out * hp->n_vocab; i++) out[i] *= inv;
+    }
+    c->stats.st.output += e0_clock_if(c) - t0;
+    if (c->batch.seqs) { /* a batch: each sequence advanced by its rows */
+        for (int s = 0; s < n_seq; s++) {
+            const int rows = c->batch.seg0[s + 1] - c->batch.seg0[s];
+            c->batch.seqs[s]->stats.st.tokens += (uint64_t)rows;
+            c->batch.seqs[s]->pos += rows;
+        }
+        return 0;
     }
     if (all_logits)
         memcpy(c->act.logits, all_logits + (size_t)(n_tok - 1) * hp->n_vocab, (size_t)hp->n_vocab * sizeof(float));
-    c->stats.st.output += e0_clock_if(c) - t0;
-    if (c->batch.seqs) { /* a batch: each sequence advanced by its one token */
-        for (int i = 0; i < n_tok; i++) c->batch.seqs[i]->stats.st.tokens++, c->batch.seqs[i]->pos++;
-        return 0;
-    }
     c->stats.st.tokens += (uint64_t)n_tok;
     c->pos += n_tok;
     return 0;

@@ -389,34 +389,37 @@ static void *worker_main(void *arg) {
             }
             continue;
         }
-        /* the step: one token per decoding sequence, one prefill chunk round-robin */
-        int n = 0, prefill_slot = -1;
+        /* the step: one token per decoding sequence, then prefill chunks round-robin from s->rr:
+         * the first always, more while the step's tokens fit in one chunk of n_batch (step.c
+         * evaluates them in one forward pass). A prompt's chunks are those it would have alone:
+         * n_batch tokens from where it stands, the last one shorter. */
+        int n = 0, rows = 0, last_prefill = -1;
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (!sl->r || sl->n_done < sl->r->n_prompt) continue;
+            srv_item *it = &s->items[n++];
+            memset(it, 0, sizeof *it);
+            it->c = sl->c;
+            it->tokens = &sl->next;
+            it->n = 1;
+            rows++;
+        }
         for (int k = 0; k < s->n_slots; k++) {
             int i = (s->rr + k) % s->n_slots;
             slot *sl = &s->slots[i];
             if (!sl->r || sl->n_done >= sl->r->n_prompt) continue;
-            prefill_slot = i;
-            break;
-        }
-        for (int i = 0; i < s->n_slots; i++) {
-            slot *sl = &s->slots[i];
-            if (!sl->r) continue;
-            srv_item *it = &s->items[n];
+            int rem = sl->r->n_prompt - sl->n_done, chunk = rem < s->n_batch ? rem : s->n_batch;
+            if (last_prefill >= 0 && rows + chunk > s->n_batch) continue;
+            srv_item *it = &s->items[n++];
             memset(it, 0, sizeof *it);
             it->c = sl->c;
-            if (sl->n_done < sl->r->n_prompt) {
-                if (i != prefill_slot) continue;
-                int rem = sl->r->n_prompt - sl->n_done;
-                it->tokens = sl->r->prompt + sl->n_done;
-                it->n = rem < s->n_batch ? rem : s->n_batch;
-                it->prefill = true;
-            } else {
-                it->tokens = &sl->next;
-                it->n = 1;
-            }
-            n++;
+            it->tokens = sl->r->prompt + sl->n_done;
+            it->n = chunk;
+            it->prefill = true;
+            rows += chunk;
+            last_prefill = i;
         }
-        if (prefill_slot >= 0) s->rr = (prefill_slot + 1) % s->n_slots;
+        if (last_prefill >= 0) s->rr = (last_prefill + 1) % s->n_slots;
         pthread_mutex_unlock(&s->mu);
 
         /* evaluate (step.c), then sample each sequence whose logits are for a new token */

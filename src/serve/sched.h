@@ -8,9 +8,10 @@
  *   queue    requests waiting for a slot, FIFO, at most max_queue (srv_submit refuses beyond).
  *   worker   loop: admit queued requests into free slots (the slot whose cached tokens share the
  *            longest prefix with the prompt), build one step — one token for every decoding
- *            sequence plus one prefill chunk (<= n_batch tokens) of one prefilling sequence, taken
- *            round-robin — evaluate it (step.h: the one place a batched forward will go), then
- *            sample, detokenize, apply stop strings and publish the new output to the request.
+ *            sequence plus prefill chunks (<= n_batch tokens each) of prefilling sequences, taken
+ *            round-robin: the first always, more while the step stays within n_batch tokens —
+ *            evaluate it (step.h: one forward pass when it fits), then sample, detokenize, apply
+ *            stop strings and publish the new output to the request.
  *
  * A request is shared by the HTTP thread that made it and the worker (reference counted); its
  * output fields are written by the worker and read by srv_wait under the scheduler's lock.

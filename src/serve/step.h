@@ -3,9 +3,11 @@
  * a chunk for a prefilling one). srv_step_forward evaluates every item; afterwards each item's
  * context holds the logits after its last token (e0_ctx_logits).
  *
- * The decode items (one token each) go in one e0_eval_batch (engine.h: one forward pass, weights
- * and the batch's experts read once per step, each sequence's results bit-identical to e0_eval
- * alone); each prefill chunk is its own e0_eval. The scheduler (sched.c) only builds items and
+ * A step whose tokens fit in one chunk (n_batch of the first item's context) is one forward pass
+ * (e0_eval_multi: decode tokens and prompt chunks together, weights and the step's experts read
+ * once); a larger one evaluates the decode items in e0_eval_batch calls and each prefill chunk
+ * in its own e0_eval. Each sequence's results are bit-identical to its chunk alone (engine.h).
+ * The scheduler (sched.c) only builds items and
  * reads logits. */
 #ifndef E0_SERVE_STEP_H
 #define E0_SERVE_STEP_H
