@@ -51,7 +51,8 @@ static const char usage_text[] =
     "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
     "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
     "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n"
-    "  --batch-size B    B sequences: the prompt prefilled into each (timed together), then one\n"
+    "  --batch-size B    B sequences: the prompt prefilled into each (timed together; as many\n"
+    "                    sequences' chunks a llama_decode as fit in the batch), then one\n"
     "                    llama_decode of B tokens (one per sequence) per step, as `edge0-infer bench\n"
     "                    --batch-size B` runs them; decode tok/s is the aggregate (B * steps / time)\n"
     "  --duration S      sustained: decode for S seconds after the warm-up (the context restarts at\n"
@@ -351,8 +352,8 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
     return 0;
 }
 
-/* --batch-size B: sequence s (0 .. B-1) gets the prompt prefilled on its own (chunks of n_batch,
- * seq id s; the B prefills timed together), then every step is one llama_decode of B tokens, token
+/* --batch-size B: sequence s (0 .. B-1) gets the prompt (seq id s, chunks of n_batch; as many
+ * sequences' chunks a llama_decode as fit in n_batch; the B prefills timed together), then every step is one llama_decode of B tokens, token
  * s at sequence s's next position; greedy per sequence. *agree: every sequence chose the same ids
  * (they share the prompt). first_tokens are sequence 0's. */
 static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int B,
@@ -368,20 +369,38 @@ static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *pr
     }
     *agree = true;
     double t0 = now_seconds();
-    for (int s = 0; s < B && !rc; s++)
-        for (int done = 0; done < n_prompt && !rc; done += n_batch) {
-            int n = n_prompt - done < n_batch ? n_prompt - done : n_batch;
-            b.n_tokens = n;
-            for (int i = 0; i < n; i++) {
-                b.token[i] = prompt[done + i];
-                b.pos[i] = done + i;
-                b.n_seq_id[i] = 1;
-                b.seq_id[i][0] = s;
-                b.logits[i] = done + i == n_prompt - 1;
+    /* the prompts, batched as edge0's bench batches them: each sequence chunked as alone (n_batch
+     * tokens from the start), as many sequences' next chunks a llama_decode as fit in n_batch */
+    int *done = calloc((size_t)B, sizeof *done), *last = malloc((size_t)B * sizeof *last);
+    if (!done || !last) rc = fail("out of memory");
+    for (int s = 0; s < B && last; s++) last[s] = -1;
+    for (int next = 0; next < B && !rc;) { /* sequences before next are prompted */
+        int n = 0;
+        for (int s = next; s < B; s++) {
+            const int rem = n_prompt - done[s], chunk = rem < n_batch ? rem : n_batch;
+            if (rem == 0) continue;
+            if (n > 0 && n + chunk > n_batch) break;
+            for (int i = 0; i < chunk; i++, n++) {
+                b.token[n] = prompt[done[s] + i];
+                b.pos[n] = done[s] + i;
+                b.n_seq_id[n] = 1;
+                b.seq_id[n][0] = s;
+                b.logits[n] = done[s] + i == n_prompt - 1;
             }
-            if (llama_decode(ctx, b)) rc = fail("llama_decode failed: sequence %d's prompt", s);
-            else if (done + n == n_prompt) tok[s] = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+            done[s] += chunk;
+            last[s] = n - 1; /* its last row in this batch */
         }
+        b.n_tokens = n;
+        if (llama_decode(ctx, b)) {
+            rc = fail("llama_decode failed: the prompts from sequence %d", next);
+            break;
+        }
+        for (int s = next; s < B; s++)
+            if (done[s] == n_prompt && last[s] >= 0) tok[s] = argmax(llama_get_logits_ith(ctx, last[s]), n_vocab), last[s] = -1;
+        while (next < B && done[next] == n_prompt) next++;
+    }
+    free(done);
+    free(last);
     r->prefill_s = now_seconds() - t0;
     if (!rc) r->first_tokens[0] = tok[0];
     double start = 0, prev = 0;

@@ -45,8 +45,9 @@ static void help(void) {
          "  --prefill-threads N  prefill threads (default: the decode threads; capped the same way)\n"
          "  -c, --context N   context tokens (default 4096, or what the run needs when more: prompt +\n"
          "                    warm-up + timed steps, up to the model's trained length)\n"
-         "  --batch-size B    B sequences over the one model: the prompt prefilled into each, then they\n"
-         "                    decode in lockstep, one batched forward pass (e0_eval_batch) per step;\n"
+         "  --batch-size B    B sequences over the one model: the prompt prefilled into each (batched: as\n"
+         "                    many sequences' chunks a forward pass as fit in -b), then they decode in\n"
+         "                    lockstep, one batched forward pass (e0_eval_batch) per step;\n"
          "                    the row's decode_tokens_per_second is the aggregate (B * steps / time),\n"
          "                    per_sequence_decode_tokens_per_second one sequence's (--mode single only)");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b N (prefill chunk; in this mode\n"
@@ -256,7 +257,41 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     return 0;
 }
 
-/* --batch-size B: the prompt prefilled into each of the B contexts cs (cs[0] the session's), then
+/* The prompt into each of the B contexts cs, batched (the harness's "N prompts as one batched
+ * forward"): steps of e0_eval_multi, each sequence chunked as e0_eval alone chunks it (n_batch
+ * tokens from the start, the last shorter, so each gets the bits it would alone), as many
+ * sequences' next chunks a step as fit in n_batch (at least one). */
+static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prompt, e0_err *e) {
+    const int nb = e0_ctx_n_batch(cs[0]);
+    int *done = calloc((size_t)B, sizeof *done), *cnt = malloc((size_t)B * sizeof *cnt);
+    const int **toks = malloc((size_t)B * sizeof *toks);
+    e0_ctx **step = malloc((size_t)B * sizeof *step);
+    int rc = 0;
+    if (!done || !cnt || !toks || !step) rc = e0_fail(e, "out of memory");
+    for (int next = 0; rc == 0 && next < B;) {
+        int n = 0, rows = 0;
+        for (int b = next; b < B; b++) {
+            const int rem = n_prompt - done[b], chunk = rem < nb ? rem : nb;
+            if (rem == 0) continue;
+            if (n > 0 && rows + chunk > nb) break;
+            step[n] = cs[b], toks[n] = prompt + done[b], cnt[n++] = chunk;
+            rows += chunk;
+        }
+        rc = e0_eval_multi(step, toks, cnt, n, e) < 0 ? -1 : 0;
+        for (int k = 0; k < n; k++)
+            for (int b = next; b < B; b++)
+                if (cs[b] == step[k]) done[b] += cnt[k];
+        while (next < B && done[next] == n_prompt) next++;
+    }
+    free(done);
+    free(cnt);
+    free(toks);
+    free(step);
+    return rc;
+}
+
+/* --batch-size B: the prompt prefilled into each of the B contexts cs (cs[0] the session's; one
+ * batched forward a step, prefill_batch), then
  * --warmup untimed and --ntok timed lockstep steps, each one e0_eval_batch over the B sequences.
  * r->n_decode = timed steps, itl = step times, st = cs[0]'s phase times (the batch's scratch) with
  * the tokens of all B. */
@@ -267,11 +302,9 @@ static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args 
     if (!tok) return e0_fail(e, "out of memory");
     int rc = -1;
     double t0 = e0_now(), start = t0, prev = t0;
-    for (int b = 0; b < B; b++) {
-        e0_ctx_truncate(cs[b], 0);
-        if (e0_eval(cs[b], prompt, n_prompt, NULL, e) < 0) goto done;
-        tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
-    }
+    for (int b = 0; b < B; b++) e0_ctx_truncate(cs[b], 0);
+    if (prefill_batch(cs, B, prompt, n_prompt, e) < 0) goto done;
+    for (int b = 0; b < B; b++) tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
     r->prefill_s = e0_now() - t0;
     r->agree = true;
     r->n_decode = 0;
