@@ -353,13 +353,14 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
 }
 
 /* --batch-size B: sequence s (0 .. B-1) gets the prompt (seq id s, chunks of n_batch; as many
- * sequences' chunks a llama_decode as fit in n_batch; the B prefills timed together), then every step is one llama_decode of B tokens, token
+ * sequences' chunks a llama_decode as fit in pack, the context's batch; the B prefills timed
+ * together), then every step is one llama_decode of B tokens, token
  * s at sequence s's next position; greedy per sequence. *agree: every sequence chose the same ids
  * (they share the prompt). first_tokens are sequence 0's. */
-static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int B,
-                     const bench_args *a, run_result *r, bool *agree) {
+static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int pack,
+                     int B, const bench_args *a, run_result *r, bool *agree) {
     llama_memory_clear(llama_get_memory(ctx), true);
-    int cap = n_batch > B ? n_batch : B;
+    int cap = pack;
     struct llama_batch b = llama_batch_init(cap, 0, 1);
     llama_token *tok = malloc((size_t)B * sizeof *tok);
     int rc = 0;
@@ -370,7 +371,7 @@ static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *pr
     *agree = true;
     double t0 = now_seconds();
     /* the prompts, batched as edge0's bench batches them: each sequence chunked as alone (n_batch
-     * tokens from the start), as many sequences' next chunks a llama_decode as fit in n_batch */
+     * tokens from the start), as many sequences' next chunks a llama_decode as fit in pack */
     int *done = calloc((size_t)B, sizeof *done), *last = malloc((size_t)B * sizeof *last);
     if (!done || !last) rc = fail("out of memory");
     for (int s = 0; s < B && last; s++) last[s] = -1;
@@ -379,7 +380,7 @@ static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *pr
         for (int s = next; s < B; s++) {
             const int rem = n_prompt - done[s], chunk = rem < n_batch ? rem : n_batch;
             if (rem == 0) continue;
-            if (n > 0 && n + chunk > n_batch) break;
+            if (n > 0 && n + chunk > pack) break;
             for (int i = 0; i < chunk; i++, n++) {
                 b.token[n] = prompt[done[s] + i];
                 b.pos[n] = done[s] + i;
@@ -605,13 +606,17 @@ int main(int argc, char **argv) {
     int n_batch = n_prompt < MAX_UBATCH ? n_prompt : MAX_UBATCH;
     const int B = a.batch_size ? (int)a.batch_size : 1;
     if (a.batch_size && a.duration > 0) return fail("--batch-size and --duration: one or the other");
-    if (B > n_batch) n_batch = B; /* one decode step holds B tokens */
+    /* the context's batch: one decode step holds B tokens; --batch-size packs several sequences'
+     * prompt chunks (n_batch each at most) into one llama_decode of up to MAX_UBATCH, as edge0 */
+    long pack = (long)B * n_prompt < MAX_UBATCH ? (long)B * n_prompt : MAX_UBATCH;
+    if (pack < n_batch) pack = n_batch;
+    if (pack < B) pack = B;
 
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)(a.context * B); /* every sequence its own --context (kv_unified off: n_ctx / B each) */
     cp.n_seq_max = (uint32_t)B;
     cp.kv_unified = false;
-    cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
+    cp.n_batch = cp.n_ubatch = (uint32_t)pack;
     cp.n_threads = (int32_t)a.threads;
     cp.n_threads_batch = (int32_t)a.prefill_threads;
     struct llama_context *ctx = llama_init_from_model(model, cp);
@@ -625,7 +630,7 @@ int main(int argc, char **argv) {
     if (!r.itl) return fail("out of memory");
     for (long run = 1; run <= a.runs; run++) {
         bool agree = true;
-        if (a.batch_size ? run_batch(ctx, n_vocab, prompt, n_prompt, n_batch, B, &a, &r, &agree)
+        if (a.batch_size ? run_batch(ctx, n_vocab, prompt, n_prompt, n_batch, (int)pack, B, &a, &r, &agree)
                          : run_once(ctx, n_vocab, prompt, n_prompt, n_batch, &a, &r))
             return 1;
         json_t *first = json_array();
@@ -663,7 +668,7 @@ int main(int argc, char **argv) {
                             json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I}", "threads",
                                       (json_int_t)a.threads, "prefill_threads", (json_int_t)a.prefill_threads,
                                       "context", (json_int_t)llama_n_ctx_seq(ctx), "mmap", !a.no_mmap, "n_batch",
-                                      (json_int_t)n_batch, "n_ubatch", (json_int_t)n_batch, "kv_type", "f16",
+                                      (json_int_t)pack, "n_ubatch", (json_int_t)pack, "kv_type", "f16",
                                       "flash_attn", "auto", "repack", mp.use_extra_bufts, "sampling", "greedy",
                                       "warmup", (json_int_t)a.warmup, "ntok", (json_int_t)a.ntok));
         json_object_set_new(row, "engine",

@@ -313,8 +313,8 @@ static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *c) {
     M("expert_cache_hits_total", "counter", "Streamed experts found in the cache (0 when experts are resident).", "%llu", (unsigned long long)st.expert_hits);
     M("expert_cache_misses_total", "counter", "Streamed experts read from disk.", "%llu", (unsigned long long)st.expert_misses);
     M("expert_bytes_read_total", "counter", "Bytes of experts read from disk.", "%llu", (unsigned long long)st.expert_bytes_read);
-    M("prefill_seconds_total", "counter", "Time evaluating prompt chunks.", "%.6f", st.prefill_seconds);
-    M("decode_seconds_total", "counter", "Time evaluating generated tokens.", "%.6f", st.decode_seconds);
+    M("prefill_seconds_total", "counter", "Time evaluating prompt chunks (of a pass that also decodes: the prompt tokens' share).", "%.6f", st.prefill_seconds);
+    M("decode_seconds_total", "counter", "Time evaluating generated tokens (of a mixed pass: their share).", "%.6f", st.decode_seconds);
     M("steps_total", "counter", "Scheduler steps.", "%llu", (unsigned long long)st.steps);
     M("requests_live", "gauge", "Generation requests in memory (queued, running, or being answered).", "%lld", (long long)st.requests_live);
     M("http_requests_open", "gauge", "HTTP requests being handled (this one included).", "%lld", (long long)atomic_load(&h->open_requests));
