@@ -51,8 +51,7 @@ static const char usage_text[] =
     "  --context N       KV cache size (default: prompt + warmup + ntok, rounded up to 256)\n"
     "  --threads N       decode threads (default: the online CPUs); --prefill-threads: the same\n"
     "  --backend-dir D   where libggml-cpu-*.so are (default: ../llamacpp/lib next to this binary)\n"
-    "  --batch-size B    B sequences: the prompt prefilled into each (timed together; as many\n"
-    "                    sequences' chunks a llama_decode as fit in the batch), then one\n"
+    "  --batch-size B    B sequences: the prompt prefilled into each (timed together), then one\n"
     "                    llama_decode of B tokens (one per sequence) per step, as `edge0-infer bench\n"
     "                    --batch-size B` runs them; decode tok/s is the aggregate (B * steps / time)\n"
     "  --duration S      sustained: decode for S seconds after the warm-up (the context restarts at\n"
@@ -352,15 +351,15 @@ static int run_once(struct llama_context *ctx, int32_t n_vocab, llama_token *pro
     return 0;
 }
 
-/* --batch-size B: sequence s (0 .. B-1) gets the prompt (seq id s, chunks of n_batch; as many
- * sequences' chunks a llama_decode as fit in pack, the context's batch; the B prefills timed
- * together), then every step is one llama_decode of B tokens, token
+/* --batch-size B: sequence s (0 .. B-1) gets the prompt prefilled on its own (chunks of n_batch,
+ * seq id s; the B prefills timed together: packing several sequences' chunks into one
+ * llama_decode, as edge0 does, was slower for llama.cpp, docs/perf.md session 19), then every step is one llama_decode of B tokens, token
  * s at sequence s's next position; greedy per sequence. *agree: every sequence chose the same ids
  * (they share the prompt). first_tokens are sequence 0's. */
-static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int pack,
-                     int B, const bench_args *a, run_result *r, bool *agree) {
+static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *prompt, int n_prompt, int n_batch, int B,
+                     const bench_args *a, run_result *r, bool *agree) {
     llama_memory_clear(llama_get_memory(ctx), true);
-    int cap = pack;
+    int cap = n_batch > B ? n_batch : B;
     struct llama_batch b = llama_batch_init(cap, 0, 1);
     llama_token *tok = malloc((size_t)B * sizeof *tok);
     int rc = 0;
@@ -370,38 +369,20 @@ static int run_batch(struct llama_context *ctx, int32_t n_vocab, llama_token *pr
     }
     *agree = true;
     double t0 = now_seconds();
-    /* the prompts, batched as edge0's bench batches them: each sequence chunked as alone (n_batch
-     * tokens from the start), as many sequences' next chunks a llama_decode as fit in pack */
-    int *done = calloc((size_t)B, sizeof *done), *last = malloc((size_t)B * sizeof *last);
-    if (!done || !last) rc = fail("out of memory");
-    for (int s = 0; s < B && last; s++) last[s] = -1;
-    for (int next = 0; next < B && !rc;) { /* sequences before next are prompted */
-        int n = 0;
-        for (int s = next; s < B; s++) {
-            const int rem = n_prompt - done[s], chunk = rem < n_batch ? rem : n_batch;
-            if (rem == 0) continue;
-            if (n > 0 && n + chunk > pack) break;
-            for (int i = 0; i < chunk; i++, n++) {
-                b.token[n] = prompt[done[s] + i];
-                b.pos[n] = done[s] + i;
-                b.n_seq_id[n] = 1;
-                b.seq_id[n][0] = s;
-                b.logits[n] = done[s] + i == n_prompt - 1;
+    for (int s = 0; s < B && !rc; s++)
+        for (int done = 0; done < n_prompt && !rc; done += n_batch) {
+            int n = n_prompt - done < n_batch ? n_prompt - done : n_batch;
+            b.n_tokens = n;
+            for (int i = 0; i < n; i++) {
+                b.token[i] = prompt[done + i];
+                b.pos[i] = done + i;
+                b.n_seq_id[i] = 1;
+                b.seq_id[i][0] = s;
+                b.logits[i] = done + i == n_prompt - 1;
             }
-            done[s] += chunk;
-            last[s] = n - 1; /* its last row in this batch */
+            if (llama_decode(ctx, b)) rc = fail("llama_decode failed: sequence %d's prompt", s);
+            else if (done + n == n_prompt) tok[s] = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
         }
-        b.n_tokens = n;
-        if (llama_decode(ctx, b)) {
-            rc = fail("llama_decode failed: the prompts from sequence %d", next);
-            break;
-        }
-        for (int s = next; s < B; s++)
-            if (done[s] == n_prompt && last[s] >= 0) tok[s] = argmax(llama_get_logits_ith(ctx, last[s]), n_vocab), last[s] = -1;
-        while (next < B && done[next] == n_prompt) next++;
-    }
-    free(done);
-    free(last);
     r->prefill_s = now_seconds() - t0;
     if (!rc) r->first_tokens[0] = tok[0];
     double start = 0, prev = 0;
@@ -606,17 +587,13 @@ int main(int argc, char **argv) {
     int n_batch = n_prompt < MAX_UBATCH ? n_prompt : MAX_UBATCH;
     const int B = a.batch_size ? (int)a.batch_size : 1;
     if (a.batch_size && a.duration > 0) return fail("--batch-size and --duration: one or the other");
-    /* the context's batch: one decode step holds B tokens; --batch-size packs several sequences'
-     * prompt chunks (n_batch each at most) into one llama_decode of up to MAX_UBATCH, as edge0 */
-    long pack = (long)B * n_prompt < MAX_UBATCH ? (long)B * n_prompt : MAX_UBATCH;
-    if (pack < n_batch) pack = n_batch;
-    if (pack < B) pack = B;
+    if (B > n_batch) n_batch = B; /* one decode step holds B tokens */
 
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)(a.context * B); /* every sequence its own --context (kv_unified off: n_ctx / B each) */
     cp.n_seq_max = (uint32_t)B;
     cp.kv_unified = false;
-    cp.n_batch = cp.n_ubatch = (uint32_t)pack;
+    cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
     cp.n_threads = (int32_t)a.threads;
     cp.n_threads_batch = (int32_t)a.prefill_threads;
     struct llama_context *ctx = llama_init_from_model(model, cp);
@@ -630,7 +607,7 @@ int main(int argc, char **argv) {
     if (!r.itl) return fail("out of memory");
     for (long run = 1; run <= a.runs; run++) {
         bool agree = true;
-        if (a.batch_size ? run_batch(ctx, n_vocab, prompt, n_prompt, n_batch, (int)pack, B, &a, &r, &agree)
+        if (a.batch_size ? run_batch(ctx, n_vocab, prompt, n_prompt, n_batch, B, &a, &r, &agree)
                          : run_once(ctx, n_vocab, prompt, n_prompt, n_batch, &a, &r))
             return 1;
         json_t *first = json_array();
@@ -668,7 +645,7 @@ int main(int argc, char **argv) {
                             json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:s, s:s, s:b, s:s, s:I, s:I}", "threads",
                                       (json_int_t)a.threads, "prefill_threads", (json_int_t)a.prefill_threads,
                                       "context", (json_int_t)llama_n_ctx_seq(ctx), "mmap", !a.no_mmap, "n_batch",
-                                      (json_int_t)pack, "n_ubatch", (json_int_t)pack, "kv_type", "f16",
+                                      (json_int_t)n_batch, "n_ubatch", (json_int_t)n_batch, "kv_type", "f16",
                                       "flash_attn", "auto", "repack", mp.use_extra_bufts, "sampling", "greedy",
                                       "warmup", (json_int_t)a.warmup, "ntok", (json_int_t)a.ntok));
         json_object_set_new(row, "engine",
