@@ -47,7 +47,7 @@ static bool batchable(e0_ctx *const *ctxs, int n) {
     return true;
 }
 
-/* The row tables of n_rows rows in c->batch (grown on first use). */
+/* c->batch's row tables for n_seq sequences of n[s] rows each (the storage grown on first use). */
 static int batch_tables(e0_ctx *c, int n_seq, const int *n, e0_err *e) {
     if (!c->batch.idx) {
         c->batch.idx = malloc((size_t)(3 * c->n_batch + 1) * sizeof *c->batch.idx);
