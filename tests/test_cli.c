@@ -5,7 +5,9 @@
  * refused without ending the conversation, memory sizes in messages are readable, and
  * predict_from_layer is checked against the model. Models: ../shared/golden and one `synth`
  * model with a chat template, written into the build folder. */
+#include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -324,6 +326,37 @@ static void test_bench_prompts(void) {
     CHECKF(rc == 1 && strstr(err, "--prompt-text"), "%s", err);
 }
 
+/* bench --breakdown splits the prefill too: each part's seconds, none negative, the parts within
+ * the whole (timing is on for the prompt as for the steps), the experts' part non-zero on a MoE. */
+static void test_bench_breakdown(void) {
+    char out[16384], err[4096];
+    CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s --prompt short --warmup 0 --ntok 2 --breakdown", bin, moe) == 0);
+    json_t *row = json_loads(out, 0, NULL), *pb = json_object_get(row, "prefill_breakdown");
+    CHECKF(json_is_object(pb) && json_is_object(json_object_get(row, "breakdown")), "%s %s", out, err);
+    double parts = 0, total = json_number_value(json_object_get(pb, "total_seconds"));
+    const char *key;
+    json_t *v;
+    json_object_foreach(pb, key, v) {
+        CHECKF(json_is_number(v) && json_number_value(v) >= 0, "%s", key);
+        if (strcmp(key, "total_seconds") && strcmp(key, "other_seconds") && strcmp(key, "expert_wait_seconds")) parts += json_number_value(v);
+    }
+    CHECKF(total > 0 && parts <= total * 1.0001 && json_number_value(json_object_get(pb, "expert_compute_seconds")) > 0 &&
+               fabs(total - json_number_value(json_object_get(row, "prefill_seconds"))) < 1e-9,
+           "%s", out);
+    json_decref(row);
+    /* streamed: the wait for reads is part of the experts' seconds */
+    CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s --prompt short --warmup 0 --ntok 2 --breakdown --model-option memory_budget=8MiB",
+             bin, moe) == 0);
+    row = json_loads(out, 0, NULL);
+    pb = json_object_get(row, "prefill_breakdown");
+    const double wait = json_number_value(json_object_get(pb, "expert_wait_seconds"));
+    CHECKF(wait > 0 && wait <= json_number_value(json_object_get(pb, "expert_compute_seconds")), "%s %s", out, err);
+    json_decref(row);
+    /* without the flag, neither */
+    CHECK(sh(out, sizeof out, NULL, 0, "%s bench -m %s --prompt short --warmup 0 --ntok 2", bin, moe) == 0 &&
+          !strstr(out, "breakdown"));
+}
+
 /* bench without -c sizes the context to the run when it needs more than the default 4096 (up to
  * the model's trained length), and a run that cannot fit is one clear error before any work. */
 static void test_bench_context(void) {
@@ -396,6 +429,7 @@ int main(void) {
     RUN(test_llama_flags);
     RUN(test_info_more);
     RUN(test_bench_prompts);
+    RUN(test_bench_breakdown);
     RUN(test_bench_context);
     RUN(test_template_stdin_kwargs);
     return T_DONE();

@@ -37,7 +37,7 @@ static void help(void) {
          "                    `tokenize` prints them; no chat template): what `edge0-bench compare`\n"
          "                    gives every engine\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
-         "  --breakdown       add the split of decode time per step part\n"
+         "  --breakdown       add the split of decode time per step part, and (one sequence) of the prefill\n"
          "  --progress        prefill progress on stderr even when it is not a terminal\n"
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
@@ -156,6 +156,7 @@ typedef struct {
     double sustained_s, sustained_tps, sustained_slope;
     json_t *sustained_series; /* --mode sustained: {"interval_s", "t_s": [...], "tokens_per_second": [...]} */
     e0_ctx_stats st; /* decode-phase stats (--batch-size: summed over the sequences) */
+    e0_ctx_stats pst; /* prefill-phase stats (--breakdown, one sequence) */
     bool agree;      /* --batch-size: every sequence generated the same ids (they share the prompt) */
     e0_experts_stats xs; /* expert cache, decode phase */
     double sampling_s;
@@ -166,6 +167,8 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     const e0_model *m = e0_ctx_model(c);
     const int64_t V = m->hp.n_vocab;
     e0_ctx_truncate(c, 0);
+    e0_ctx_reset_stats(c);
+    e0_ctx_enable_timing(c, a->breakdown);
     double t0 = e0_now();
     /* chunk by chunk, as e0_eval would, to show progress on long prompts (a terminal or --progress) */
     const int chunk = e0_ctx_n_batch(c);
@@ -187,6 +190,8 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     }
     int tok = e0_argmax(e0_ctx_logits(c), V);
     r->prefill_s = e0_now() - t0;
+    r->pst = *e0_ctx_get_stats(c);
+    e0_ctx_enable_timing(c, false);
     for (int64_t k = 0; k < a->warmup; k++) {
         if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
         tok = e0_argmax(e0_ctx_logits(c), V);
@@ -559,6 +564,20 @@ int cmd_bench(int argc, char **argv) {
             json_object_set_new(b, "sampling_seconds_per_token", json_real(r.sampling_s * per));
             json_object_set_new(b, "total_seconds_per_token", json_real(r.decode_s * per));
             json_object_set_new(row, "breakdown", b);
+            if (!cs) { /* prefill: whole-prompt seconds per part (other: norms, residuals, quantizing inputs) */
+                const e0_ctx_stats *p = &r.pst;
+                const double parts = p->attention + p->router + p->experts + p->ffn_dense + p->output; /* experts include the wait */
+                json_t *pb = json_object();
+                json_object_set_new(pb, "attention_seconds", json_real(p->attention));
+                json_object_set_new(pb, "router_seconds", json_real(p->router));
+                json_object_set_new(pb, "expert_compute_seconds", json_real(p->experts));
+                json_object_set_new(pb, "dense_ffn_seconds", json_real(p->ffn_dense));
+                json_object_set_new(pb, "expert_wait_seconds", json_real(p->expert_wait));
+                json_object_set_new(pb, "output_seconds", json_real(p->output));
+                json_object_set_new(pb, "other_seconds", json_real(r.prefill_s > parts ? r.prefill_s - parts : 0));
+                json_object_set_new(pb, "total_seconds", json_real(r.prefill_s));
+                json_object_set_new(row, "prefill_breakdown", pb);
+            }
         }
         char *line = json_dumps(row, JSON_COMPACT);
         if (line) printf("%s\n", line);
