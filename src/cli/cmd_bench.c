@@ -268,28 +268,27 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
  * sequences' next chunks a step as fit in n_batch (at least one). */
 static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prompt, e0_err *e) {
     const int nb = e0_ctx_n_batch(cs[0]);
-    int *done = calloc((size_t)B, sizeof *done), *cnt = malloc((size_t)B * sizeof *cnt);
+    int *done = calloc((size_t)B, sizeof *done), *cnt = malloc((size_t)B * sizeof *cnt), *who = malloc((size_t)B * sizeof *who);
     const int **toks = malloc((size_t)B * sizeof *toks);
     e0_ctx **step = malloc((size_t)B * sizeof *step);
     int rc = 0;
-    if (!done || !cnt || !toks || !step) rc = e0_fail(e, "out of memory");
+    if (!done || !cnt || !who || !toks || !step) rc = e0_fail(e, "out of memory");
     for (int next = 0; rc == 0 && next < B;) {
-        int n = 0, rows = 0;
+        int n = 0, rows = 0; /* step k: sequence who[k]'s next cnt[k] tokens */
         for (int b = next; b < B; b++) {
             const int rem = n_prompt - done[b], chunk = rem < nb ? rem : nb;
             if (rem == 0) continue;
             if (n > 0 && rows + chunk > nb) break;
-            step[n] = cs[b], toks[n] = prompt + done[b], cnt[n++] = chunk;
+            who[n] = b, step[n] = cs[b], toks[n] = prompt + done[b], cnt[n++] = chunk;
             rows += chunk;
         }
         rc = e0_eval_multi(step, toks, cnt, n, e) < 0 ? -1 : 0;
-        for (int k = 0; k < n; k++)
-            for (int b = next; b < B; b++)
-                if (cs[b] == step[k]) done[b] += cnt[k];
+        for (int k = 0; k < n; k++) done[who[k]] += cnt[k];
         while (next < B && done[next] == n_prompt) next++;
     }
     free(done);
     free(cnt);
+    free(who);
     free(toks);
     free(step);
     return rc;

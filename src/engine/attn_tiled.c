@@ -327,7 +327,7 @@ static void layer_worker(void *arg, int ith, int nth) {
     }
 }
 
-int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
+void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
     if (!c->batch.seqs) {
         e0_attn_args a;
         long first[2] = {0, 0};
@@ -335,16 +335,12 @@ int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
         first[1] = e0_attn_tiled_items(&a);
         layer_task t = {.c = c, .n_seq = 1, .a = &a, .first = first};
         e0_pool_run(c->threads.cur, layer_worker, &t);
-        return 0;
+        return;
     }
+    /* a batch: the per-sequence arguments in the batch's tables (batch.c, sized for n_batch) */
     const int n_seq = c->batch.n_seq;
-    e0_attn_args *a = malloc((size_t)n_seq * sizeof *a);
-    long *first = malloc((size_t)(n_seq + 1) * sizeof *first);
-    if (!a || !first) {
-        free(a);
-        free(first);
-        return e0_fail(c->err, "out of memory (attention of %d sequences)", n_seq);
-    }
+    e0_attn_args *a = c->batch.attn;
+    long *first = c->batch.attn_first;
     first[0] = 0;
     for (int s = 0; s < n_seq; s++) {
         const int r0 = c->batch.seg0[s], rows = c->batch.seg0[s + 1] - r0;
@@ -353,7 +349,4 @@ int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0) {
     }
     layer_task t = {.c = c, .n_seq = n_seq, .a = a, .first = first};
     e0_pool_run(c->threads.cur, layer_worker, &t);
-    free(a);
-    free(first);
-    return 0;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attn_tiled.h"
 #include "engine/ctx_impl.h"
 
 /* Can these contexts be evaluated as one batch in the scratch of ctxs[0]? */
@@ -47,22 +48,55 @@ static bool batchable(e0_ctx *const *ctxs, int n) {
     return true;
 }
 
-/* c->batch's row tables for n_seq sequences of n[s] rows each (the storage grown on first use). */
-static int batch_tables(e0_ctx *c, int n_seq, const int *n, e0_err *e) {
-    if (!c->batch.idx) {
-        c->batch.idx = malloc((size_t)(3 * c->n_batch + 1) * sizeof *c->batch.idx);
-        if (!c->batch.idx) return e0_fail(e, "out of memory (batch tables)");
+/* The batch's tables (ctx_impl.h) for c: allocated once for n_batch rows in the context that
+ * holds c's work buffers — its scratch owner when it shares one (contexts sharing them are never
+ * evaluated at the same time, engine.h), so serve's slots keep one set between them whichever
+ * comes first in a step — and lent to c; logits grown there to n_seq rows. */
+static int batch_storage(e0_ctx *c, int n_seq, e0_err *e) {
+    e0_ctx *h = c->scratch_owner ? (e0_ctx *)c->scratch_owner : c; /* the owner is never const itself */
+    const size_t nb = (size_t)h->n_batch;
+    if (!h->batch.idx) {
+        h->batch.idx = malloc((4 * nb + 1) * sizeof *h->batch.idx);
+        h->batch.tok_ptrs = malloc(nb * sizeof *h->batch.tok_ptrs);
+        h->batch.ones = malloc(nb * sizeof *h->batch.ones);
+        h->batch.attn = malloc(nb * sizeof *h->batch.attn);
+        h->batch.attn_first = malloc((nb + 1) * sizeof *h->batch.attn_first);
+        if (!h->batch.idx || !h->batch.tok_ptrs || !h->batch.ones || !h->batch.attn || !h->batch.attn_first) {
+            free(h->batch.idx), free(h->batch.tok_ptrs), free(h->batch.ones), free(h->batch.attn), free(h->batch.attn_first);
+            h->batch.idx = NULL, h->batch.tok_ptrs = NULL, h->batch.ones = NULL, h->batch.attn = NULL, h->batch.attn_first = NULL;
+            return e0_fail(e, "out of memory (batch tables for %d rows)", h->n_batch);
+        }
+        h->batch.row_seq = h->batch.idx;
+        h->batch.row_off = h->batch.idx + nb;
+        h->batch.seg0 = h->batch.idx + 2 * nb;
+        h->batch.tokens = h->batch.idx + 3 * nb + 1;
+        for (size_t i = 0; i < nb; i++) h->batch.ones[i] = 1;
     }
-    c->batch.row_seq = c->batch.idx;
-    c->batch.row_off = c->batch.idx + c->n_batch;
-    c->batch.seg0 = c->batch.idx + 2 * c->n_batch;
+    const size_t need = (size_t)n_seq * (size_t)h->hp->n_vocab;
+    if (need > h->batch.cap) {
+        float *p = realloc(h->batch.logits, need * sizeof(float));
+        if (!p) return e0_fail(e, "out of memory (%d rows of logits)", n_seq);
+        h->batch.logits = p;
+        h->batch.cap = need;
+    }
+    if (h != c) { /* lent: everything but seqs and n_seq */
+        e0_ctx *const *seqs = c->batch.seqs;
+        const int n = c->batch.n_seq;
+        c->batch = h->batch;
+        c->batch.seqs = seqs, c->batch.n_seq = n;
+    }
+    return 0;
+}
+
+/* The row tables and the rows' tokens for n_seq sequences of n[s] tokens each (<= n_batch rows). */
+static void batch_rows(e0_ctx *c, const int *const *tokens, const int *n, int n_seq) {
     int r = 0;
     for (int s = 0; s < n_seq; s++) {
         c->batch.seg0[s] = r;
+        memcpy(c->batch.tokens + r, tokens[s], (size_t)n[s] * sizeof *c->batch.tokens);
         for (int j = 0; j < n[s]; j++, r++) c->batch.row_seq[r] = s, c->batch.row_off[r] = j;
     }
     c->batch.seg0[n_seq] = r;
-    return 0;
 }
 
 int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, int n_seq, e0_err *e) {
@@ -97,29 +131,13 @@ int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, i
     }
 
     /* the rows' tokens, each sequence's consecutive, and the batch's logits [n_seq][n_vocab] */
-    int *all = malloc((size_t)rows * sizeof *all);
-    const size_t need = (size_t)n_seq * (size_t)hp->n_vocab;
-    if (!all) return e0_fail(e, "out of memory (%lld tokens)", (long long)rows);
-    if (need > c->batch.cap) {
-        float *p = realloc(c->batch.logits, need * sizeof(float));
-        if (!p) {
-            free(all);
-            return e0_fail(e, "out of memory (%d rows of logits)", n_seq);
-        }
-        c->batch.logits = p;
-        c->batch.cap = need;
-    }
-    if (batch_tables(c, n_seq, n, e) < 0) {
-        free(all);
-        return -1;
-    }
-    for (int i = 0, r = 0; i < n_seq; r += n[i], i++) memcpy(all + r, tokens[i], (size_t)n[i] * sizeof *all);
+    if (batch_storage(c, n_seq, e) < 0) return -1;
+    batch_rows(c, tokens, n, n_seq);
     c->err = e;
     c->batch.seqs = ctxs;
     c->batch.n_seq = n_seq;
-    int rc = e0_forward_chunk(c, all, (int)rows, c->batch.logits);
+    int rc = e0_forward_chunk(c, c->batch.tokens, (int)rows, c->batch.logits);
     c->batch.seqs = NULL;
-    free(all);
     /* On failure no position moved: the partial KV rows are beyond every sequence's end. */
     if (rc < 0) return -1;
     for (int i = 0; i < n_seq; i++) {
@@ -132,17 +150,12 @@ int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, i
 
 int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
     if (n <= 0) return e0_fail(e, "no tokens to evaluate");
-    if (!ctxs || !tokens) return e0_fail(e, "e0_eval_batch: no contexts or tokens");
-    const int **toks = malloc((size_t)n * sizeof *toks);
-    int *ones = malloc((size_t)n * sizeof *ones);
-    int rc;
-    if (!toks || !ones) {
-        rc = e0_fail(e, "out of memory (a batch of %d)", n);
-    } else {
-        for (int i = 0; i < n; i++) toks[i] = &tokens[i], ones[i] = 1;
-        rc = e0_eval_multi(ctxs, toks, ones, n, e);
-    }
-    free(toks);
-    free(ones);
-    return rc;
+    if (!ctxs || !tokens || !ctxs[0]) return e0_fail(e, "e0_eval_batch: no contexts or tokens");
+    e0_ctx *c = ctxs[0];
+    if (n > c->n_batch)
+        return e0_fail(e, "e0_eval_multi: %d tokens of %d sequences > the first context's n_batch %d", n, n, c->n_batch);
+    /* one token each: e0_eval_multi's arguments in ctxs[0]'s tables */
+    if (batch_storage(c, n, e) < 0) return -1;
+    for (int i = 0; i < n; i++) c->batch.tok_ptrs[i] = &tokens[i];
+    return e0_eval_multi(ctxs, c->batch.tok_ptrs, c->batch.ones, n, e);
 }

@@ -272,8 +272,14 @@ void e0_ctx_free(e0_ctx *c) {
     e0_free(E0_MEM_RECURRENT, c->rs.ssm, c->rs.bytes_ssm);
     e0_free(E0_MEM_SCRATCH, c->scratch, c->scratch_bytes);
     e0_kv_layout_free(c);
-    free(c->batch.logits);
-    free(c->batch.idx);
+    if (!c->scratch_owner) { /* else the batch's tables are the owner's, lent (batch.c) */
+        free(c->batch.logits);
+        free(c->batch.idx);
+        free(c->batch.tok_ptrs);
+        free(c->batch.ones);
+        free(c->batch.attn);
+        free(c->batch.attn_first);
+    }
     free(c);
 }
 

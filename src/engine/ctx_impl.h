@@ -160,13 +160,22 @@ struct e0_ctx {
      * sequence s = seqs[s] owns rows seg0[s] .. seg0[s+1]-1, row i is token row_off[i] of its
      * sequence's this step (position seqs[row_seq[i]]->pos + row_off[i]): RoPE, KV append and
      * attention use that sequence's position and cache. seqs NULL otherwise (one context's chunk).
-     * row_seq, row_off [n_batch] and seg0 [n_batch + 1] live in idx (grown on first use); logits
-     * [cap / n_vocab][n_vocab]: the rows after each sequence's last token (freed with the context). */
+     * The tables, allocated on the first batch for n_batch rows (at most n_batch sequences, each
+     * at least one row) in the context that holds the work buffers (the scratch owner, whose are
+     * lent to the contexts sharing it; batch.c) and freed with it: row_seq, row_off [n_batch], seg0 [n_batch + 1]
+     * and tokens [n_batch] (the rows' ids) in idx; tok_ptrs, ones [n_batch] (e0_eval_batch's
+     * arguments); attn [n_batch], attn_first [n_batch + 1] (e0_attn_tiled_layer's per-sequence
+     * arguments and item ranges). logits [cap / n_vocab][n_vocab]: the rows after each sequence's
+     * last token (grown to the largest batch). */
     struct {
         e0_ctx *const *seqs;
         int n_seq;
-        int *row_seq, *row_off, *seg0;
+        int *row_seq, *row_off, *seg0, *tokens;
         int *idx;
+        const int **tok_ptrs;
+        int *ones;
+        struct e0_attn_args *attn;
+        long *attn_first;
         float *logits;
         size_t cap;
     } batch;
@@ -241,7 +250,7 @@ bool e0_attn_tiled_wanted(const e0_ctx *c);
 /* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each sequence's rows over its
  * own cache, at its positions) -> act.att [n][q_dim], on the threads. -1 (out of memory) with
  * c->err filled. */
-int e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
+void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
 
 /* ---- kv.c (and kv_avx2.c) ---- */
 

@@ -540,7 +540,7 @@ static int forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_log
         }
         /* q [n][q_dim], KV cache [pos0+n][kv_dim] -> att [n][q_dim] (causal, GQA) */
         if (e0_attn_tiled_wanted(c)) { /* tiled, online softmax (attn_tiled.c) */
-            if (e0_attn_tiled_layer(c, (int)il, n_tok, pos0) < 0) return -1;
+            e0_attn_tiled_layer(c, (int)il, n_tok, pos0);
         } else {
         attn_task t = {.c = c, .il = (int)il, .n_tok = n_tok, .pos0 = pos0};
         e0_pool_run(c->threads.cur, attention_worker, &t);
