@@ -14,6 +14,8 @@
  *    other sequence works in the session context's scratch (e0_ctx_params.scratch_owner, as
  *    serve's slots do), and another shape cannot share it;
  *  - bad calls fail cleanly without moving any position;
+ *  - one sequence's prompt cut into pieces of other sizes gets the bits of e0_eval's chunks
+ *    (pieces of >= 2 tokens where a predictor computes one-token pieces as decode steps);
  *  - `bench --batch-size B`: the JSON row's batch_size, aggregate and per-sequence decode tok/s,
  *    and the B sequences (same prompt) generating the same ids. */
 #include <jansson.h>
@@ -212,6 +214,65 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     e0_close(&s);
 }
 
+/* Chunking: one prompt (23 tokens, n_batch 8) evaluated in pieces of other sizes gives every
+ * position the bits e0_eval's chunks of n_batch give it (matrix products per row, attention per
+ * query over the whole cache, routing per token), so a scheduler may cut prompts anywhere — with
+ * one exception it must keep: a one-token piece of a prompt under predicted routing (or replay
+ * with replay_predict) is computed like a decode step, with its predicted experts, so there the
+ * pieces are >= 2 tokens (the reference's last chunk is 7; pieces of 2 leave one and are skipped).
+ * prefetch=on only reads ahead: exact with any pieces. Logits compared after the prompt and after
+ * each of 2 greedy steps; resident, streamed, f32 and f16 KV. */
+static int eval_pieces(const char *path, const char *const *opts, uint32_t kv, int routing, const int *sizes, int n_sizes, float *out,
+                       int64_t *V) {
+    e0_err e;
+    e0_options o;
+    e0_options_init(&o);
+    for (int i = 0; opts && opts[i]; i++)
+        if (e0_options_parse(&o, opts[i], &e) < 0) return -1;
+    e0_ctx_params cp = {.n_ctx = 64, .n_threads = 2, .n_batch = 8, .type_k = kv, .type_v = kv};
+    e0_model_params mp = {.experts_resident = true};
+    e0_session s = {0};
+    if (e0_open(path, &o, &cp, &mp, &s, &e) < 0) return -1;
+    set_routing(s.c, routing);
+    *V = s.m->hp.n_vocab;
+    int prompt[23], rc = 0, done = 0;
+    for (int k = 0; k < 23; k++) prompt[k] = (int)((5 + 17 * k) % *V);
+    for (int j = 0; done < 23 && rc == 0; j++) {
+        const int n = sizes[j % n_sizes] < 23 - done ? sizes[j % n_sizes] : 23 - done; /* the sizes cycle */
+        rc = e0_eval(s.c, prompt + done, n, NULL, &e);
+        done += n;
+    }
+    for (int step = 0; step < 3 && rc == 0; step++) {
+        memcpy(out + (size_t)step * *V, e0_ctx_logits(s.c), (size_t)*V * sizeof(float));
+        int next = argmax(e0_ctx_logits(s.c), *V);
+        if (step < 2) rc = e0_eval(s.c, &next, 1, NULL, &e);
+    }
+    if (rc < 0) printf("  %s: %s\n", path, e.msg);
+    e0_close(&s);
+    return rc;
+}
+
+static void check_chunking(const char *path, const char *const *opts, uint32_t kv, int routing) {
+    static const int sizes[][6] = {{8}, {1}, {2}, {3}, {5, 2, 7, 3, 2, 4}}, n_sizes[] = {1, 1, 1, 1, 6};
+    const bool predictor = routing == PREDICTED; /* prefetch=on only reads ahead: exact */
+    float *ref = malloc(3 * 1000000 * sizeof(float)), *got = malloc(3 * 1000000 * sizeof(float));
+    int64_t V = 0;
+    CHECKF(ref && got && eval_pieces(path, opts, kv, routing, sizes[0], 1, ref, &V) == 0 && V <= 1000000, "%s", path);
+    for (size_t k = 1; ref && got && V && V <= 1000000 && k < sizeof n_sizes / sizeof *n_sizes; k++) {
+        bool one = false; /* a one-token piece (pieces of 2: the last) */
+        for (int j = 0, done = 0; done < 23; done += sizes[k][j++ % n_sizes[k]])
+            one |= sizes[k][j % n_sizes[k]] == 1 || 23 - done == 1;
+        if (predictor && one) continue;
+        CHECKF(eval_pieces(path, opts, kv, routing, sizes[k], n_sizes[k], got, &V) == 0, "%s", path);
+        for (int step = 0; step < 3; step++)
+            CHECKF(!memcmp(ref + (size_t)step * V, got + (size_t)step * V, (size_t)V * sizeof(float)),
+                   "%s (routing %d, kv %u): pieces of %d%s: logits at step %d differ from chunks of n_batch", path, routing, kv,
+                   sizes[k][0], n_sizes[k] > 1 ? ", 2, 7, ..." : "", step);
+    }
+    free(ref);
+    free(got);
+}
+
 static char golden_path[N_SEQ][1024];
 
 static const char *golden(const char *name) {
@@ -305,6 +366,27 @@ static int synth(const char *args, char *out, size_t cap, const char *name) {
     return t_sh(cmd, NULL, 0);
 }
 
+static void test_chunking(void) {
+    const char *res[] = {"experts=resident", NULL};
+    check_chunking(golden("qwen3-dense"), NULL, 0, ACTUAL);
+    check_chunking(golden("qwen3-dense"), NULL, 1 /* F16 */, ACTUAL);
+    const char *names[] = {"qwen3moe", "qwen2moe", "stories260K-moe4"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        check_chunking(golden(names[i]), res, 0, ACTUAL);
+        e0_err e;
+        e0_model *m = e0_model_load(golden(names[i]), NULL, false, &e);
+        CHECKF(m, "%s", e.msg);
+        if (!m) continue;
+        char slots[64];
+        snprintf(slots, sizeof slots, "expert_slots=%lld", (long long)m->hp.n_expert_used);
+        e0_model_free(m);
+        const char *str[] = {"experts=stream", slots, NULL};
+        check_chunking(golden(names[i]), str, 0, ACTUAL);
+        check_chunking(golden(names[i]), str, 0, PREFETCH);
+        check_chunking(golden(names[i]), str, 0, PREDICTED);
+    }
+}
+
 static void test_synth(void) {
     static const char *const cases[][2] = {
         {"q4k", "--arch qwen3moe --type q4_K"},
@@ -358,6 +440,7 @@ int main(void) {
     RUN(test_golden_moe_resident);
     RUN(test_golden_moe_streamed);
     RUN(test_golden_moe_replay);
+    RUN(test_chunking);
     RUN(test_synth);
     RUN(test_bench_batch_size);
     return T_DONE();
