@@ -7,7 +7,8 @@
  * status (400 401 404 405 413 429 500 503; 500 from a model file cut short under a server streaming
  * its experts), tools through the chat template and tool calls in streams (the formatting itself
  * in test_serve_api), greedy ids equal to `run`'s alone and among 15 concurrent requests, and on
- * every golden model (f32 KV) alone vs among 15 others, stop strings across token boundaries,
+ * every golden model (f32 KV) alone vs among 15 others, a long prompt cut by --prefill-budget while
+ * others decode (and reused from the cache) replying as alone, stop strings across token boundaries,
  * seeds, /metrics counters against the usage reported, client disconnects freeing slots,
  * SIGTERM exiting 0. */
 #include <arpa/inet.h>
@@ -927,6 +928,65 @@ static void test_golden_batched(void) {
     }
 }
 
+/* --prefill-budget: a long prompt arriving while others decode is taken a few tokens a step (the
+ * pieces counted in /metrics), and its greedy reply — ids, text and every logprob — is the one it
+ * gets alone from scratch (whole -b chunks), and again from the slot's cached prefix: resident;
+ * streamed under predicted routing, where a one-token piece is computed with predicted experts,
+ * with a prompt whose last chunk alone is one token (kept so), and prompts that pieces of 3 (and
+ * the cached prefix) would leave with a lone last token (sched.c takes it with the piece before;
+ * without that the last two cases fail). */
+static void test_prefill_budget(void) {
+    static const struct {
+        const char *name, *opts;
+        int len;
+    } cases[] = {{"qwen3moe", "", 194},
+                 {"stories260K-moe4", " --model-option experts=stream --model-option expert_slots=2", 193},
+                 {"qwen3moe", " --model-option experts=stream --model-option expert_slots=4", 196},
+                 {"stories260K-moe4", " --model-option experts=stream --model-option expert_slots=2", 196}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char gguf[PATH_MAX], args[PATH_MAX + 256], list[4096], fresh[4400], again[4400], script[8192];
+        snprintf(gguf, sizeof gguf, "%s/golden/%s.gguf", t_shared(), cases[c].name);
+        snprintf(args, sizeof args, "-m %s -np 8 -c 8192 -t 1 -b 64 -ctk f32 -ctv f32 --prefill-budget 3%s", gguf, cases[c].opts);
+        srv s;
+        CHECKF(start(&s, cases[c].name, args) == 0, "%s", cases[c].name);
+        int o = 0;
+        for (int k = 0; k < cases[c].len; k++) o += snprintf(list + o, sizeof list - o, "%s%d", k ? "," : "", 3 + (5 + 17 * k) % 500);
+        /* the prompt from scratch, and again reusing what the slot cached */
+        snprintf(fresh, sizeof fresh, "{\"prompt\":[%s],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true,"
+                 "\"logprobs\":3,\"cache_prompt\":false}", list);
+        snprintf(again, sizeof again, "{\"prompt\":[%s],\"max_tokens\":16,\"temperature\":0,\"ignore_eos\":true,\"return_tokens\":true,"
+                 "\"logprobs\":3}", list);
+        CHECK(http_x(s.url, "POST", "/v1/completions", fresh, NULL, buf, sizeof buf) == 200);
+        json_t *alone = choice0(buf);
+        char *ids = json_dumps(alone, JSON_SORT_KEYS); /* ids, text and logprobs (every float in full) */
+        json_decref(alone);
+        CHECK(http_x(s.url, "POST", "/v1/completions", again, NULL, buf, sizeof buf) == 200);
+        json_t *reused = choice0(buf);
+        char *rids = json_dumps(reused, JSON_SORT_KEYS);
+        json_decref(reused);
+        CHECKF(ids && rids && !strcmp(ids, rids) && metric(s.url, "edge0_prompt_tokens_cached_total") > 0,
+               "%s%s: from scratch %s, from the cached prefix %s", cases[c].name, cases[c].opts, ids, rids);
+        const double p0 = metric(s.url, "edge0_prompt_pieces_total");
+        /* 7 long replies first; the long prompt (from scratch) once they decode */
+        o = snprintf(script, sizeof script, "cd %s || exit 1; ", dir);
+        for (int i = 0; i < 7; i++)
+            o += snprintf(script + o, sizeof script - o,
+                          "curl -s -o bud%d -d '{\"prompt\":[%d,2,3],\"max_tokens\":700,\"temperature\":0,\"ignore_eos\":true}' "
+                          "%s/v1/completions & ", i, 1 + i, s.url);
+        o += snprintf(script + o, sizeof script - o, "sleep 0.3; curl -s -o btarget -d '%s' %s/v1/completions; wait; cat btarget", fresh, s.url);
+        CHECK(t_sh(script, buf, sizeof buf) == 0);
+        json_t *batched = choice0(buf);
+        char *bids = json_dumps(batched, JSON_SORT_KEYS);
+        json_decref(batched);
+        const double pieces = metric(s.url, "edge0_prompt_pieces_total") - p0;
+        CHECKF(ids && bids && !strcmp(ids, bids), "%s%s: alone %s, while others decode %s", cases[c].name, cases[c].opts, ids, bids);
+        CHECKF(p0 >= 4 && pieces >= 7 + 40, "%s%s: %.0f pieces alone, %.0f among others (budget 3: >= 47)", cases[c].name,
+               cases[c].opts, p0, pieces);
+        free(ids), free(rids), free(bids);
+        CHECK(stop(&s) == 0);
+    }
+}
+
 /* The generated ids of a completion of prompt [1] on srv s with the extra fields (NULL on error). */
 static json_t *ids_of(const srv *s, const char *extra) {
     char req[1024];
@@ -1034,6 +1094,7 @@ int main(void) {
     RUN(test_refuses_public_without_key);
     RUN(test_engine_error_500);
     RUN(test_golden_batched);
+    RUN(test_prefill_budget);
     RUN(test_sampling_params);
     t_begin("test_sigterm_exits_0");
     CHECK(stop(&s) == 0);

@@ -28,6 +28,9 @@ static void help(void) {
          "  --api-key K          require 'Authorization: Bearer K' (all endpoints but /health); off by default\n"
          "  --timeout S          seconds a request may take, waiting in the queue included (default 600; 0 = none)\n"
          "  --max-queue N        requests waiting for a slot; more get 429 (default 64; 0: none wait)\n"
+         "  --prefill-budget N   prompt tokens a step takes while other sequences decode, so a long prompt does not\n"
+         "                       stall their next tokens for a whole -b chunk (default: -b, a whole chunk); the\n"
+         "                       ids are the same either way. Smaller: steadier streams, slower first tokens\n"
          "  --conn-timeout S     seconds a connection may stay silent (headers or body not coming, a client not\n"
          "                       reading its stream, an idle keep-alive) before it is closed (default 60)\n"
          "  --max-body BYTES     largest request body; larger ones get 413 (default 8MiB)\n"
@@ -76,7 +79,7 @@ int cmd_serve(int argc, char **argv) {
     cli_gen_flags g;
     cli_gen_init(&g);
     srv_http_params hp = {.host = "127.0.0.1", .port = 8080, .max_body = 8u << 20, .conn_timeout = 60, .max_conns = 1024};
-    int64_t n_slots = 4, max_queue = 64;
+    int64_t n_slots = 4, max_queue = 64, prefill_budget = 0;
     double timeout = 600, grace = 10;
     const char *alias = NULL;
     e0_err e;
@@ -90,7 +93,8 @@ int cmd_serve(int argc, char **argv) {
         if (r < 0) return 1;
         if (r > 0) continue;
         static const char *const with_value[] = {"--host", "--port", "-np", "--parallel", "--api-key", "--timeout",
-                                                 "--max-queue", "--max-body", "--alias", "--shutdown-grace", "--conn-timeout"};
+                                                 "--max-queue", "--max-body", "--alias", "--shutdown-grace", "--conn-timeout",
+                                                 "--prefill-budget"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
         if (!known) return cli_error("serve: unknown flag '%s' (see serve --help)", f);
@@ -110,6 +114,8 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(f, "--conn-timeout")) {
             if (e0_parse_i64(v, 1, 86400, &n, f, &e) < 0) return cli_error("%s", e.msg);
             hp.conn_timeout = (unsigned)n;
+        } else if (!strcmp(f, "--prefill-budget")) {
+            if (e0_parse_i64(v, 1, 1 << 20, &prefill_budget, f, &e) < 0) return cli_error("%s", e.msg);
         } else if (!strcmp(f, "--max-queue")) {
             if (e0_parse_i64(v, 0, 1 << 20, &max_queue, f, &e) < 0) return cli_error("%s", e.msg);
         } else if (!strcmp(f, "--max-body")) {
@@ -185,7 +191,7 @@ int cmd_serve(int argc, char **argv) {
     srv_sched *sched = NULL;
     srv_http *http = NULL;
     if (!status) {
-        srv_sched_params sp = {.n_slots = (int)n_slots, .max_queue = (int)max_queue,
+        srv_sched_params sp = {.n_slots = (int)n_slots, .max_queue = (int)max_queue, .prefill_budget = (int)prefill_budget,
                                .cp = {.n_ctx = e0_ctx_n_ctx(c), .n_threads = e0_ctx_n_threads(c),
                                       .n_threads_prefill = e0_ctx_n_threads_prefill(c), .n_batch = e0_ctx_n_batch(c),
                                       .type_k = e0_ctx_type_k(c), .type_v = e0_ctx_type_v(c)}};

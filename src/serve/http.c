@@ -299,6 +299,7 @@ static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *c) {
     M("prompt_tokens_total", "counter", "Prompt tokens of the requests run (cached ones included).", "%llu", (unsigned long long)st.prompt_tokens);
     M("prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's KV cache.", "%llu", (unsigned long long)st.cached_tokens);
     M("prompt_tokens_prefilled_total", "counter", "Prompt tokens evaluated.", "%llu", (unsigned long long)st.prefilled_tokens);
+    M("prompt_pieces_total", "counter", "Prompt pieces evaluated (a prompt is cut at n_batch tokens, and at --prefill-budget while others decode).", "%llu", (unsigned long long)st.prompt_pieces);
     M("completion_tokens_total", "counter", "Tokens generated.", "%llu", (unsigned long long)st.completion_tokens);
     M("sequences_finished_total", "counter", "Generation requests finished (any reason).", "%llu", (unsigned long long)st.requests_done);
     M("sequences_cancelled_total", "counter", "Requests cancelled (client gone, shutdown).", "%llu", (unsigned long long)st.requests_cancelled);

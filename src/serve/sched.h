@@ -8,15 +8,16 @@
  *   queue    requests waiting for a slot, FIFO, at most max_queue (srv_submit refuses beyond).
  *   worker   loop: admit queued requests into free slots (the slot whose cached tokens share the
  *            longest prefix with the prompt), build one step — one token for every decoding
- *            sequence plus prefill chunks (<= n_batch tokens each) of prefilling sequences, taken
- *            round-robin: the first always, more while the step stays within n_batch tokens —
+ *            sequence plus prompt pieces of prefilling sequences, taken round-robin: the first
+ *            always, more while the step stays within n_batch tokens, and while any sequence
+ *            decodes at most prefill_budget prompt tokens (so the decoding ones keep a steady pace) —
  *            evaluate it (step.h: one forward pass when it fits), then sample, detokenize, apply
  *            stop strings and publish the new output to the request.
  *
  * A request is shared by the HTTP thread that made it and the worker (reference counted); its
  * output fields are written by the worker and read by srv_wait under the scheduler's lock.
- * Greedy output does not depend on what else runs: every sequence has its own context and
- * evaluates the same chunks it would alone. */
+ * Greedy output does not depend on what else runs: every sequence has its own context, and its
+ * prompt pieces give the bits of its chunks alone (one-token pieces only where alone has them). */
 #ifndef E0_SERVE_SCHED_H
 #define E0_SERVE_SCHED_H
 
@@ -70,6 +71,7 @@ srv_req *srv_req_new(const int *ids, int n, const srv_params *p);
 typedef struct srv_sched_params {
     int n_slots;
     int max_queue;        /* requests waiting for a slot (beyond those free slots take); more are refused (429) */
+    int prefill_budget;   /* prompt tokens a step takes while sequences decode (1 .. n_batch; 0 or more: n_batch) */
     e0_ctx_params cp;     /* each slot's context (n_ctx = its share of the total) */
 } srv_sched_params;
 
@@ -113,6 +115,7 @@ void srv_update_free(srv_update *u);
 /* Counters and gauges for /metrics. */
 typedef struct srv_stats {
     uint64_t prompt_tokens, completion_tokens, cached_tokens, prefilled_tokens;
+    uint64_t prompt_pieces;  /* prompt pieces evaluated (a prompt takes several: n_batch, --prefill-budget) */
     uint64_t requests_done, requests_cancelled, requests_timeout, requests_error;
     int queue_depth, active, n_slots;
     int64_t kv_cells_used;   /* positions held by running sequences */
