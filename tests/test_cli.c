@@ -164,6 +164,12 @@ static void test_unknown_last_flag(void) {
     /* a known flag without its value still says so */
     int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --ntok", bin, dense);
     CHECKF(rc == 1 && strstr(err, "--ntok needs a value"), "rc %d, %s", rc, err);
+    /* serve --prefill-budget: a positive count, refused before anything loads */
+    static const char *const bad[] = {"0", "-3", "x", "99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = sh(NULL, 0, err, sizeof err, "%s serve -m %s --port 0 --prefill-budget %s", bin, dense, bad[i]);
+        CHECKF(rc == 1 && strstr(err, "--prefill-budget") && !strstr(err, "listening"), "--prefill-budget %s: rc %d, %s", bad[i], rc, err);
+    }
 }
 
 /* `logits --out -` writes the floats to stdout, the same bytes as --out FILE, and no file `-`. */
