@@ -162,7 +162,10 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             }
         }
     }
-    for (int r = 0; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
+    int r = 0;
+    for (; r + 8 <= nr; r += 8)
+        for (int t = 0; t < nt; t++) q45_store_8rows(acc[r], MAXT, acc_m2[r], MAXT / 2, t, &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -249,7 +252,10 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             }
         }
     }
-    for (int r = 0; r < nr; r++) {
+    int r = 0;
+    for (; r + 8 <= nr; r += 8)
+        for (int t = 0; t < nt; t++) store_8rows(acc[r], MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++) {
         int t = 0;
         for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&acc[r][t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
         for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
@@ -338,6 +344,10 @@ void e0_gemm_q8_0_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
         }
     }
     const float summs = 0; /* the one-token loop adds its (here zero) min terms: keeps -0 + 0 = +0 */
-    for (int r = 0; r < nr; r++)
+    int r = 0;
+    for (; r + 8 <= nr; r += 8)
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(&s[(size_t)r + (size_t)t * s_stride], _mm256_add_ps(hsum_8rows(acc[r], MAXT, t), _mm256_set1_ps(summs)));
+    for (; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]) + summs;
 }

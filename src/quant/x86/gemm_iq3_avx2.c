@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "quant/gemm.h"
+#include "quant/x86/gemm_simd.h"
 #include "quant/x86/quant_iq3_simd.h"
 
 #define MAXT E0_GEMM_TOKENS
@@ -82,7 +83,11 @@ static inline __attribute__((always_inline)) void gemm_iq3(int64_t n, int nr, co
             }
         }
     }
-    for (int r = 0; r < nr; r++)
+    int r = 0;
+    for (; r + 8 <= nr; r += 8) /* 8 rows to a store (gemm_simd.h) */
+        for (int t = 0; t < nt; t++)
+            _mm256_storeu_ps(&s[(size_t)r + (size_t)t * s_stride], _mm256_mul_ps(_mm256_set1_ps(out_scale), hsum_8rows(acc[r], MAXT, t)));
+    for (; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = out_scale * hsum_ps(acc[r][t]);
 }
 

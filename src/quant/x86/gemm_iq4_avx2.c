@@ -19,6 +19,7 @@
  * Instruction counts (callgrind, tools/qspeed_iq, docs/perf.md): MXFP4 vec_dot 34 -> 19 a
  * block, GEMM 11.0 -> 8.6 a (row, token, block). */
 #include "quant/quant_iq4.h"
+#include "quant/x86/gemm_simd.h"
 #include "quant/x86/simd.h"
 
 #define MAXT E0_GEMM_TOKENS
@@ -183,7 +184,10 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
             }
         }
     }
-    for (int r = 0; r < nr; r++)
+    int r = 0;
+    for (; r + 8 <= nr; r += 8) /* 8 rows to a store (gemm_simd.h) */
+        for (int t = 0; t < nt; t++) store_8rows(acc[r], XS_MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
 }
 
@@ -441,7 +445,10 @@ AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
             for (; i < nb; i++) mx_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
         }
     }
-    for (int r = 0; r < nr; r++)
+    int r = 0;
+    for (; r + 8 <= nr; r += 8) /* 8 rows to a store (gemm_simd.h) */
+        for (int t = 0; t < nt; t++) store_8rows(acc[r], MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++)
         for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
 }
 
