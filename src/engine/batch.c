@@ -153,7 +153,7 @@ int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
     if (!ctxs || !tokens || !ctxs[0]) return e0_fail(e, "e0_eval_batch: no contexts or tokens");
     e0_ctx *c = ctxs[0];
     if (n > c->n_batch)
-        return e0_fail(e, "e0_eval_multi: %d tokens of %d sequences > the first context's n_batch %d", n, n, c->n_batch);
+        return e0_fail(e, "e0_eval_batch: %d sequences > the first context's n_batch %d", n, c->n_batch);
     /* one token each: e0_eval_multi's arguments in ctxs[0]'s tables */
     if (batch_storage(c, n, e) < 0) return -1;
     for (int i = 0; i < n; i++) c->batch.tok_ptrs[i] = &tokens[i];

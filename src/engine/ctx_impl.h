@@ -248,8 +248,8 @@ void e0_matmul_weight(e0_ctx *c, const e0_weight *w, float *y);
  * forces the per-position path (forward.c attend, for comparisons). */
 bool e0_attn_tiled_wanted(const e0_ctx *c);
 /* act.q [n][q_dim] of layer il, KV cache up to pos0 + n (a batch: each sequence's rows over its
- * own cache, at its positions) -> act.att [n][q_dim], on the threads. -1 (out of memory) with
- * c->err filled. */
+ * own cache, at its positions, with the per-sequence arguments in batch.attn) -> act.att
+ * [n][q_dim], on the threads. */
 void e0_attn_tiled_layer(e0_ctx *c, int il, int n_tok, int pos0);
 
 /* ---- kv.c (and kv_avx2.c) ---- */

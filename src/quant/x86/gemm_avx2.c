@@ -162,10 +162,7 @@ AI void q45_gemm(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt, c
             }
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8)
-        for (int t = 0; t < nt; t++) q45_store_8rows(acc[r], MAXT, acc_m2[r], MAXT / 2, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
+    q45_store_rows(&acc[0][0], MAXT, &acc_m2[0][0], MAXT / 2, nr, nt, s, s_stride);
 }
 
 void e0_gemm_q4_K_avx2(int64_t n, int nr, const void *w, size_t w_stride, int nt, const void *a, size_t a_stride, float *s,
@@ -252,14 +249,7 @@ void e0_gemm_q6_K_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int n
             }
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8)
-        for (int t = 0; t < nt; t++) store_8rows(acc[r], MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++) {
-        int t = 0;
-        for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&acc[r][t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
-        for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
-    }
+    store_rows(&acc[0][0], MAXT, nr, nt, s, s_stride);
 }
 
 /* ---- q8_0 (scheme of e0_vec_dot_q8_0_avx2: per block, |x| times y with x's sign, and one float

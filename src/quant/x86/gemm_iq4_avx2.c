@@ -184,11 +184,7 @@ void e0_gemm_iq4_xs_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int
             }
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8) /* 8 rows to a store (gemm_simd.h) */
-        for (int t = 0; t < nt; t++) store_8rows(acc[r], XS_MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    store_rows(&acc[0][0], XS_MAXT, nr, nt, s, s_stride); /* 8 rows to a store (gemm_simd.h) */
 }
 
 /* ---- MXFP4 (E8M0 scale) and IQ4_NL (fp16 scale): 32-element blocks of 4-bit codes against
@@ -445,11 +441,7 @@ AI void fp4_kernel(int64_t n, int nr, const uint8_t *w, size_t w_stride, int nt,
             for (; i < nb; i++) mx_group_gemm(i, 1, nr, w, w_stride, nt, a, a_stride, acc);
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8) /* 8 rows to a store (gemm_simd.h) */
-        for (int t = 0; t < nt; t++) store_8rows(acc[r], MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++)
-        for (int t = 0; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
+    store_rows(&acc[0][0], MAXT, nr, nt, s, s_stride); /* 8 rows to a store (gemm_simd.h) */
 }
 
 _Static_assert(E0_QK_MXFP4 == 32 && E0_QK_IQ4_NL == 32, "fp4_kernel's 32-element blocks");

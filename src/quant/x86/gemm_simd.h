@@ -136,4 +136,29 @@ AI void q45_store_8rows(const __m256 *acc, size_t acc_stride, const __m256 *acc_
     _mm256_storeu_ps(s, natural8(_mm256_add_ps(hsum8_ps(v), sum4_pairs(m))));
 }
 
+/* A GEMM's results s[r + t * s_stride] = hsum_ps(acc[r][t]) of nr rows x nt tokens (acc: nr
+ * arrays of acc_stride vectors): 8 rows to a store, the rows past a multiple of 8 as before. */
+AI void store_rows(const __m256 *acc, size_t acc_stride, int nr, int nt, float *s, size_t s_stride) {
+    int r = 0;
+    for (; r + 8 <= nr; r += 8)
+        for (int t = 0; t < nt; t++) store_8rows(acc + (size_t)r * acc_stride, acc_stride, t, &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++) {
+        const __m256 *ar = acc + (size_t)r * acc_stride;
+        int t = 0;
+        for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&ar[t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
+        for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(ar[t]);
+    }
+}
+
+/* The same for the q4_K-scheme GEMMs: q45_store_row's results (acc_m2: nr arrays of m2_stride). */
+AI void q45_store_rows(const __m256 *acc, size_t acc_stride, const __m256 *acc_m2, size_t m2_stride, int nr, int nt, float *s,
+                       size_t s_stride) {
+    int r = 0;
+    for (; r + 8 <= nr; r += 8)
+        for (int t = 0; t < nt; t++)
+            q45_store_8rows(acc + (size_t)r * acc_stride, acc_stride, acc_m2 + (size_t)r * m2_stride, m2_stride, t,
+                            &s[(size_t)r + (size_t)t * s_stride]);
+    for (; r < nr; r++) q45_store_row(acc + (size_t)r * acc_stride, acc_m2 + (size_t)r * m2_stride, nt, s + r, s_stride);
+}
+
 #endif

@@ -247,10 +247,7 @@ void e0_gemm_q4_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
             }
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8)
-        for (int t = 0; t < nt; t++) q45_store_8rows(acc[r], MAXT, acc_m2[r], MAXT / 2, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++) q45_store_row(acc[r], acc_m2[r], nt, s + r, s_stride);
+    q45_store_rows(&acc[0][0], MAXT, &acc_m2[0][0], MAXT / 2, nr, nt, s, s_stride);
 }
 
 /* ---- q6_KX (pairs of sub-blocks, quant_kx.h) ---- */
@@ -370,12 +367,5 @@ void e0_gemm_q6_KX_avx2(int64_t n, int nr, const void *vw, size_t w_stride, int 
             }
         }
     }
-    int r = 0;
-    for (; r + 8 <= nr; r += 8)
-        for (int t = 0; t < nt; t++) store_8rows(acc[r], MAXT, t, &s[(size_t)r + (size_t)t * s_stride]);
-    for (; r < nr; r++) {
-        int t = 0;
-        for (; t + 8 <= nt; t += 8) store8(hsum8_ps(&acc[r][t]), &s[(size_t)r + (size_t)t * s_stride], s_stride);
-        for (; t < nt; t++) s[(size_t)r + (size_t)t * s_stride] = hsum_ps(acc[r][t]);
-    }
+    store_rows(&acc[0][0], MAXT, nr, nt, s, s_stride);
 }
