@@ -1,6 +1,7 @@
 /* test_batch.c — e0_eval_multi and e0_eval_batch (engine.h, batch.c): one forward pass over the
  * tokens of several sequences (prompt chunks, next tokens, or both in one step) gives each
- * sequence the logits e0_eval gives it alone on the same chunks, bit for bit:
+ * sequence the logits e0_eval (prompt pieces) and e0_decode (generated tokens) give it alone on
+ * the same chunks, bit for bit:
  *  - on the golden dense and MoE models, experts resident and streamed through a cache with few
  *    slots, f32 and f16 KV; routing actual, prefetch=on and predicted (each row predicted from its
  *    own state: the sequences' prediction counts equal those of e0_eval alone), and the streamed
@@ -14,8 +15,9 @@
  *    other sequence works in the session context's scratch (e0_ctx_params.scratch_owner, as
  *    serve's slots do), and another shape cannot share it;
  *  - bad calls fail cleanly without moving any position;
- *  - one sequence's prompt cut into pieces of other sizes gets the bits of e0_eval's chunks
- *    (pieces of >= 2 tokens where a predictor computes one-token pieces as decode steps);
+ *  - one sequence's prompt cut into pieces of any size (one token included) gets the bits of
+ *    e0_eval's chunks, under every routing: prompt tokens are routed exactly, only e0_decode's
+ *    generated tokens are predicted (and a prompt token alone scores no prediction);
  *  - `bench --batch-size B`: the JSON row's batch_size, aggregate and per-sequence decode tok/s,
  *    and the B sequences (same prompt) generating the same ids. */
 #include <jansson.h>
@@ -100,19 +102,21 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         e0_ctx *cs[N_SEQ];
         const int *tk[N_SEQ];
         int nt[N_SEQ], who[N_SEQ], n = 0, rows = 0;
+        bool dec[N_SEQ]; /* a generated token, not a prompt piece */
         for (int j = 0; j < N_SEQ; j++) {
             const int q = (j + step) % N_SEQ;
             const int want = done[q] < np[q] ? (np[q] - done[q] < 8 ? np[q] - done[q] : 8) : gen[q] < 2 ? 1 : 0;
             if (!want || rows + want > 8) continue;
-            cs[n] = bat[q], tk[n] = done[q] < np[q] ? prompt[q] + done[q] : &next[q], nt[n] = want, who[n++] = q;
+            dec[n] = done[q] >= np[q];
+            cs[n] = bat[q], tk[n] = dec[n] ? &next[q] : prompt[q] + done[q], nt[n] = want, who[n++] = q;
             rows += want;
         }
         if (!n) break;
-        ok = e0_eval_multi(cs, tk, nt, n, &e) == 0;
+        ok = e0_eval_multi(cs, tk, nt, dec, n, &e) == 0;
         CHECKF(ok, "mixed step %d (%d sequences, %d rows): %s", step, n, rows, e.msg);
         for (int j = 0; j < n && ok; j++) {
             const int q = who[j];
-            ok = e0_eval(ref[q], tk[j], nt[j], NULL, &e) == 0;
+            ok = (dec[j] ? e0_decode(ref[q], next[q], &e) : e0_eval(ref[q], tk[j], nt[j], NULL, &e)) == 0;
             CHECKF(ok, "ref: %s", e.msg);
             if (!ok) break;
             CHECKF(e0_ctx_pos(bat[q]) == e0_ctx_pos(ref[q]), "positions %d %d", e0_ctx_pos(bat[q]), e0_ctx_pos(ref[q]));
@@ -144,7 +148,7 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
             const uint64_t r1 = requests(&s);
             for (int j = 0; j < n && ok; j++) {
                 int q = who[j];
-                ok = e0_eval(ref[q], &next[q], 1, NULL, &e) == 0;
+                ok = e0_decode(ref[q], next[q], &e) == 0;
                 CHECKF(ok, "ref: %s", e.msg);
                 if (!ok) break;
                 CHECKF(e0_ctx_pos(bat[q]) == e0_ctx_pos(ref[q]), "positions %d %d", e0_ctx_pos(bat[q]), e0_ctx_pos(ref[q]));
@@ -186,12 +190,15 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
         CHECK(e0_eval_batch(two, bad, 2, &e) < 0 && strstr(e.msg, "out of range"));
         CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
         CHECK(e0_eval_batch(two, t2, 0, &e) < 0);
-        /* e0_eval_multi: no tokens for one, more rows than n_batch */
+        /* e0_eval_multi: no tokens for one, more rows than n_batch, a decode of two tokens */
         int nine[9] = {0}, cnt[2] = {1, 0};
         const int *tp[2] = {nine, nine};
-        CHECK(e0_eval_multi(two, tp, cnt, 2, &e) < 0 && strstr(e.msg, "no tokens"));
+        CHECK(e0_eval_multi(two, tp, cnt, NULL, 2, &e) < 0 && strstr(e.msg, "no tokens"));
         cnt[0] = 4, cnt[1] = 5;
-        CHECK(e0_eval_multi(two, tp, cnt, 2, &e) < 0 && strstr(e.msg, "n_batch"));
+        CHECK(e0_eval_multi(two, tp, cnt, NULL, 2, &e) < 0 && strstr(e.msg, "n_batch"));
+        const bool dec2[2] = {false, true};
+        cnt[0] = 1, cnt[1] = 2;
+        CHECK(e0_eval_multi(two, tp, cnt, dec2, 2, &e) < 0 && strstr(e.msg, "decodes 2 tokens"));
         CHECK(e0_ctx_pos(bat[1]) == p0 && e0_ctx_pos(bat[2]) == p1);
         /* sharing: only the own buffers are counted; another shape cannot share */
         e0_ctx_params sp = cp;
@@ -214,16 +221,15 @@ static void check_model(const char *path, const char *const *opts, uint32_t kv_t
     e0_close(&s);
 }
 
-/* Chunking: one prompt (23 tokens, n_batch 8) evaluated in pieces of other sizes gives every
- * position the bits e0_eval's chunks of n_batch give it (matrix products per row, attention per
- * query over the whole cache, routing per token), so a scheduler may cut prompts anywhere — with
- * one exception it must keep: a one-token piece of a prompt under predicted routing (or replay
- * with replay_predict) is computed like a decode step, with its predicted experts, so there the
- * pieces are >= 2 tokens (the reference's last chunk is 7; pieces of 2 leave one and are skipped).
- * prefetch=on only reads ahead: exact with any pieces. Logits compared after the prompt and after
- * each of 2 greedy steps; resident, streamed, f32 and f16 KV. */
+/* Chunking: one prompt (23 tokens, n_batch 8) evaluated in pieces of other sizes, one-token
+ * pieces included, gives every position the bits e0_eval's chunks of n_batch give it (matrix
+ * products per row, attention per query over the whole cache, routing per token, exact for
+ * every prompt token), so a scheduler may cut prompts anywhere, under every routing. Logits
+ * compared after the prompt and after each of 2 greedy steps (e0_decode: under predicted
+ * routing, with predicted experts); resident, streamed, f32 and f16 KV. Under a predictor, the
+ * prompt scores no prediction, however it is cut, and the steps do. */
 static int eval_pieces(const char *path, const char *const *opts, uint32_t kv, int routing, const int *sizes, int n_sizes, float *out,
-                       int64_t *V) {
+                       int64_t *V, uint64_t scored[2]) {
     e0_err e;
     e0_options o;
     e0_options_init(&o);
@@ -242,11 +248,23 @@ static int eval_pieces(const char *path, const char *const *opts, uint32_t kv, i
         rc = e0_eval(s.c, prompt + done, n, NULL, &e);
         done += n;
     }
+    scored[0] = scored[1] = 0; /* predictions scored by the prompt, by the steps */
+    for (int l = 0; l < s.m->hp.n_layer; l++) {
+        uint64_t h, t;
+        e0_ctx_prediction_stats(s.c, l, &h, &t);
+        scored[0] += t;
+    }
     for (int step = 0; step < 3 && rc == 0; step++) {
         memcpy(out + (size_t)step * *V, e0_ctx_logits(s.c), (size_t)*V * sizeof(float));
         int next = argmax(e0_ctx_logits(s.c), *V);
-        if (step < 2) rc = e0_eval(s.c, &next, 1, NULL, &e);
+        if (step < 2) rc = e0_decode(s.c, next, &e);
     }
+    for (int l = 0; l < s.m->hp.n_layer; l++) {
+        uint64_t h, t;
+        e0_ctx_prediction_stats(s.c, l, &h, &t);
+        scored[1] += t;
+    }
+    scored[1] -= scored[0];
     if (rc < 0) printf("  %s: %s\n", path, e.msg);
     e0_close(&s);
     return rc;
@@ -254,16 +272,16 @@ static int eval_pieces(const char *path, const char *const *opts, uint32_t kv, i
 
 static void check_chunking(const char *path, const char *const *opts, uint32_t kv, int routing) {
     static const int sizes[][6] = {{8}, {1}, {2}, {3}, {5, 2, 7, 3, 2, 4}}, n_sizes[] = {1, 1, 1, 1, 6};
-    const bool predictor = routing == PREDICTED; /* prefetch=on only reads ahead: exact */
+    const bool predictor = routing == PREDICTED || routing == PREFETCH;
     float *ref = malloc(3 * 1000000 * sizeof(float)), *got = malloc(3 * 1000000 * sizeof(float));
     int64_t V = 0;
-    CHECKF(ref && got && eval_pieces(path, opts, kv, routing, sizes[0], 1, ref, &V) == 0 && V <= 1000000, "%s", path);
+    uint64_t scored[2];
+    CHECKF(ref && got && eval_pieces(path, opts, kv, routing, sizes[0], 1, ref, &V, scored) == 0 && V <= 1000000, "%s", path);
     for (size_t k = 1; ref && got && V && V <= 1000000 && k < sizeof n_sizes / sizeof *n_sizes; k++) {
-        bool one = false; /* a one-token piece (pieces of 2: the last) */
-        for (int j = 0, done = 0; done < 23; done += sizes[k][j++ % n_sizes[k]])
-            one |= sizes[k][j % n_sizes[k]] == 1 || 23 - done == 1;
-        if (predictor && one) continue;
-        CHECKF(eval_pieces(path, opts, kv, routing, sizes[k], n_sizes[k], got, &V) == 0, "%s", path);
+        CHECKF(eval_pieces(path, opts, kv, routing, sizes[k], n_sizes[k], got, &V, scored) == 0, "%s", path);
+        CHECKF(scored[0] == 0, "%s (routing %d): pieces of %d: the prompt scored %llu predictions", path, routing, sizes[k][0],
+               (unsigned long long)scored[0]);
+        CHECKF(!predictor || scored[1] > 0, "%s (routing %d): the decode steps scored no prediction", path, routing);
         for (int step = 0; step < 3; step++)
             CHECKF(!memcmp(ref + (size_t)step * V, got + (size_t)step * V, (size_t)V * sizeof(float)),
                    "%s (routing %d, kv %u): pieces of %d%s: logits at step %d differ from chunks of n_batch", path, routing, kv,

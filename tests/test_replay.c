@@ -190,7 +190,7 @@ static int engine_run(const char *model, const char *trace, int slots, const cha
     if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s, e) < 0) return -1;
     int tok = 1;
     for (int i = 0; i < n_tok; i++)
-        if (e0_eval(s.c, &tok, 1, NULL, e) < 0) return e0_close(&s), -1;
+        if (e0_decode(s.c, tok, e) < 0) return e0_close(&s), -1;
     const e0_experts_stats *st = e0_experts_get_stats(s.xc);
     *hits = st->hits;
     *requests = st->requests;
@@ -446,7 +446,7 @@ static int predict_run(const char *model, const char *trace, const char *p, cons
     if (e0_open(model, &o, &(e0_ctx_params){.n_threads = 1, .n_ctx = 512}, NULL, &s, e) < 0) return -1;
     int tok = 1;
     for (int i = 0; i < 40; i++)
-        if (e0_eval(s.c, &tok, 1, NULL, e) < 0) return e0_close(&s), -1;
+        if (e0_decode(s.c, tok, e) < 0) return e0_close(&s), -1;
     *hits = *total = 0;
     for (int il = 0; il < 4; il++) {
         uint64_t h, t;
@@ -513,7 +513,7 @@ static void test_replay_prefetch(void) {
     const int nv = (int)s[0].m->hp.n_vocab;
     int tok = 1;
     for (int i = 0; i < 40 && !t_cur_failed; i++) {
-        for (int v = 0; v < 3; v++) CHECK(e0_eval(s[v].c, &tok, 1, NULL, &e) == 0);
+        for (int v = 0; v < 3; v++) CHECK(e0_decode(s[v].c, tok, &e) == 0);
         for (int v = 1; v < 3; v++)
             CHECKF(!memcmp(e0_ctx_logits(s[0].c), e0_ctx_logits(s[v].c), (size_t)nv * sizeof(float)),
                    "step %d, %s: reading the guesses ahead changed the logits", i, pred[v]);
@@ -551,7 +551,7 @@ static int budget_child(const char *model, uint64_t b, const char *read) {
         int toks[20];
         for (int i = 0; i < 20; i++) toks[i] = i + 1;
         int rc = e0_eval(s.c, toks, 20, NULL, &e);
-        for (int i = 0; i < 10 && rc == 0; i++) rc = e0_eval(s.c, toks, 1, NULL, &e);
+        for (int i = 0; i < 10 && rc == 0; i++) rc = e0_decode(s.c, toks[0], &e);
         size_t peak = e0_mem_total_peak();
         e0_close(&s);
         if (rc < 0) _exit(3);

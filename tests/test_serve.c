@@ -931,10 +931,11 @@ static void test_golden_batched(void) {
 /* --prefill-budget: a long prompt arriving while others decode is taken a few tokens a step (the
  * pieces counted in /metrics), and its greedy reply — ids, text and every logprob — is the one it
  * gets alone from scratch (whole -b chunks), and again from the slot's cached prefix: resident;
- * streamed under predicted routing, where a one-token piece is computed with predicted experts,
- * with a prompt whose last chunk alone is one token (kept so), and prompts that pieces of 3 (and
- * the cached prefix) would leave with a lone last token (sched.c takes it with the piece before;
- * without that the last two cases fail). */
+ * streamed under predicted routing, where only generated tokens are predicted and prompt tokens
+ * route exactly however they are cut (engine.h), with a prompt whose last chunk alone is one
+ * token, and prompts that pieces of 3 and the cached prefix (all but the last token) leave with
+ * one-token pieces (with a one-token prompt piece computed as a decode step, as before session
+ * 21, the last two cases fail). */
 static void test_prefill_budget(void) {
     static const struct {
         const char *name, *opts;

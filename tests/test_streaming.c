@@ -161,8 +161,8 @@ static void test_predicted_quality(void) {
             kl_sum += kl;
             agree += ta == tp;
             steps++;
-            CHECK(e0_eval(A.c, &ta, 1, NULL, &e) == 0);
-            CHECK(e0_eval(P.c, &ta, 1, NULL, &e) == 0);
+            CHECK(e0_decode(A.c, ta, &e) == 0);
+            CHECK(e0_decode(P.c, ta, &e) == 0);
         }
         e0_tokens_free(&t);
     }

@@ -193,7 +193,7 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
     r->pst = *e0_ctx_get_stats(c);
     e0_ctx_enable_timing(c, false);
     for (int64_t k = 0; k < a->warmup; k++) {
-        if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
+        if (e0_decode(c, tok, e) < 0) return -1;
         tok = e0_argmax(e0_ctx_logits(c), V);
     }
     e0_ctx_reset_stats(c);
@@ -214,7 +214,7 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
             int kept = e0_ctx_pos(c);
             if (kept < n_prompt && e0_eval(c, prompt + kept, n_prompt - kept, NULL, e) < 0) return -1;
         }
-        if (e0_eval(c, &tok, 1, NULL, e) < 0) return -1;
+        if (e0_decode(c, tok, e) < 0) return -1;
         double ts = a->breakdown ? e0_now() : 0;
         tok = e0_argmax(e0_ctx_logits(c), V);
         double now = e0_now();
@@ -282,7 +282,7 @@ static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prom
             who[n] = b, step[n] = cs[b], toks[n] = prompt + done[b], cnt[n++] = chunk;
             rows += chunk;
         }
-        rc = e0_eval_multi(step, toks, cnt, n, e) < 0 ? -1 : 0;
+        rc = e0_eval_multi(step, toks, cnt, NULL, n, e) < 0 ? -1 : 0;
         for (int k = 0; k < n; k++) done[who[k]] += cnt[k];
         while (next < B && done[next] == n_prompt) next++;
     }

@@ -153,7 +153,7 @@ static int run_ids(run_args *a) {
         e0_sampler_accept(s, next);
         printf(k ? " %d" : "%d", next);
         if (!cli_stdout_ok()) break; /* the reader went away or the output is lost: main says which */
-        if (k + 1 < n_gen && e0_eval(c, &next, 1, NULL, &e) < 0) status = cli_error("%s", e.msg);
+        if (k + 1 < n_gen && e0_decode(c, next, &e) < 0) status = cli_error("%s", e.msg);
     }
     if (!status) putchar('\n');
     if (!status && a->o.session.xc) print_stream_summary(&a->o.session, n + (int)n_gen);

@@ -86,7 +86,7 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
             r->context_full = true;
             break;
         }
-        if (e0_eval(c, &id, 1, NULL, e) < 0) {
+        if (e0_decode(c, id, e) < 0) {
             rc = -1;
             break;
         }

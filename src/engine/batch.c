@@ -18,11 +18,11 @@
  * checks it.
  *
  * routing=predicted (the default when experts stream), prefetch=on, prefill_read=auto and
- * routing=replay batch too (experts_predict.c): a sequence with one row predicts as its decode
- * step alone would, into its own pred state; prompt chunks route exactly; the reads ahead are
+ * routing=replay batch too (experts_predict.c): a decoding sequence (its one generated token)
+ * predicts as its e0_decode alone would, into its own pred state; prompt pieces route exactly; the reads ahead are
  * the union of the rows' predictions, asked for once.
  *
- * Falls back to one e0_eval per context (same results, no shared weight reads) where a batch
+ * Falls back to one e0_eval / e0_decode per context (same results, no shared weight reads) where a batch
  * does not apply: a single sequence, deepseek2's MLA, the hybrid DeltaNet architectures (their
  * recurrent state is per sequence and their layers work on whole chunks), and contexts whose KV
  * types, sizes or routing options (trace included) differ from ctxs[0]'s. */
@@ -99,7 +99,9 @@ static void batch_rows(e0_ctx *c, const int *const *tokens, const int *n, int n_
     c->batch.seg0[n_seq] = r;
 }
 
-int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, int n_seq, e0_err *e) {
+/* e0_eval_multi; all_decode: every sequence decodes (e0_eval_batch), else decode[i] (may be NULL). */
+static int eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, const bool *decode, bool all_decode, int n_seq,
+                      e0_err *e) {
     if (n_seq <= 0) return e0_fail(e, "no sequences to evaluate");
     if (!ctxs || !tokens || !n) return e0_fail(e, "e0_eval_multi: no contexts or tokens");
     e0_ctx *c = ctxs[0];
@@ -113,6 +115,8 @@ int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, i
         for (int j = 0; j < i; j++)
             if (ctxs[j] == s) return e0_fail(e, "e0_eval_multi: context %d appears twice (at %d and %d)", i, j, i);
         if (n[i] <= 0 || !tokens[i]) return e0_fail(e, "e0_eval_multi: no tokens for context %d", i);
+        if ((all_decode || (decode && decode[i])) && n[i] != 1)
+            return e0_fail(e, "e0_eval_multi: context %d decodes %d tokens (a generated token is one)", i, n[i]);
         if ((int64_t)s->pos + n[i] > s->n_ctx)
             return e0_fail(e, "context overflow: %d tokens in the cache + %d new > context size %d (use -c to raise it)",
                            s->pos, n[i], s->n_ctx);
@@ -125,8 +129,10 @@ int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, i
         return e0_fail(e, "e0_eval_multi: %lld tokens of %d sequences > the first context's n_batch %d", (long long)rows,
                        n_seq, c->n_batch);
     if (!batchable(ctxs, n_seq)) {
-        for (int i = 0; i < n_seq; i++)
-            if (e0_eval(ctxs[i], tokens[i], n[i], NULL, e) < 0) return -1;
+        for (int i = 0; i < n_seq; i++) {
+            const bool dec = all_decode || (decode && decode[i]);
+            if ((dec ? e0_decode(ctxs[i], tokens[i][0], e) : e0_eval(ctxs[i], tokens[i], n[i], NULL, e)) < 0) return -1;
+        }
         return 0;
     }
 
@@ -136,7 +142,9 @@ int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, i
     c->err = e;
     c->batch.seqs = ctxs;
     c->batch.n_seq = n_seq;
+    for (int i = 0; i < n_seq; i++) ctxs[i]->pred.decoding = all_decode || (decode && decode[i]);
     int rc = e0_forward_chunk(c, c->batch.tokens, (int)rows, c->batch.logits);
+    for (int i = 0; i < n_seq; i++) ctxs[i]->pred.decoding = false;
     c->batch.seqs = NULL;
     /* On failure no position moved: the partial KV rows are beyond every sequence's end. */
     if (rc < 0) return -1;
@@ -157,5 +165,9 @@ int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e) {
     /* one token each: e0_eval_multi's arguments in ctxs[0]'s tables */
     if (batch_storage(c, n, e) < 0) return -1;
     for (int i = 0; i < n; i++) c->batch.tok_ptrs[i] = &tokens[i];
-    return e0_eval_multi(ctxs, c->batch.tok_ptrs, c->batch.ones, n, e);
+    return eval_multi(ctxs, c->batch.tok_ptrs, c->batch.ones, NULL, true, n, e);
+}
+
+int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, const bool *decode, int n_seq, e0_err *e) {
+    return eval_multi(ctxs, tokens, n, decode, false, n_seq, e);
 }

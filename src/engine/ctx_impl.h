@@ -134,6 +134,10 @@ struct e0_ctx {
 
     /* Expert prediction and prefetch policy (experts_predict.c). */
     struct {
+        bool decoding;        /* the pass under way evaluates a generated token on this context
+                               * (e0_decode, or a decode sequence of e0_eval_multi): the only rows
+                               * predicted routing computes with predicted experts; prompt tokens
+                               * are always routed exactly, whatever their number */
         bool predicted;       /* routing=predicted: decode computes with the predicted experts */
         bool prefetch;        /* prefetch=on: read predictions ahead, compute with the actual ones */
         bool prefill_ahead;   /* prefill_read=auto */

@@ -44,26 +44,36 @@ uint64_t e0_ctx_memory(const e0_model *m, const e0_ctx_params *p);
  * and its own buffers only. */
 uint64_t e0_ctx_memory_sharing(const e0_model *m, const e0_ctx_params *p);
 
-/* Evaluate n tokens at the current position (appending to the KV cache). If all_logits is not
- * NULL it receives n x n_vocab floats (row i = logits after token i). The logits after the last
- * token are always available from e0_ctx_logits(). Errors: context overflow, bad token id. */
+/* Evaluate n prompt tokens at the current position (appending to the KV cache), in chunks of at
+ * most n_batch; every token is routed exactly (routing=predicted applies to generated tokens
+ * only: e0_decode), so the results do not depend on how a prompt is cut into calls. If
+ * all_logits is not NULL it receives n x n_vocab floats (row i = logits after token i). The
+ * logits after the last token are always available from e0_ctx_logits(). Errors: context
+ * overflow, bad token id. */
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e);
+/* Evaluate one generated token (a decode step): e0_eval of it, except that under
+ * routing=predicted (and routing=replay with replay_predict) its experts are the predicted ones,
+ * and with prefetch=on the predictions are read ahead. Same errors. */
+int e0_decode(e0_ctx *c, int token, e0_err *e);
 const float *e0_ctx_logits(const e0_ctx *c);
 /* The tokens of several sequences in one forward pass (batch.c): ctxs[i] (n_seq distinct contexts
  * over the same model, each at its own position) appends tokens[i][0 .. n[i]), n[i] >= 1: a
- * decode token, a prompt chunk, or any mix. Afterwards each context's e0_ctx_logits() are those
- * after its last token and its position has advanced by n[i]; the results are bit-identical to
- * e0_eval(ctxs[i], tokens[i], n[i], NULL) on each alone (for n[i] <= its n_batch: the same chunk).
+ * prompt piece, or (decode[i]; decode may be NULL: none) one generated token, or any mix.
+ * Afterwards each context's e0_ctx_logits() are those after its last token and its position has
+ * advanced by n[i]; the results are bit-identical to e0_eval(ctxs[i], tokens[i], n[i], NULL), or
+ * e0_decode(ctxs[i], tokens[i][0]) for a decode[i], on each alone (for n[i] <= its n_batch: the
+ * same chunk).
  * The matrix products and routed experts run once over the stacked rows in the scratch of
  * ctxs[0], whose n_batch must be >= the sum of n[i] (so weights and the batch's experts are read
  * once per step); RoPE, the KV append and attention use each sequence's own context. Falls back
- * to one e0_eval per context (same results) for one sequence, deepseek2 (MLA), the hybrid
- * DeltaNet architectures, and contexts whose KV types, sizes or routing options differ from
- * ctxs[0]'s. Errors: a NULL or repeated context, another model, context overflow, a bad token id,
- * no tokens, too many; on error no position moved (unless a fallback e0_eval had already
- * advanced the first contexts). */
-int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, int n_seq, e0_err *e);
-/* One decode step of n sequences: e0_eval_multi with one token each (token i for ctxs[i]). */
+ * to one e0_eval / e0_decode per context (same results) for one sequence, deepseek2 (MLA), the
+ * hybrid DeltaNet architectures, and contexts whose KV types, sizes or routing options differ
+ * from ctxs[0]'s. Errors: a NULL or repeated context, another model, context overflow, a bad
+ * token id, no tokens, too many, a decode[i] with n[i] != 1; on error no position moved (unless
+ * a fallback e0_eval had already advanced the first contexts). */
+int e0_eval_multi(e0_ctx *const *ctxs, const int *const *tokens, const int *n, const bool *decode, int n_seq, e0_err *e);
+/* One decode step of n sequences: e0_eval_multi with one generated token each (token i for
+ * ctxs[i]), i.e. e0_decode on each alone. */
 int e0_eval_batch(e0_ctx *const *ctxs, const int *tokens, int n, e0_err *e);
 int e0_ctx_pos(const e0_ctx *c);
 int e0_ctx_n_ctx(const e0_ctx *c);

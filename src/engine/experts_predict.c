@@ -1,7 +1,9 @@
 /* experts_predict.c — expert prediction and prefetch policy: which experts to read before the
  * router asks for them, and (routing=predicted) which to compute with. It owns the `pred` part
  * of e0_ctx (ctx_impl.h) and the options that set it:
- *   routing=predicted   decode, layers from predict_from on: compute with the experts predicted
+ *   routing=predicted   decode (a generated token: pred.decoding, set by e0_decode and by
+ *                       e0_eval_multi's decode sequences; never a prompt token, even one
+ *                       evaluated alone), layers from predict_from on: compute with the experts predicted
  *                       one layer ahead (that layer's router applied to the previous layer's FFN
  *                       input), weighted by the actual router's probabilities of them
  *   predict_ahead=D     decode: predict layers il+1 .. il+D at layer il and start reading them
@@ -9,8 +11,8 @@
  *   prefill_read=auto   prefill chunks of >= prefill_ahead_min tokens: while a layer computes,
  *                       read the experts the next layer's router ranks highest for the chunk
  * and the per-layer prediction hit counts. In a batch (batch.c: the rows of several sequences)
- * each sequence's rows get what its chunk alone would: a sequence with one row (a decode step)
- * is predicted, scored and replaced from its own hidden state into its own pred state; one with
+ * each sequence's rows get what its chunk alone would: a decoding sequence's row (its one
+ * generated token) is predicted, scored and replaced from its own hidden state into its own pred state; one with
  * at least prefill_ahead_min rows has its rows ranked for prefill_read; the reads ahead are the
  * union of the rows' predictions and rankings, asked for once. Reads go through the expert cache (experts.h) as
  * e0_experts_prefetch: they never wait and never evict a pinned expert, so with actual routing
@@ -42,6 +44,11 @@ static int seq_rows(const e0_ctx *c, int i, int n_tok) {
     if (!c->batch.seqs) return n_tok;
     const int s = c->batch.row_seq[i];
     return c->batch.seg0[s + 1] - c->batch.seg0[s];
+}
+
+/* Is row i a generated token (its sequence's pred.decoding), not a prompt token? */
+static bool row_decodes(const e0_ctx *c, int i) {
+    return c->batch.seqs ? c->batch.seqs[c->batch.row_seq[i]]->pred.decoding : c->pred.decoding;
 }
 
 /* The predictor's guess dst [K] for model layer il, token i of the chunk (e0_trace_guess). */
@@ -154,8 +161,8 @@ static int rank_by_count(const int *count, int64_t X, int *ranked) {
     return n;
 }
 
-/* predict_ahead for the decode rows of a batch of n rows (those whose sequence has one row this
- * step; the others are prefill chunks, which predict nothing): each row's
+/* predict_ahead for the decode rows of a batch of n rows (row_decodes: generated tokens; prompt
+ * rows predict nothing): each row's
  * predictions from its own xn row, as its sequence alone would make them (the router's rows come
  * out of one matrix product with the same bits as one-row products), into its sequence's pred
  * state; then one read ahead of the rows' union, the experts most rows predicted first.
@@ -176,7 +183,7 @@ static void predict_ahead_batch(e0_ctx *c, int il, int n) {
         if (!c->replay.trace) e0_matmul_weight(c, &N->router, logits);
         memset(count, 0, (size_t)(X + 1) * sizeof *count);
         for (int i = 0; i < n; i++) {
-            if (seq_rows(c, i, n) != 1) continue;
+            if (!row_decodes(c, i)) continue;
             e0_ctx *s = e0_row_ctx(c, i);
             int ids[64], *dst = d == 1 ? s->pred.ids + (size_t)next * K : ids;
             if (c->replay.trace) {
@@ -235,10 +242,10 @@ void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
     const e0_hparams *hp = c->hp;
     const int64_t K = hp->n_expert_used, X = hp->n_expert;
     const bool predictor = !c->replay.trace || c->replay.predict_p >= 0;
-    if (c->batch.seqs) { /* a batch (batch.c): a sequence's one row decodes, longer ones prefill */
+    if (c->batch.seqs) { /* a batch (batch.c): a decoding sequence's row is predicted, prompt rows route exactly */
         bool decode = false;
         for (int i = 0; i < n_tok; i++) {
-            if (seq_rows(c, i, n_tok) != 1) continue;
+            if (!row_decodes(c, i)) continue;
             decode = true;
             e0_ctx *s = e0_row_ctx(c, i);
             if (s->pred.valid[il])
@@ -252,8 +259,9 @@ void e0_predict_after_route(e0_ctx *c, int il, int n_tok) {
                 c->batch.seqs[q]->replay.step += (uint64_t)(c->batch.seg0[q + 1] - c->batch.seg0[q]);
         return;
     }
-    if (n_tok == 1 && c->pred.valid[il]) use_prediction(c, il, c->moe.sel, c->moe.sel_w, c->moe.router);
-    if (n_tok == 1 && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
+    const bool decode = c->pred.decoding; /* one generated token (e0_decode); prompt chunks of any size route exactly */
+    if (decode && c->pred.valid[il]) use_prediction(c, il, c->moe.sel, c->moe.sel_w, c->moe.router);
+    if (decode && predictor && (c->pred.predicted || c->pred.prefetch)) predict_ahead(c, il);
     e0_matmul_input(c, c->act.xn, n_tok, hp->n_embd); /* predict_ahead used the matmul input cache */
     prefill_read_ahead(c, il, n_tok);
     if (c->replay.trace && il == hp->n_layer - 1) c->replay.step += (uint64_t)n_tok; /* the chunk is routed */

@@ -604,6 +604,7 @@ int e0_forward_chunk(e0_ctx *c, const int *tokens, int n_tok, float *all_logits)
     return forward_chunk(c, tokens, n_tok, all_logits);
 }
 
+/* Prompt tokens (routed exactly; pred.decoding is false outside e0_decode and e0_eval_multi). */
 int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
     const e0_hparams *hp = c->hp;
     if (n <= 0) return e0_fail(e, "no tokens to evaluate");
@@ -625,4 +626,11 @@ int e0_eval(e0_ctx *c, const int *tokens, int n, float *all_logits, e0_err *e) {
         done += chunk;
     }
     return 0;
+}
+
+int e0_decode(e0_ctx *c, int token, e0_err *e) {
+    c->pred.decoding = true;
+    const int rc = e0_eval(c, &token, 1, NULL, e);
+    c->pred.decoding = false;
+    return rc;
 }

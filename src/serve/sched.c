@@ -62,7 +62,6 @@ struct srv_sched {
     int64_t n_vocab;
     int n_ctx, n_batch, n_slots, max_queue;
     int prefill_budget;   /* prompt tokens a step takes while sequences decode (<= n_batch) */
-    bool lone_predicted;  /* a one-token prompt piece is computed with predicted experts (prompt_piece) */
     slot *slots;
     pthread_mutex_t mu;
     pthread_cond_t work;  /* the worker waits here for requests */
@@ -244,28 +243,12 @@ static slot *pick_slot(srv_sched *s, const srv_req *r, int *lcp) {
     return best;
 }
 
-/* How a prompt is cut. Any cut gives the same bits (test_batch's chunking) but one: under
- * predicted routing (or replay with replay_predict) a one-token piece is computed like a decode
- * step, with predicted experts (lone_predicted). There a one-token piece is made only where
- * e0_eval of the whole prompt has one — its last token, when n_prompt % n_batch == 1 (tail1) —
- * and no other piece, nor the cached prefix a request reuses (slot_start), leaves a lone token
- * before it: so every prompt gets the bits it gets alone, from scratch, whatever the steps and
- * the cache did. */
-static bool prompt_tail1(const srv_req *r, int n_batch) { return r->n_prompt % n_batch == 1; }
-
 /* How many of a prompt's next tokens a step takes, given room for `room` (1 .. n_batch) more: as
- * many as fit; with lone_predicted, one more than the room where it would make or leave a lone
- * token (the caller decides whether that fits). */
-static int prompt_piece(const srv_sched *s, const slot *sl, int room) {
-    const int n_batch = s->n_batch, rem = sl->r->n_prompt - sl->n_done;
-    if (!s->lone_predicted) return rem < room ? rem : room;
-    const bool tail1 = prompt_tail1(sl->r, n_batch);
-    const int body = rem - (tail1 ? 1 : 0); /* the tokens before a lone last one */
-    if (body == 0) return 1;
-    int take = body < room ? body : room;
-    if (take < body && body - take == 1) take = take >= 3 ? take - 1 : body; /* leave two, not one */
-    if (take == 1 && body > 1) take = 2;
-    return take;
+ * many as fit. Any cut gives the prompt the bits it gets alone, in one e0_eval: prompt tokens
+ * are routed exactly however they are grouped (engine.h; test_batch's chunking). */
+static int prompt_piece(const slot *sl, int room) {
+    const int rem = sl->r->n_prompt - sl->n_done;
+    return rem < room ? rem : room;
 }
 
 /* Under mu: r starts in sl. 0, or -1 when out of memory (r is then finished with an error). */
@@ -273,8 +256,6 @@ static int slot_start(srv_sched *s, slot *sl, srv_req *r, int lcp) {
     /* keep at least one prompt token to evaluate, so that there are fresh logits */
     int keep = lcp < r->n_prompt - 1 ? lcp : r->n_prompt - 1;
     if (keep < 0 || r->p.no_cache) keep = 0;
-    /* and never a lone token to evaluate before the last (prompt_piece) */
-    if (s->lone_predicted && keep > 0 && r->n_prompt - (prompt_tail1(r, s->n_batch) ? 1 : 0) - keep == 1) keep--;
     sl->r = r;
     s->active++;
     r->state = REQ_RUNNING;
@@ -439,8 +420,8 @@ static void *worker_main(void *arg) {
             slot *sl = &s->slots[i];
             if (!sl->r || sl->n_done >= sl->r->n_prompt) continue;
             const int room = last_prefill < 0 ? left : left < s->n_batch - rows ? left : s->n_batch - rows;
-            const int take = room > 0 ? prompt_piece(s, sl, room) : 0;
-            if (take == 0 || (last_prefill >= 0 && take > room)) continue;
+            const int take = room > 0 ? prompt_piece(sl, room) : 0;
+            if (take == 0) continue;
             srv_item *it = &s->items[n++];
             memset(it, 0, sizeof *it);
             it->c = sl->c;
@@ -533,8 +514,6 @@ srv_sched *srv_sched_new(e0_session *ses, const e0_tokenizer *tok, const srv_sch
     s->n_ctx = e0_ctx_n_ctx(ses->c);
     s->n_batch = e0_ctx_n_batch(ses->c);
     s->prefill_budget = p->prefill_budget > 0 && p->prefill_budget < s->n_batch ? p->prefill_budget : s->n_batch;
-    s->lone_predicted = ses->m->hp.n_expert > 0 && (ses->opt.routing == E0_ROUTING_PREDICTED ||
-                                                    (ses->trace && ses->opt.replay_predict >= 0 && ses->opt.prefetch != E0_ON));
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);

@@ -17,7 +17,8 @@
  * A request is shared by the HTTP thread that made it and the worker (reference counted); its
  * output fields are written by the worker and read by srv_wait under the scheduler's lock.
  * Greedy output does not depend on what else runs: every sequence has its own context, and its
- * prompt pieces give the bits of its chunks alone (one-token pieces only where alone has them). */
+ * prompt pieces give the bits of the whole prompt alone (prompt tokens are routed exactly however
+ * they are cut; only generated tokens are predicted: engine.h). */
 #ifndef E0_SERVE_SCHED_H
 #define E0_SERVE_SCHED_H
 
