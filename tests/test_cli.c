@@ -358,6 +358,19 @@ static void test_bench_breakdown(void) {
     const double wait = json_number_value(json_object_get(pb, "expert_wait_seconds"));
     CHECKF(wait > 0 && wait <= json_number_value(json_object_get(pb, "expert_compute_seconds")), "%s %s", out, err);
     json_decref(row);
+    /* --batch-size 3: the batched prefill of the 3 prompts, split the same way */
+    CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s --prompt short --warmup 0 --ntok 2 --breakdown --batch-size 3", bin, moe) == 0);
+    row = json_loads(out, 0, NULL);
+    pb = json_object_get(row, "prefill_breakdown");
+    parts = 0, total = json_number_value(json_object_get(pb, "total_seconds"));
+    json_object_foreach(pb, key, v)
+        if (strcmp(key, "total_seconds") && strcmp(key, "other_seconds") && strcmp(key, "expert_wait_seconds")) parts += json_number_value(v);
+    CHECKF(json_is_object(pb) && total > 0 && parts > 0.3 * total && parts <= total * 1.0001 &&
+               json_number_value(json_object_get(pb, "attention_seconds")) > 0 &&
+               json_number_value(json_object_get(pb, "expert_compute_seconds")) > 0 &&
+               fabs(total - json_number_value(json_object_get(row, "prefill_seconds"))) < 1e-9,
+           "%s %s", out, err);
+    json_decref(row);
     /* without the flag, neither */
     CHECK(sh(out, sizeof out, NULL, 0, "%s bench -m %s --prompt short --warmup 0 --ntok 2", bin, moe) == 0 &&
           !strstr(out, "breakdown"));

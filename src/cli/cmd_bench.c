@@ -37,7 +37,8 @@ static void help(void) {
          "                    `tokenize` prints them; no chat template): what `edge0-bench compare`\n"
          "                    gives every engine\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
-         "  --breakdown       add the split of decode time per step part, and (one sequence) of the prefill\n"
+         "  --breakdown       add the split of decode time per step part, and of the prefill (with\n"
+         "                    --batch-size: of all B prompts' batched prefill)\n"
          "  --progress        prefill progress on stderr even when it is not a terminal\n"
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
@@ -156,7 +157,7 @@ typedef struct {
     double sustained_s, sustained_tps, sustained_slope;
     json_t *sustained_series; /* --mode sustained: {"interval_s", "t_s": [...], "tokens_per_second": [...]} */
     e0_ctx_stats st; /* decode-phase stats (--batch-size: summed over the sequences) */
-    e0_ctx_stats pst; /* prefill-phase stats (--breakdown, one sequence) */
+    e0_ctx_stats pst; /* prefill-phase stats (--breakdown; a batch: its contexts' summed) */
     bool agree;      /* --batch-size: every sequence generated the same ids (they share the prompt) */
     e0_experts_stats xs; /* expert cache, decode phase */
     double sampling_s;
@@ -306,10 +307,19 @@ static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args 
     if (!tok) return e0_fail(e, "out of memory");
     int rc = -1;
     double t0 = e0_now(), start = t0, prev = t0;
-    for (int b = 0; b < B; b++) e0_ctx_truncate(cs[b], 0);
+    /* --breakdown: every context times the forward passes it leads (a step's first sequence's) */
+    for (int b = 0; b < B; b++) e0_ctx_truncate(cs[b], 0), e0_ctx_reset_stats(cs[b]), e0_ctx_enable_timing(cs[b], a->breakdown);
     if (prefill_batch(cs, B, prompt, n_prompt, e) < 0) goto done;
     for (int b = 0; b < B; b++) tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
     r->prefill_s = e0_now() - t0;
+    memset(&r->pst, 0, sizeof r->pst);
+    for (int b = 0; b < B; b++) {
+        const e0_ctx_stats *p = e0_ctx_get_stats(cs[b]);
+        r->pst.attention += p->attention, r->pst.router += p->router, r->pst.experts += p->experts;
+        r->pst.expert_wait += p->expert_wait, r->pst.ffn_dense += p->ffn_dense, r->pst.output += p->output;
+        r->pst.tokens += p->tokens;
+        if (b > 0) e0_ctx_enable_timing(cs[b], false); /* decode steps are led by cs[0] */
+    }
     r->agree = true;
     r->n_decode = 0;
     for (int64_t k = 0; k < a->warmup + a->ntok; k++) {
@@ -563,7 +573,7 @@ int cmd_bench(int argc, char **argv) {
             json_object_set_new(b, "sampling_seconds_per_token", json_real(r.sampling_s * per));
             json_object_set_new(b, "total_seconds_per_token", json_real(r.decode_s * per));
             json_object_set_new(row, "breakdown", b);
-            if (!cs) { /* prefill: whole-prompt seconds per part (other: norms, residuals, quantizing inputs) */
+            { /* prefill: whole-prompt seconds per part (other: norms, residuals, quantizing inputs; a batch: all B prompts) */
                 const e0_ctx_stats *p = &r.pst;
                 const double parts = p->attention + p->router + p->experts + p->ffn_dense + p->output; /* experts include the wait */
                 json_t *pb = json_object();
