@@ -118,6 +118,24 @@ static int first_key(const e0_attn_args *a, int p) {
 
 static size_t row_of(const e0_attn_args *a, int p) { return a->ring ? (size_t)(p % a->ring) : (size_t)p; }
 
+/* Asks for the keys and/or values of head u in the block at kb (positions kb .. hi at most) while
+ * the block before it is computed. A head's rows are row_k apart in the cache (every KV head's
+ * values of a position are one row), so a block is BK short runs far apart, which the hardware
+ * prefetchers follow poorly once the cache is larger than the CPU's caches (one decode item, f16,
+ * 16k keys: 2.3x the time per key of 4k keys without this, 1.6x with it; docs/perf.md session
+ * 21). A hint only: a head whose bytes are not a multiple of 64 (q8_0, q4_0) may leave its last
+ * line to the demand load. Prefetches never fault. */
+static void prefetch_block(const e0_attn_args *a, int64_t u, int kb, int hi, bool keys, bool values) {
+    const int n = hi + 1 - kb < E0_ATTN_BK ? hi + 1 - kb : E0_ATTN_BK;
+    for (int j = 0; j < n; j++) {
+        const size_t s = row_of(a, kb + j);
+        if (keys)
+            for (size_t o = 0; o < a->head_k; o += 64) __builtin_prefetch(a->k + s * a->row_k + (size_t)u * a->head_k + o, 0, 3);
+        if (values)
+            for (size_t o = 0; o < a->head_v; o += 64) __builtin_prefetch(a->v + s * a->row_v + (size_t)u * a->head_v + o, 0, 3);
+    }
+}
+
 /* The key block at kb (nk keys, padded with zero keys / values to nk8) into Kt and V. */
 static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8, const tile_bufs *b, bool simd, bool keys,
                        bool values) {
@@ -205,6 +223,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         int span8 = 0;
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
+            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, true, false);
             load_block(a, u, kb, nk, nk8, &b, simd, true, false);
             block_scores(a, t0, nr, kb, nk, nk8, &b, b.S + (kb - kb0), simd, bm);
             for (int r = 0; r < nr; r++)
@@ -230,6 +249,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         /* pass 2: O += W V block by block */
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
+            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, false, true);
             load_block(a, u, kb, nk, nk8, &b, simd, false, true);
             if (simd) (avx512() ? e0_attn_pv_avx512 : e0_attn_pv_avx2)(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
             else pv_scalar(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
@@ -237,6 +257,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
     } else {
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
+            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, true, true);
             load_block(a, u, kb, nk, nk8, &b, simd, true, true);
             block_scores(a, t0, nr, kb, nk, nk8, &b, b.S, simd, bm);
             /* online softmax: S becomes the weights exp(S - m_new), O and l are rescaled */
