@@ -4,7 +4,8 @@
  *     and values read in their cache type; one softmax per query over all its keys), on random
  *     q / k / v, odd chunk lengths and positions, GQA ratios 1..12, sliding windows with rings,
  *     sinks, every KV cache type (f32, f16, bf16, q8_0, q4_0);
- *   - the AVX2 exp against libm's expf;
+ *   - the AVX2 exp against libm's expf; the AVX2 KV conversions (keys transposed, rows) against
+ *     the type table's to_float, bit for bit, every KV type;
  *   - the engine: logits of synth models (qwen3 with GQA, gpt-oss with sliding windows and sinks)
  *     from the tiled path against the per-position path (E0_ATTN=pos), every KV type.
  * Tolerances: the output of a head is a convex combination of value rows, so errors are measured
@@ -246,6 +247,49 @@ static void test_scale(void) {
         }
 }
 
+/* The AVX2 KV conversions against the type table's to_float, bit for bit, for every KV type:
+ * rows of keys transposed into Kt (every key count of a block, 1 .. BK, so full groups of 8 and
+ * the tail) and plain rows (e0_kv_load), with zero, negative, large and tiny block scales. */
+static void test_kv_convert(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    enum { HD = 128, BK = E0_ATTN_BK };
+    const uint32_t types[] = {E0_TYPE_F32, E0_TYPE_F16, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
+    static uint8_t heads[BK][HD * 4];
+    static float row[HD], Kt[HD * BK], want[HD * BK], got[HD];
+    const uint8_t *kp[BK];
+    int checked = 0;
+    for (size_t it = 0; it < sizeof types / sizeof *types; it++) {
+        const e0_type_traits *tr = e0_type_traits_of(types[it]);
+        for (int j = 0; j < BK; j++) {
+            for (int d = 0; d < HD; d++) row[d] = frand() * (j % 5 == 1 ? 6e4f : j % 5 == 2 ? 1e-6f : 3.0f);
+            if (j % 7 == 3) memset(row, 0, sizeof row);
+            tr->from_float_ref(row, heads[j], HD);
+            kp[j] = heads[j];
+        }
+        for (int nk = 1; nk <= BK; nk += nk < 17 ? 1 : 7) {
+            memset(Kt, 0x7f, sizeof Kt);
+            memset(want, 0x7f, sizeof want);
+            for (int j = 0; j < nk; j++) {
+                tr->to_float(kp[j], row, HD);
+                for (int d = 0; d < HD; d++) want[d * BK + j] = row[d];
+            }
+            CHECKF(e0_attn_kt_avx2(types[it], kp, nk, HD, Kt, BK), "%s: not converted", tr->name);
+            CHECKF(!memcmp(Kt, want, sizeof Kt), "%s keys %d: Kt differs", tr->name, nk);
+            checked++;
+        }
+        for (int j = 0; j < BK; j++) {
+            tr->to_float(kp[j], row, HD);
+            CHECKF(e0_kv_to_f32_avx2(types[it], kp[j], got, HD), "%s: not converted", tr->name);
+            CHECKF(!memcmp(got, row, sizeof row), "%s row %d differs", tr->name, j);
+        }
+    }
+    CHECK(checked > 50);
+    /* lengths it does not take are left to the scalar conversion */
+    CHECK(!e0_kv_to_f32_avx2(E0_TYPE_Q8_0, kp[0], got, 40));
+    CHECK(!e0_attn_kt_avx2(E0_TYPE_Q4_0, kp, 8, 48, Kt, BK));
+    CHECK(!e0_attn_kt_avx2(E0_TYPE_Q4_1, kp, 8, 64, Kt, BK));
+}
+
 /* The AVX-512 products against the AVX2 ones, bit for bit: every row count of a tile (1 .. 17),
  * key and head widths of every tail (8, 16, 24 past a multiple of 32), outputs at a stride with
  * sentinels past the columns each kernel may write. */
@@ -326,6 +370,7 @@ int main(void) {
     RUN(test_exp);
     RUN(test_mask_max);
     RUN(test_scale);
+    RUN(test_kv_convert);
     RUN(test_avx512_products);
     RUN(test_engine);
     return T_DONE();

@@ -149,9 +149,7 @@ static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8
     if (values)
         for (int j = nk; j < nk8; j++) memset(b->V + (size_t)j * hd, 0, (size_t)hd * 4);
     if (!keys) return;
-    if (simd && a->type_k == E0_TYPE_F16) {
-        e0_attn_kt_f16_avx2(kp, nk, hd, b->Kt, E0_ATTN_BK);
-    } else {
+    if (!(simd && e0_attn_kt_avx2(a->type_k, kp, nk, hd, b->Kt, E0_ATTN_BK))) {
         for (int j = 0; j < nk; j++) {
             e0_kv_load(a->type_k, kp[j], b->row, hd);
             for (int64_t d = 0; d < hd; d++) b->Kt[(size_t)d * E0_ATTN_BK + j] = b->row[d];

@@ -62,8 +62,9 @@ void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, i
 /* The same two products with AVX-512 (attn_tiled_avx512.c): the AVX2 kernels' bits. */
 void e0_attn_scores_avx512(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
 void e0_attn_pv_avx512(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
-/* Kt [hd][ldk] columns 0 .. nk = F16 key heads kp[0 .. nk) (hd values each) as floats; hd % 8 == 0. */
-void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
+/* Kt [hd][ldk] columns 0 .. nk = the key heads kp[0 .. nk) (hd values of a KV type each) as
+ * floats, the scalar conversion's bits; false (nothing written) for a type or hd it does not take. */
+bool e0_attn_kt_avx2(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
 /* The causal mask of a row of scores: s [n] (n % 8 == 0 for AVX2) gets -inf at columns j < lo
  * and j > hi; returns the max of the others (-inf: none; NaN scores never become the max). */
 float e0_attn_mask_max(float *s, int n, int lo, int hi);

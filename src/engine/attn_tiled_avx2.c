@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "engine/attn_tiled.h"
+#include "engine/kv_simd.h"
 
 #define MR 6 /* rows of a register tile */
 /* The tile loops are unrolled completely so that the 12 accumulators live in registers: left to
@@ -95,15 +96,15 @@ void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, i
     }
 }
 
-/* Kt [hd][ldk] columns 0 .. nk = the F16 key heads kp[0 .. nk) as floats: 8 keys x 8 dims at a
- * time, converted and transposed in registers (F16 -> F32 is exact, so this equals the scalar
- * conversion bit for bit). */
-void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk) {
+/* Kt [hd][ldk] columns 0 .. nk = the key heads kp[0 .. nk) as floats: 8 keys x 8 dims at a
+ * time, converted (kv_load8: the scalar conversion's bits) and transposed in registers. */
+static inline __attribute__((always_inline)) void kt_typed(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt,
+                                                            int ldk) {
     int j = 0;
     for (; j + 8 <= nk; j += 8)
         for (int64_t d = 0; d + 8 <= hd; d += 8) {
             __m256 r[8], t[8], u[8];
-            for (int i = 0; i < 8; i++) r[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j + i] + 2 * d)));
+            for (int i = 0; i < 8; i++) r[i] = kv_load8(type, kp[j + i], d);
             for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
             for (int i = 0; i < 8; i += 4) {
                 u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
@@ -119,9 +120,21 @@ void e0_attn_kt_f16_avx2(const uint8_t *const *kp, int nk, int64_t hd, float *Kt
     for (; j < nk; j++)
         for (int64_t d = 0; d + 8 <= hd; d += 8) {
             float x[8];
-            _mm256_storeu_ps(x, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kp[j] + 2 * d))));
+            _mm256_storeu_ps(x, kv_load8(type, kp[j], d));
             for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
         }
+}
+
+bool e0_attn_kt_avx2(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk) {
+    if (!kv_simd_takes(type, hd)) return false;
+    switch (type) { /* one copy per type: kv_load8's switch resolved outside the loops */
+    case E0_TYPE_F32: kt_typed(E0_TYPE_F32, kp, nk, hd, Kt, ldk); break;
+    case E0_TYPE_F16: kt_typed(E0_TYPE_F16, kp, nk, hd, Kt, ldk); break;
+    case E0_TYPE_BF16: kt_typed(E0_TYPE_BF16, kp, nk, hd, Kt, ldk); break;
+    case E0_TYPE_Q8_0: kt_typed(E0_TYPE_Q8_0, kp, nk, hd, Kt, ldk); break;
+    default: kt_typed(E0_TYPE_Q4_0, kp, nk, hd, Kt, ldk); break;
+    }
+    return true;
 }
 
 /* Masked columns get -inf by a blend on the column index; the max is exact in any order (only the

@@ -91,16 +91,7 @@ void e0_kv_store(uint32_t type, const float *x, int64_t n, uint8_t *row) {
 }
 
 void e0_kv_load(uint32_t type, const uint8_t *row, float *out, int64_t n) {
-    if (e0_simd_level() >= E0_SIMD_AVX2) {
-        if (type == E0_TYPE_F16) {
-            e0_kv_f16_to_f32_avx2(row, out, n);
-            return;
-        }
-        if (type == E0_TYPE_BF16) {
-            e0_kv_bf16_to_f32_avx2(row, out, n);
-            return;
-        }
-    }
+    if (e0_simd_level() >= E0_SIMD_AVX2 && e0_kv_to_f32_avx2(type, row, out, n)) return;
     e0_type_traits_of(type)->to_float(row, out, n);
 }
 

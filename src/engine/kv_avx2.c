@@ -1,12 +1,13 @@
 /* kv_avx2.c — F16C / AVX2 code of the KV cache, used when the CPU has AVX2 + F16C: row
- * conversions (kv.c; equal to the scalar conversions in quant/fp16.h bit for bit: F16C rounds to
- * nearest even, as e0_fp32_to_fp16 does, and keeps NaNs quiet the same way) and the attention
- * loops over F16 keys and values (forward.c attend), one key or value row for all the heads of
- * its group, equal bit for bit to the type table's F16 dot product and e0_axpy on the converted
- * row. */
+ * conversions (kv.c; equal to the scalar conversions bit for bit: F16C rounds to nearest even,
+ * as e0_fp32_to_fp16 does, and keeps NaNs quiet the same way; every KV type back to floats
+ * through kv_simd.h) and the attention loops over F16 keys and values (forward.c attend), one
+ * key or value row for all the heads of its group, equal bit for bit to the type table's F16 dot
+ * product and e0_axpy on the converted row. */
 #include <immintrin.h>
 
 #include "engine/ctx_impl.h"
+#include "engine/kv_simd.h"
 #include "quant/quant.h"
 
 void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n) {
@@ -17,19 +18,16 @@ void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n) {
     for (; i < n; i++) e0_wr16(row + 2 * i, e0_fp32_to_fp16(x[i]));
 }
 
-void e0_kv_f16_to_f32_avx2(const uint8_t *row, float *out, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i))));
-    for (; i < n; i++) out[i] = e0_fp16_to_fp32(e0_rd16(row + 2 * i));
-}
-
-void e0_kv_bf16_to_f32_avx2(const uint8_t *row, float *out, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * i)));
-        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+bool e0_kv_to_f32_avx2(uint32_t type, const uint8_t *row, float *out, int64_t n) {
+    if (!kv_simd_takes(type, n)) return false;
+    switch (type) { /* one loop per type: kv_load8's switch resolved outside it */
+    case E0_TYPE_F32: for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, kv_load8(E0_TYPE_F32, row, i)); break;
+    case E0_TYPE_F16: for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, kv_load8(E0_TYPE_F16, row, i)); break;
+    case E0_TYPE_BF16: for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, kv_load8(E0_TYPE_BF16, row, i)); break;
+    case E0_TYPE_Q8_0: for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, kv_load8(E0_TYPE_Q8_0, row, i)); break;
+    default: for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, kv_load8(E0_TYPE_Q4_0, row, i)); break;
     }
-    for (; i < n; i++) out[i] = e0_bf16_to_fp32(e0_rd16(row + 2 * i));
+    return true;
 }
 
 void e0_kv_round_f16_avx2(float *w, int64_t n) {
