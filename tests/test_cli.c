@@ -246,7 +246,8 @@ static void test_predict_from_layer(void) {
 }
 
 /* llama.cpp's flags: --version, -f/--file, -sys/--system-prompt, --chat-template-file, the
- * penalties, --mlock/--no-mmap, -v, documented --n-predict, --print-ids with a text prompt, -cnv. */
+ * penalties, --mlock/--no-mmap, -ngl/-fa/--jinja, -v, documented --n-predict, --print-ids with a text
+ * prompt, -cnv. */
 static void test_llama_flags(void) {
     char out[8192], err[8192], a[8192], b[8192];
     CHECKF(sh(out, sizeof out, err, sizeof err, "%s --version", bin) == 0 && !strncmp(out, "edge0-infer ", 12) &&
@@ -286,6 +287,15 @@ static void test_llama_flags(void) {
     /* --mlock, --no-mmap: accepted; --no-mmap says in one line that it changes nothing */
     CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 2 --temp 0 --mlock --no-mmap", bin, dense) == 0);
     CHECKF(count_lines(err, "note: --no-mmap") == 1, "%s", err);
+    /* -ngl, -fa, --jinja: taken with a note each; -fa's value is optional; -ngl's is checked */
+    CHECK(sh(a, sizeof a, NULL, 0, "%s run -m %s -p hi -n 3 --temp 0 --print-ids", bin, dense) == 0);
+    CHECK(sh(b, sizeof b, err, sizeof err, "%s run -m %s -p hi -ngl 99 -fa --temp 0 --jinja -n 3 --print-ids", bin, dense) == 0);
+    CHECKF(!strcmp(a, b) && count_lines(err, "note: -ngl") == 1 && count_lines(err, "note: -fa") == 1 &&
+               count_lines(err, "note: --jinja") == 1, "%s / %s: %s", a, b, err);
+    CHECK(sh(b, sizeof b, err, sizeof err, "%s run -m %s -p hi --n-gpu-layers 0,99 -fa on --flash-attn 0,1 -n 3 --temp 0 --print-ids",
+             bin, dense) == 0 && !strcmp(a, b));
+    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -ngl many -n 1", bin, dense) == 1 && strstr(err, "not a layer count"));
+    CHECK(sh(NULL, 0, err, sizeof err, "%s run -m %s -p hi -n 1 -ngl", bin, dense) == 1 && strstr(err, "needs a value"));
     /* -cnv / -i: a conversation (chat) */
     CHECK(sh(out, sizeof out, err, sizeof err, "printf 'hi\\n' | %s run -m %s -cnv -n 3 --temp 0", bin, chat_model) == 0);
     CHECKF(strstr(err, "starting a conversation") && strlen(out) > 0, "%s", err);

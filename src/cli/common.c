@@ -1,5 +1,6 @@
 /* common.c — helpers every command uses: the error exit, flag values, token-id lists; the flags
- * shared by the commands that load a model (-m/--model, -t, -c, -b, -ctk/-ctv, --mlock), and
+ * shared by the commands that load a model (-m/--model, -t, -c, -b, -ctk/-ctv, --mlock; llama.cpp's
+ * -ngl, -fa, --jinja, --no-mmap taken with a note), and
  * loading; the sampling and stopping flags of run and chat (cli_gen_flag); the one check of
  * stdout's write errors at exit. main.c and the cmd_*.c files call these; nothing here calls them
  * back. */
@@ -50,6 +51,26 @@ void cli_kv_flags_help(void) {
          "  -ctv, --cache-type-v T                        ... of values (f32: exact; q8_0/q4_0 need head_dim % 32 == 0)");
 }
 
+/* -ngl's values: a count, a comma list of counts (llama-bench), auto or all. */
+static bool ngl_value(const char *v) {
+    if (!strcmp(v, "auto") || !strcmp(v, "all")) return true;
+    bool digit = false;
+    for (const char *p = v; *p; p++) {
+        if (isdigit((unsigned char)*p)) digit = true;
+        else if (*p != ',' || !digit) return false;
+        else digit = false;
+    }
+    return digit;
+}
+
+/* -fa's values: on, off, auto (llama-cli), 0, 1 or a comma list of them (llama-bench). */
+static bool fa_value(const char *v) {
+    if (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto")) return true;
+    for (const char *p = v; *p; p += p[1] ? 2 : 1)
+        if ((*p != '0' && *p != '1') || (p[1] && p[1] != ',') || (p[1] == ',' && !p[2])) return false;
+    return *v != 0;
+}
+
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
     e0_err e;
@@ -72,6 +93,23 @@ int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
     }
     if (!strcmp(a, "--no-mmap")) {
         fprintf(stderr, "note: --no-mmap changes nothing: the engine always reads the model file, it never maps it\n");
+        return 1;
+    }
+    /* llama.cpp flags without a meaning here, taken (values checked) with a note each so that a
+     * llama.cpp command line runs unchanged */
+    if (!strcmp(a, "-ngl") || !strcmp(a, "--gpu-layers") || !strcmp(a, "--n-gpu-layers")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        if (!ngl_value(v)) return cli_error("%s: '%.40s' is not a layer count (N, a list N,M,..., auto or all)", a, v), -1;
+        fprintf(stderr, "note: %s changes nothing: this engine runs on the CPU, nothing is offloaded\n", a);
+        return 1;
+    }
+    if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+        if (*i + 1 < argc && fa_value(argv[*i + 1])) ++*i; /* llama-cli: on|off|auto; llama-bench: 0|1 lists; old: none */
+        fprintf(stderr, "note: %s changes nothing: the engine chooses its attention kernel (tiled, flash-attention style)\n", a);
+        return 1;
+    }
+    if (!strcmp(a, "--jinja")) {
+        fprintf(stderr, "note: --jinja changes nothing: chat templates are always rendered as Jinja\n");
         return 1;
     }
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -152,7 +190,10 @@ int cli_load_ex(cli_model_opts *o, int min_ctx, int prefill_threads, e0_model **
 
 const char cli_model_flags_help[] =
     "  --mlock              lock the loaded weights in RAM (with streamed experts: the resident part)\n"
-    "  --no-mmap            accepted for llama.cpp users; the engine always reads, never maps\n";
+    "  --no-mmap            accepted for llama.cpp users; the engine always reads, never maps\n"
+    "  -ngl N, -fa [on|off], --jinja\n"
+    "                       accepted for llama.cpp users with a note: CPU only, attention kernel\n"
+    "                       chosen by the engine, templates always Jinja\n";
 
 void cli_gen_init(cli_gen_flags *g) {
     memset(g, 0, sizeof *g);
