@@ -3,7 +3,8 @@
  *     (the per-position path's arithmetic: q rounded through the key type's vec_dot_type, keys
  *     and values read in their cache type; one softmax per query over all its keys), on random
  *     q / k / v, odd chunk lengths and positions, GQA ratios 1..12, sliding windows with rings,
- *     sinks, every KV cache type (f32, f16, bf16, q8_0, q4_0);
+ *     sinks, every KV cache type (f32, f16, bf16, q8_0, q4_0), the cache head-major (the
+ *     engine's layout) or position-major;
  *   - the AVX2 exp against libm's expf; the AVX2 KV conversions (keys transposed, rows) against
  *     the type table's to_float, bit for bit, every KV type;
  *   - the engine: logits of synth models (qwen3 with GQA, gpt-oss with sliding windows and sinks)
@@ -57,7 +58,7 @@ static void reference(const e0_attn_args *a, double *out) {
             double mx = a->sinks ? a->sinks[h] : -INFINITY;
             for (int j = first; j <= p; j++) {
                 size_t row = a->ring ? (size_t)(j % a->ring) : (size_t)j;
-                e0_type_traits_of(a->type_k)->to_float(a->k + row * a->row_k + (size_t)u * a->head_k, kr, hd);
+                e0_type_traits_of(a->type_k)->to_float(a->k + (size_t)u * a->kvh_k + row * a->pos_k, kr, hd);
                 double d = 0;
                 for (int64_t i = 0; i < hd; i++) d += (double)qr[i] * kr[i];
                 s[j] = d * a->scale;
@@ -69,7 +70,7 @@ static void reference(const e0_attn_args *a, double *out) {
             for (int64_t i = 0; i < hd; i++) o[i] = 0;
             for (int j = first; j <= p; j++) {
                 size_t row = a->ring ? (size_t)(j % a->ring) : (size_t)j;
-                e0_type_traits_of(a->type_v)->to_float(a->v + row * a->row_v + (size_t)u * a->head_v, vr, hd);
+                e0_type_traits_of(a->type_v)->to_float(a->v + (size_t)u * a->kvh_v + row * a->pos_v, vr, hd);
                 /* F16 / BF16 values: the weight rounded to their type (as both paths do) */
                 float w = (float)(s[j] / sum);
                 e0_kv_round(a->type_v, &w, 1);
@@ -87,17 +88,20 @@ typedef struct {
     bool sinks;
 } shape;
 
-/* worst |tiled - reference| / max|v| over the chunk, for one simd choice */
-static double run_case(const shape *sh, uint32_t tk, uint32_t tv, bool simd, double qscale) {
+/* worst |tiled - reference| / max|v| over the chunk, for one simd choice; the cache head-major
+ * (the engine's: a head's slots contiguous) or position-major (a position's heads contiguous) */
+static double run_case(const shape *sh, uint32_t tk, uint32_t tv, bool simd, double qscale, bool head_major) {
     const int64_t hd = sh->hd, kv_dim = sh->n_head_kv * hd, q_dim = sh->n_head * hd;
     const int n_pos = sh->pos0 + sh->n_tok, rows = sh->ring ? sh->ring : n_pos;
     e0_attn_args a = {.hd = hd, .n_head = sh->n_head, .n_head_kv = sh->n_head_kv, .n_tok = sh->n_tok, .pos0 = sh->pos0,
                       .type_k = tk, .type_v = tv, .ring = sh->ring, .n_swa = sh->n_swa, .scale = 1.0f / sqrtf((float)hd), .n_ctx = n_pos};
-    a.row_k = (size_t)sh->n_head_kv * e0_row_size(tk, hd);
-    a.row_v = (size_t)sh->n_head_kv * e0_row_size(tv, hd);
     a.head_k = e0_row_size(tk, hd);
     a.head_v = e0_row_size(tv, hd);
-    uint8_t *k = calloc((size_t)rows, a.row_k), *v = calloc((size_t)rows, a.row_v);
+    a.pos_k = head_major ? a.head_k : (size_t)sh->n_head_kv * a.head_k;
+    a.pos_v = head_major ? a.head_v : (size_t)sh->n_head_kv * a.head_v;
+    a.kvh_k = head_major ? (size_t)rows * a.head_k : a.head_k;
+    a.kvh_v = head_major ? (size_t)rows * a.head_v : a.head_v;
+    uint8_t *k = calloc((size_t)rows * (size_t)sh->n_head_kv, a.head_k), *v = calloc((size_t)rows * (size_t)sh->n_head_kv, a.head_v);
     float *q = malloc((size_t)sh->n_tok * q_dim * 4), *out = malloc((size_t)sh->n_tok * q_dim * 4);
     float *x = malloc((size_t)kv_dim * 4), *sinks = malloc((size_t)sh->n_head * 4);
     double *ref = malloc((size_t)sh->n_tok * q_dim * sizeof *ref);
@@ -105,9 +109,9 @@ static double run_case(const shape *sh, uint32_t tk, uint32_t tv, bool simd, dou
     for (int p = 0; p < n_pos; p++) { /* a ring keeps the last `rows` positions, as the cache does */
         size_t row = sh->ring ? (size_t)(p % sh->ring) : (size_t)p;
         for (int64_t i = 0; i < kv_dim; i++) x[i] = frand();
-        e0_kv_store(tk, x, kv_dim, k + row * a.row_k);
+        for (int64_t u = 0; u < sh->n_head_kv; u++) e0_kv_store(tk, x + u * hd, hd, k + (size_t)u * a.kvh_k + row * a.pos_k);
         for (int64_t i = 0; i < kv_dim; i++) x[i] = frand(), vmax = fmax(vmax, fabs(x[i]));
-        e0_kv_store(tv, x, kv_dim, v + row * a.row_v);
+        for (int64_t u = 0; u < sh->n_head_kv; u++) e0_kv_store(tv, x + u * hd, hd, v + (size_t)u * a.kvh_v + row * a.pos_v);
     }
     for (int64_t i = 0; i < sh->n_tok * q_dim; i++) q[i] = (float)(frand() * qscale);
     for (int64_t h = 0; h < sh->n_head; h++) sinks[h] = frand() * 2;
@@ -156,7 +160,7 @@ static void test_against_reference(void) {
                 for (int simd = 0; simd <= (int)have_avx2; simd++) {
                     /* q scaled up: sharper softmaxes (scores of +-10), where exp and the rescaling matter */
                     for (int sc = 0; sc < (ik == iv ? 2 : 1); sc++) {
-                        double w = run_case(&shapes[s], types[ik], types[iv], simd, sc ? 3.0 : 1.0);
+                        double w = run_case(&shapes[s], types[ik], types[iv], simd, sc ? 3.0 : 1.0, (s + ik + sc) % 2 == 0);
                         const int f = types[iv] == E0_TYPE_F16 ? 1 : types[iv] == E0_TYPE_BF16 ? 2 : 0;
                         if (w > worst[f][simd]) worst[f][simd] = w;
                         CHECKF(w <= 4e-6 + vround[f], "shape %zu K %s V %s %s q*%d: |tiled - reference| / max|v| = %.3g", s,

@@ -68,8 +68,7 @@ void e0_mla_project(e0_ctx *c, const e0_layer *L, int il, int n_tok, int pos0) {
         float *r = kva + (size_t)i * D;
         e0_rmsnorm(r, r, L->kv_a_norm, C, hp->rms_eps);
         e0_rope_ext(r + C, R, pos0 + i, &rc);
-        size_t row = e0_kv_layer_row0(c, il) + e0_kv_slot(c, il, pos0 + i);
-        e0_kv_store(c->kv.type_k, r, D, c->kv.k + row * c->kv.row_k);
+        e0_kv_store(c->kv.type_k, r, D, e0_kv_head_k(c, il, 0) + e0_kv_slot(c, il, pos0 + i) * c->kv.head_k); /* one KV head */
     }
     /* q_nope gathered per head: gath [H][n][nope]; q_pe rotated into act.q [n][H][C + R] */
     for (int i = 0; i < n_tok; i++)

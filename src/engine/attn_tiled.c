@@ -119,20 +119,21 @@ static int first_key(const e0_attn_args *a, int p) {
 static size_t row_of(const e0_attn_args *a, int p) { return a->ring ? (size_t)(p % a->ring) : (size_t)p; }
 
 /* Asks for the keys and/or values of head u in the block at kb (positions kb .. hi at most) while
- * the block before it is computed. A head's rows are row_k apart in the cache (every KV head's
- * values of a position are one row), so a block is BK short runs far apart, which the hardware
- * prefetchers follow poorly once the cache is larger than the CPU's caches (one decode item, f16,
- * 16k keys: 2.3x the time per key of 4k keys without this, 1.6x with it; docs/perf.md session
- * 21). A hint only: a head whose bytes are not a multiple of 64 (q8_0, q4_0) may leave its last
- * line to the demand load. Prefetches never fault. */
+ * the block before it is computed. The engine's cache is head-major, so a block is one run of
+ * BK heads (ring wrap aside), which the hardware prefetchers still follow too slowly once the
+ * cache is larger than the CPU's caches: one layer's decode items at 16k f16 keys, one thread,
+ * 5.4-6.4 ms with this against 7.3-8.7 without (docs/perf.md, session 22; with the earlier
+ * position-major layout, BK runs 1 KiB apart, it mattered more: session 21). A hint only: a head
+ * whose bytes are not a multiple of 64 (q8_0, q4_0) may leave its last line to the demand load.
+ * Prefetches never fault. */
 static void prefetch_block(const e0_attn_args *a, int64_t u, int kb, int hi, bool keys, bool values) {
     const int n = hi + 1 - kb < E0_ATTN_BK ? hi + 1 - kb : E0_ATTN_BK;
     for (int j = 0; j < n; j++) {
         const size_t s = row_of(a, kb + j);
         if (keys)
-            for (size_t o = 0; o < a->head_k; o += 64) __builtin_prefetch(a->k + s * a->row_k + (size_t)u * a->head_k + o, 0, 3);
+            for (size_t o = 0; o < a->head_k; o += 64) __builtin_prefetch(a->k + (size_t)u * a->kvh_k + s * a->pos_k + o, 0, 3);
         if (values)
-            for (size_t o = 0; o < a->head_v; o += 64) __builtin_prefetch(a->v + s * a->row_v + (size_t)u * a->head_v + o, 0, 3);
+            for (size_t o = 0; o < a->head_v; o += 64) __builtin_prefetch(a->v + (size_t)u * a->kvh_v + s * a->pos_v + o, 0, 3);
     }
 }
 
@@ -143,8 +144,8 @@ static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8
     const uint8_t *kp[E0_ATTN_BK];
     for (int j = 0; j < nk; j++) {
         const size_t s = row_of(a, kb + j);
-        kp[j] = a->k + s * a->row_k + (size_t)u * a->head_k;
-        if (values) e0_kv_load(a->type_v, a->v + s * a->row_v + (size_t)u * a->head_v, b->V + (size_t)j * hd, hd);
+        kp[j] = a->k + (size_t)u * a->kvh_k + s * a->pos_k;
+        if (values) e0_kv_load(a->type_v, a->v + (size_t)u * a->kvh_v + s * a->pos_v, b->V + (size_t)j * hd, hd);
     }
     if (values)
         for (int j = nk; j < nk8; j++) memset(b->V + (size_t)j * hd, 0, (size_t)hd * 4);
@@ -308,10 +309,12 @@ static void layer_args(e0_ctx *c, int il, int n_tok, int pos0, const e0_ctx *sc,
     a->pos0 = pos0;
     a->q = c->act.q + (size_t)i * c->q_dim;
     a->out = c->act.att + (size_t)i * c->q_dim;
-    a->k = sc->kv.k + e0_kv_layer_row0(sc, il) * c->kv.row_k;
-    a->v = sc->kv.v + e0_kv_layer_row0(sc, il) * c->kv.row_v;
-    a->row_k = c->kv.row_k;
-    a->row_v = c->kv.row_v;
+    a->k = e0_kv_head_k(sc, il, 0); /* head-major (ctx_impl.h) */
+    a->v = e0_kv_head_v(sc, il, 0);
+    a->pos_k = c->kv.head_k;
+    a->pos_v = c->kv.head_v;
+    a->kvh_k = e0_kv_layer_nrows(sc, il) * c->kv.head_k;
+    a->kvh_v = e0_kv_layer_nrows(sc, il) * c->kv.head_v;
     a->head_k = c->kv.head_k;
     a->head_v = c->kv.head_v;
     a->type_k = c->kv.type_k;

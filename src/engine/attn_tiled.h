@@ -35,8 +35,10 @@ typedef struct e0_attn_args {
     int n_tok, pos0;               /* query t is at position pos0 + t */
     const float *q;                /* [n_tok][n_head * hd], after RoPE */
     float *out;                    /* [n_tok][n_head * hd] */
-    const uint8_t *k, *v;          /* the layer's cache rows: row s at k + s * row_k (v + s * row_v) */
-    size_t row_k, row_v, head_k, head_v; /* bytes of a row, of one head's hd values */
+    const uint8_t *k, *v;          /* the layer's cache: KV head u of slot s at k + u * kvh_k + s * pos_k */
+    size_t pos_k, pos_v;           /* bytes from one slot's head to the next slot's */
+    size_t kvh_k, kvh_v;           /* bytes from one KV head to the next */
+    size_t head_k, head_v;         /* bytes of one head's hd values */
     uint32_t type_k, type_v;       /* cache types (kv.c) */
     int ring;                      /* position p is row p % ring (sliding-window rings); 0: row p */
     int64_t n_swa;                 /* > 0: query at p sees keys p - n_swa + 1 .. p; 0: 0 .. p */

@@ -53,13 +53,16 @@ struct e0_ctx {
         bool borrowed;        /* decode/prefill belong to another context (e0_ctx_share_threads) */
     } threads;
 
-    /* The KV cache: [n_layer][n_ctx] rows of kv_dim values after RoPE, each row stored in its
-     * cache type (kv.c): head after head, a head being head_k (head_v) bytes. */
+    /* The KV cache: per layer n_ctx rows (a ring or none: layer_rows) of kv_dim values after
+     * RoPE, in the cache type (kv.c). Within a layer's rows the values are head-major: all the
+     * slots of KV head 0, then of head 1, ..., a head's values being head_k (head_v) bytes, so one
+     * head's keys (what an attention work item reads) are one contiguous stream
+     * (e0_kv_head_k / e0_kv_head_v below). */
     struct {
         uint8_t *k, *v;
         uint32_t type_k, type_v;
-        size_t row_k, row_v;       /* bytes of one row */
-        size_t head_k, head_v;     /* bytes of one head's head_dim values in a row */
+        size_t row_k, row_v;       /* bytes of one row (all heads of a position) */
+        size_t head_k, head_v;     /* bytes of one head's head_dim values */
         uint32_t q_type;           /* what q is converted to for the key dot products: type_k's
                                     * vec_dot_type (F32 for float keys, Q8_0 for q8_0 / q4_0) */
         size_t q_head;             /* bytes of one head of q in q_type */
@@ -326,6 +329,17 @@ static inline size_t e0_kv_layer_row0(const e0_ctx *c, int il) {
 }
 static inline size_t e0_kv_slot(const e0_ctx *c, int il, int pos) {
     return c->kv.layer_rows ? (size_t)(pos % c->kv.layer_rows[il]) : (size_t)pos;
+}
+/* Rows (slots) of layer il. */
+static inline size_t e0_kv_layer_nrows(const e0_ctx *c, int il) {
+    return c->kv.layer_rows ? (size_t)c->kv.layer_rows[il] : (size_t)c->n_ctx;
+}
+/* Layer il's keys (values) of KV head h: slot s's head_k (head_v) bytes at + s * head_k. */
+static inline uint8_t *e0_kv_head_k(const e0_ctx *c, int il, int64_t h) {
+    return c->kv.k + e0_kv_layer_row0(c, il) * c->kv.row_k + (size_t)h * e0_kv_layer_nrows(c, il) * c->kv.head_k;
+}
+static inline uint8_t *e0_kv_head_v(const e0_ctx *c, int il, int64_t h) {
+    return c->kv.v + e0_kv_layer_row0(c, il) * c->kv.row_v + (size_t)h * e0_kv_layer_nrows(c, il) * c->kv.head_v;
 }
 /* The K experts ids of scores p [X]: plain top-k (the softmax path), or with the correction bias
  * [X] (may be NULL) added and the group limit applied for the choice only; tmp [X] scratch. */

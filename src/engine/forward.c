@@ -83,10 +83,12 @@ static void rope_and_cache(e0_ctx *c, const e0_layer *L, int il, int n_tok, int 
             e0_kv_hadamard(k, c->kv_dim, c->kv.rot_k);
         }
         if (c->kv.rot_v) e0_kv_hadamard(v, c->kv_dim, c->kv.rot_v);
-        /* the row of position pos, converted once to the cache types */
-        size_t row = e0_kv_layer_row0(sc, il) + e0_kv_slot(sc, il, pos);
-        e0_kv_store(c->kv.type_k, k, c->kv_dim, sc->kv.k + row * c->kv.row_k);
-        e0_kv_store(c->kv.type_v, v, c->kv_dim, sc->kv.v + row * c->kv.row_v);
+        /* position pos's slot of every head, converted once to the cache types */
+        const size_t slot = e0_kv_slot(sc, il, pos);
+        for (int64_t h = 0; h < hp->n_head_kv; h++) {
+            e0_kv_store(c->kv.type_k, k + h * hp->head_dim, hp->head_dim, e0_kv_head_k(sc, il, h) + slot * c->kv.head_k);
+            e0_kv_store(c->kv.type_v, v + h * hp->head_dim, hp->head_dim, e0_kv_head_v(sc, il, h) + slot * c->kv.head_v);
+        }
     }
 }
 
@@ -112,17 +114,16 @@ static void attend(e0_ctx *c, const attn_task *t, int i, int64_t kvh, int64_t h0
     const e0_hparams *hp = c->hp;
     const int64_t hd = hp->head_dim;
     const float scale = hp->attn_scale > 0 ? hp->attn_scale : 1.0f / sqrtf((float)hd); /* deepseek2: its kq_scale */
-    const size_t rk = c->kv.row_k, rv = c->kv.row_v;
+    const size_t rk = c->kv.head_k, rv = c->kv.head_v; /* bytes from one key (value) to the next */
     /* a batch (batch.c): token i attends over its own sequence's cache, to its position */
     const e0_ctx *sc = e0_row_ctx(c, i);
-    const uint8_t *kc = sc->kv.k + e0_kv_layer_row0(sc, t->il) * rk + (size_t)kvh * c->kv.head_k;
-    const uint8_t *vc = sc->kv.v + e0_kv_layer_row0(sc, t->il) * rv + (size_t)kvh * c->kv.head_v;
+    const uint8_t *kc = e0_kv_head_k(sc, t->il, kvh), *vc = e0_kv_head_v(sc, t->il, kvh);
     /* causal: positions first .. pos; a sliding-window layer sees the last n_swa of them */
     const int pos = e0_row_pos(c, i, t->pos0);
     const int first = e0_layer_is_swa(hp, t->il) && pos - hp->n_swa + 1 > 0 ? (int)(pos - hp->n_swa + 1) : 0;
     const int n_keys = pos + 1 - first;
     const float *sinks = c->m->layers[t->il].sinks; /* gpt-oss: one more logit per head */
-#define KEY_ROW(j) e0_kv_slot(sc, t->il, first + (j)) /* the cache row of the j-th key */
+#define KEY_ROW(j) e0_kv_slot(sc, t->il, first + (j)) /* the cache slot of the j-th key */
     const float *q = c->act.q + (size_t)i * c->q_dim;
     float *att = c->act.att + (size_t)i * c->q_dim;
     /* qh: heads h0 .. h1-1 of q in kv.q_type, qs bytes apart */
