@@ -4,9 +4,11 @@
  * row once in the cache type, reading a value row back as floats, rounding floats (q, attention
  * weights) to a float cache type as llama.cpp does.
  *
- * A row is one position's kv_dim = n_head_kv * head_dim values of one layer, stored head after
- * head; block types (q8_0, q4_0) have blocks of 32 along head_dim, so head_dim must be a multiple
- * of 32 for them and each head starts on a block. */
+ * A layer's cache holds one row of kv_dim = n_head_kv * head_dim values per position (slot),
+ * stored head-major: every slot of KV head 0, then of head 1, ... (ctx_impl.h e0_kv_head_k);
+ * the conversions here take one head (or any whole number of them). Block types (q8_0, q4_0) have
+ * blocks of 32 along head_dim, so head_dim must be a multiple of 32 for them and each head
+ * starts on a block. */
 #include <string.h>
 
 #include "engine/ctx_impl.h"
