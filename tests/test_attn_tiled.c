@@ -251,73 +251,80 @@ static void test_scale(void) {
         }
 }
 
-/* The AVX2 KV conversions against the type table's to_float, bit for bit, for every KV type:
- * rows of keys transposed into Kt (every key count of a block, 1 .. BK, so full groups of 8 and
- * the tail) and plain rows (e0_kv_load), with zero, negative, large and tiny block scales. */
+/* The AVX2 KV conversions (e0_kv_load's, which fill the tiled path's key and value blocks)
+ * against the type table's to_float, bit for bit, for every KV type, with zero, negative, large
+ * and tiny block scales. */
 static void test_kv_convert(void) {
     if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
-    enum { HD = 128, BK = E0_ATTN_BK };
+    enum { HD = 128, NROW = 64 };
     const uint32_t types[] = {E0_TYPE_F32, E0_TYPE_F16, E0_TYPE_BF16, E0_TYPE_Q8_0, E0_TYPE_Q4_0};
-    static uint8_t heads[BK][HD * 4];
-    static float row[HD], Kt[HD * BK], want[HD * BK], got[HD];
-    const uint8_t *kp[BK];
+    static uint8_t heads[NROW][HD * 4];
+    static float row[HD], got[HD];
     int checked = 0;
     for (size_t it = 0; it < sizeof types / sizeof *types; it++) {
         const e0_type_traits *tr = e0_type_traits_of(types[it]);
-        for (int j = 0; j < BK; j++) {
+        for (int j = 0; j < NROW; j++) {
             for (int d = 0; d < HD; d++) row[d] = frand() * (j % 5 == 1 ? 6e4f : j % 5 == 2 ? 1e-6f : 3.0f);
             if (j % 7 == 3) memset(row, 0, sizeof row);
             tr->from_float_ref(row, heads[j], HD);
-            kp[j] = heads[j];
         }
-        for (int nk = 1; nk <= BK; nk += nk < 17 ? 1 : 7) {
-            memset(Kt, 0x7f, sizeof Kt);
-            memset(want, 0x7f, sizeof want);
-            for (int j = 0; j < nk; j++) {
-                tr->to_float(kp[j], row, HD);
-                for (int d = 0; d < HD; d++) want[d * BK + j] = row[d];
-            }
-            CHECKF(e0_attn_kt_avx2(types[it], kp, nk, HD, Kt, BK), "%s: not converted", tr->name);
-            CHECKF(!memcmp(Kt, want, sizeof Kt), "%s keys %d: Kt differs", tr->name, nk);
+        for (int j = 0; j < NROW; j++) {
+            tr->to_float(heads[j], row, HD);
+            memset(got, 0x7f, sizeof got);
+            CHECKF(e0_kv_to_f32_avx2(types[it], heads[j], got, HD), "%s: not converted", tr->name);
+            CHECKF(!memcmp(got, row, sizeof row), "%s row %d differs", tr->name, j);
             checked++;
         }
-        for (int j = 0; j < BK; j++) {
-            tr->to_float(kp[j], row, HD);
-            CHECKF(e0_kv_to_f32_avx2(types[it], kp[j], got, HD), "%s: not converted", tr->name);
-            CHECKF(!memcmp(got, row, sizeof row), "%s row %d differs", tr->name, j);
-        }
     }
-    CHECK(checked > 50);
-    /* lengths it does not take are left to the scalar conversion */
-    CHECK(!e0_kv_to_f32_avx2(E0_TYPE_Q8_0, kp[0], got, 40));
-    CHECK(!e0_attn_kt_avx2(E0_TYPE_Q4_0, kp, 8, 48, Kt, BK));
-    CHECK(!e0_attn_kt_avx2(E0_TYPE_Q4_1, kp, 8, 64, Kt, BK));
+    CHECK(checked == 5 * NROW);
+    /* lengths and types it does not take are left to the scalar conversion */
+    CHECK(!e0_kv_to_f32_avx2(E0_TYPE_Q8_0, heads[0], got, 40));
+    CHECK(!e0_kv_to_f32_avx2(E0_TYPE_Q4_0, heads[0], got, 48));
+    CHECK(!e0_kv_to_f32_avx2(E0_TYPE_Q4_1, heads[0], got, 64));
 }
 
-/* The AVX-512 products against the AVX2 ones, bit for bit: every row count of a tile (1 .. 17),
- * key and head widths of every tail (8, 16, 24 past a multiple of 32), outputs at a stride with
- * sentinels past the columns each kernel may write. */
-static void test_avx512_products(void) {
-    if (e0_simd_level() < E0_SIMD_AVX512) SKIP("no AVX-512 on this CPU (or E0_SIMD caps it)");
-    enum { RMAX = 17, KMAX = 88, HMAX = 88, LDS = KMAX + 8 };
-    static float Q[RMAX * HMAX], Kt[HMAX * KMAX], V[KMAX * HMAX], S1[RMAX * LDS], S2[RMAX * LDS], O1[RMAX * HMAX], O2[RMAX * HMAX];
-    for (size_t i = 0; i < sizeof Q / sizeof Q[0]; i++) Q[i] = frand();
-    for (size_t i = 0; i < sizeof Kt / sizeof Kt[0]; i++) Kt[i] = frand() * (i % 7 ? 1.0f : 1e3f);
+/* The AVX-512 products against the AVX2 ones, bit for bit, and the scores against their
+ * definition (one FMA chain over d, then the scale: fmaf in the same order): every row count of a
+ * tile (1 .. 40: the 16-row groups, an 8-row tail and odd rows), key and head widths of every tail
+ * (8, 16, 24 past a multiple of 32), outputs at a stride with sentinels past the columns each
+ * kernel may write. */
+static void test_products(void) {
+    if (e0_simd_level() < E0_SIMD_AVX2) SKIP("no AVX2 + FMA on this CPU (or E0_SIMD caps it)");
+    const bool z = e0_simd_level() >= E0_SIMD_AVX512;
+    enum { RMAX = 40, LDQ = 48, KMAX = 88, HMAX = 88, LDS = KMAX + 8 };
+    static float Q[RMAX * HMAX], QT[HMAX * LDQ], K[KMAX * HMAX], V[KMAX * HMAX], S1[RMAX * LDS], S2[RMAX * LDS],
+        O1[RMAX * HMAX], O2[RMAX * HMAX];
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) K[i] = frand() * (i % 7 ? 1.0f : 1e3f);
     for (size_t i = 0; i < sizeof V / sizeof V[0]; i++) V[i] = frand();
-    int cases = 0;
-    for (int nr = 1; nr <= RMAX; nr++)
+    int cases = 0, wrong = 0;
+    for (int nr = 1; nr <= RMAX; nr += nr < 18 ? 1 : 7)
         for (int nk8 = 8; nk8 <= KMAX; nk8 += 8)
             for (int64_t hd = 8; hd <= HMAX; hd += 8 * (1 + (nk8 % 24 == 0))) {
+                for (int r = 0; r < RMAX; r++)
+                    for (int64_t d = 0; d < hd; d++) Q[r * hd + d] = QT[d * LDQ + r] = frand();
                 for (int i = 0; i < RMAX * LDS; i++) S1[i] = S2[i] = -7.0f;
-                e0_attn_scores_avx2(Q, nr, hd, Kt, KMAX, nk8, 0.125f, S1, LDS);
-                e0_attn_scores_avx512(Q, nr, hd, Kt, KMAX, nk8, 0.125f, S2, LDS);
-                CHECKF(!memcmp(S1, S2, sizeof S1), "scores nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
-                for (int i = 0; i < RMAX * HMAX; i++) O1[i] = O2[i] = (float)(i % 5) - 2.0f;
-                e0_attn_pv_avx2(S1, nr, LDS, nk8, V, hd, O1);
-                e0_attn_pv_avx512(S1, nr, LDS, nk8, V, hd, O2);
-                CHECKF(!memcmp(O1, O2, sizeof O1), "pv nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
+                e0_attn_scores_avx2(QT, LDQ, nr, hd, K, nk8, 0.125f, S1, LDS);
+                for (int r = 0; r < RMAX; r++)
+                    for (int j = 0; j < LDS; j++) {
+                        float want = -7.0f;
+                        if (r < nr && j < nk8) {
+                            want = 0;
+                            for (int64_t d = 0; d < hd; d++) want = fmaf(Q[r * hd + d], K[j * hd + d], want);
+                            want *= 0.125f;
+                        }
+                        wrong += memcmp(&want, &S1[r * LDS + j], sizeof want) != 0;
+                    }
+                if (z) {
+                    e0_attn_scores_avx512(QT, LDQ, nr, hd, K, nk8, 0.125f, S2, LDS);
+                    CHECKF(!memcmp(S1, S2, sizeof S1), "scores nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
+                    for (int i = 0; i < RMAX * HMAX; i++) O1[i] = O2[i] = (float)(i % 5) - 2.0f;
+                    e0_attn_pv_avx2(S1, nr, LDS, nk8, V, hd, O1);
+                    e0_attn_pv_avx512(S1, nr, LDS, nk8, V, hd, O2);
+                    CHECKF(!memcmp(O1, O2, sizeof O1), "pv nr %d nk8 %d hd %lld differ", nr, nk8, (long long)hd);
+                }
                 cases++;
             }
+    CHECKF(wrong == 0, "%d scores differ from the FMA chain", wrong);
     CHECK(cases > 1000);
 }
 
@@ -375,7 +382,7 @@ int main(void) {
     RUN(test_mask_max);
     RUN(test_scale);
     RUN(test_kv_convert);
-    RUN(test_avx512_products);
+    RUN(test_products);
     RUN(test_engine);
     return T_DONE();
 }

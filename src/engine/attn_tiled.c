@@ -9,10 +9,11 @@
  *   O [RM][hd]  the unnormalized output accumulator
  *   S [RM][lds] scores of one key block, then their exp (the weights P); two-pass (F16 / BF16
  *               values): the scores of every key block, lds = n_ctx rounded up + BK
- *   Kt [hd][BK] the key block converted to floats, transposed (a column per key)
+ *   QT [hd][ldq] Q transposed for the SIMD score kernels (ldq = RM rounded up to 16, zero rows)
+ *   K [BK][hd]  the key block converted to floats (a row per key)
  *   V [BK][hd]  the value block converted to floats
  *   m, l [RM]   running max and sum per row
- *   row [hd]    one converted key row;  qb: q_head bytes, one query head in the key's q type */
+ *   qb: q_head bytes, one query head in the key's q type */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,10 @@ static int block_tokens(int64_t group) { return group >= E0_ATTN_ROWS ? 1 : (int
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 typedef struct {
-    float *Q, *O, *S, *Kt, *V, *m, *l, *row;
+    float *Q, *QT, *O, *S, *K, *V, *m, *l;
     uint8_t *qb;
     int lds; /* floats between rows of S */
+    int ldq; /* floats between rows of QT */
 } tile_bufs;
 
 /* F16 / BF16 values: the weights are normalized first and rounded to the value type, as the
@@ -41,10 +43,11 @@ static size_t carve(int64_t hd, int64_t group, uint32_t type_k, uint32_t type_v,
     const size_t RM = (size_t)block_tokens(group) * (size_t)group, H = (size_t)hd, BK = E0_ATTN_BK;
     const uint32_t q_type = (uint32_t)e0_type_traits_of(type_k)->vec_dot_type;
     b->lds = two_pass(type_v) ? ((n_ctx + 7) & ~7) + E0_ATTN_BK : E0_ATTN_BK;
-    const size_t sizes[9] = {RM * H * 4, RM * H * 4, RM * (size_t)b->lds * 4, H * BK * 4, BK * H * 4, RM * 4, RM * 4, H * 4,
-                             e0_row_size(q_type, hd) + 64};
-    void **ptrs[9] = {(void **)&b->Q, (void **)&b->O, (void **)&b->S, (void **)&b->Kt, (void **)&b->V,
-                      (void **)&b->m, (void **)&b->l, (void **)&b->row, (void **)&b->qb};
+    b->ldq = (int)((RM + 15) & ~(size_t)15);
+    const size_t sizes[9] = {RM * H * 4, H * (size_t)b->ldq * 4, RM * H * 4, RM * (size_t)b->lds * 4, BK * H * 4, BK * H * 4,
+                             RM * 4, RM * 4, e0_row_size(q_type, hd) + 64};
+    void **ptrs[9] = {(void **)&b->Q, (void **)&b->QT, (void **)&b->O, (void **)&b->S, (void **)&b->K,
+                      (void **)&b->V, (void **)&b->m, (void **)&b->l, (void **)&b->qb};
     size_t off = 0;
     for (int i = 0; i < 9; i++) {
         if (base) *ptrs[i] = base + off;
@@ -69,18 +72,14 @@ static bool avx512(void) { return e0_simd_level() >= E0_SIMD_AVX512; }
 
 /* ---- scalar kernels (the reference of attn_tiled_avx2.c) ---- */
 
-static void scores_scalar(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S,
-                          int lds) {
-    for (int r = 0; r < nr; r++) {
-        float *s = S + (size_t)r * lds;
-        for (int j = 0; j < nk8; j++) s[j] = 0;
-        for (int64_t d = 0; d < hd; d++) {
-            const float q = Q[(size_t)r * hd + d];
-            const float *k = Kt + (size_t)d * ldk;
-            for (int j = 0; j < nk8; j++) s[j] += q * k[j];
+static void scores_scalar(const float *Q, int nr, int64_t hd, const float *K, int nk8, float scale, float *S, int lds) {
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < nk8; j++) {
+            const float *q = Q + (size_t)r * hd, *k = K + (size_t)j * hd;
+            float s = 0;
+            for (int64_t d = 0; d < hd; d++) s += q[d] * k[d];
+            S[(size_t)r * lds + j] = s * scale;
         }
-        for (int j = 0; j < nk8; j++) s[j] *= scale;
-    }
 }
 
 static void pv_scalar(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O) {
@@ -118,46 +117,51 @@ static int first_key(const e0_attn_args *a, int p) {
 
 static size_t row_of(const e0_attn_args *a, int p) { return a->ring ? (size_t)(p % a->ring) : (size_t)p; }
 
-/* Asks for the keys and/or values of head u in the block at kb (positions kb .. hi at most) while
- * the block before it is computed. The engine's cache is head-major, so a block is one run of
- * BK heads (ring wrap aside), which the hardware prefetchers still follow too slowly once the
- * cache is larger than the CPU's caches: one layer's decode items at 16k f16 keys, one thread,
- * 5.4-6.4 ms with this against 7.3-8.7 without (docs/perf.md, session 22; with the earlier
- * position-major layout, BK runs 1 KiB apart, it mattered more: session 21). A hint only: a head
- * whose bytes are not a multiple of 64 (q8_0, q4_0) may leave its last line to the demand load.
- * Prefetches never fault. */
-static void prefetch_block(const e0_attn_args *a, int64_t u, int kb, int hi, bool keys, bool values) {
-    const int n = hi + 1 - kb < E0_ATTN_BK ? hi + 1 - kb : E0_ATTN_BK;
-    for (int j = 0; j < n; j++) {
-        const size_t s = row_of(a, kb + j);
-        if (keys)
-            for (size_t o = 0; o < a->head_k; o += 64) __builtin_prefetch(a->k + (size_t)u * a->kvh_k + s * a->pos_k + o, 0, 3);
-        if (values)
-            for (size_t o = 0; o < a->head_v; o += 64) __builtin_prefetch(a->v + (size_t)u * a->kvh_v + s * a->pos_v + o, 0, 3);
+/* One side (keys or values) of KV head u's block at kb, nk positions, into out [nk][hd] as floats,
+ * asking for the next block's bytes (next positions, 0: none) while this one is converted, so
+ * that they arrive while this block is computed. The engine's cache is head-major, so a block is
+ * one run of nk heads (ring wrap aside): converted 512 values at a time, each piece's bytes one
+ * block further on asked for with it. Asking for a whole block at once before converting this
+ * one was slower (one layer's decode items at 16k f16 keys, one thread, AVX2: 5.2-5.9 ms against
+ * 5.6-6.6, docs/perf.md session 23), and the hardware prefetchers alone slower still (session
+ * 22). Prefetches are hints and never fault; a head whose bytes are not a multiple of 64 (q8_0,
+ * q4_0) may leave a line to the demand load. */
+static void load_side(const e0_attn_args *a, const uint8_t *base, size_t pos, size_t head, uint32_t type, int kb, int nk,
+                      int next, float *out) {
+    const int64_t hd = a->hd, n = (int64_t)nk * hd;
+    const size_t s0 = row_of(a, kb);
+    if (pos == head && row_of(a, kb + nk - 1) == s0 + (size_t)nk - 1) {
+        const uint8_t *src = base + s0 * pos;
+        const size_t piece = e0_row_size(type, 512), ahead = (size_t)E0_ATTN_BK * head;
+        for (int64_t i = 0; i < n; i += 512, src += piece) {
+            if (next)
+                for (size_t o = 0; o < piece; o += 64) __builtin_prefetch(src + ahead + o, 0, 3);
+            e0_kv_load(type, src, out + i, n - i < 512 ? n - i : 512);
+        }
+        return;
     }
+    for (int j = 0; j < next; j++)
+        for (size_t o = 0; o < head; o += 64) __builtin_prefetch(base + row_of(a, kb + E0_ATTN_BK + j) * pos + o, 0, 3);
+    for (int j = 0; j < nk; j++) e0_kv_load(type, base + row_of(a, kb + j) * pos, out + (size_t)j * hd, hd);
 }
 
-/* The key block at kb (nk keys, padded with zero keys / values to nk8) into Kt and V. */
-static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8, const tile_bufs *b, bool simd, bool keys,
+/* keys of the block after the one at kb (positions up to hi) */
+static int next_keys(int kb, int hi) {
+    const int n = hi + 1 - (kb + E0_ATTN_BK);
+    return n <= 0 ? 0 : n < E0_ATTN_BK ? n : E0_ATTN_BK;
+}
+
+/* The key block at kb (nk keys, padded with zero keys / values to nk8) into K and V; the next
+ * block (next keys, 0: none) asked for. */
+static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8, int next, const tile_bufs *b, bool keys,
                        bool values) {
     const int64_t hd = a->hd;
-    const uint8_t *kp[E0_ATTN_BK];
-    for (int j = 0; j < nk; j++) {
-        const size_t s = row_of(a, kb + j);
-        kp[j] = a->k + (size_t)u * a->kvh_k + s * a->pos_k;
-        if (values) e0_kv_load(a->type_v, a->v + (size_t)u * a->kvh_v + s * a->pos_v, b->V + (size_t)j * hd, hd);
+    if (keys) load_side(a, a->k + (size_t)u * a->kvh_k, a->pos_k, a->head_k, a->type_k, kb, nk, next, b->K);
+    if (values) load_side(a, a->v + (size_t)u * a->kvh_v, a->pos_v, a->head_v, a->type_v, kb, nk, next, b->V);
+    for (int j = nk; j < nk8; j++) {
+        if (keys) memset(b->K + (size_t)j * hd, 0, (size_t)hd * 4);
+        if (values) memset(b->V + (size_t)j * hd, 0, (size_t)hd * 4);
     }
-    if (values)
-        for (int j = nk; j < nk8; j++) memset(b->V + (size_t)j * hd, 0, (size_t)hd * 4);
-    if (!keys) return;
-    if (!(simd && e0_attn_kt_avx2(a->type_k, kp, nk, hd, b->Kt, E0_ATTN_BK))) {
-        for (int j = 0; j < nk; j++) {
-            e0_kv_load(a->type_k, kp[j], b->row, hd);
-            for (int64_t d = 0; d < hd; d++) b->Kt[(size_t)d * E0_ATTN_BK + j] = b->row[d];
-        }
-    }
-    for (int j = nk; j < nk8; j++)
-        for (int64_t d = 0; d < hd; d++) b->Kt[(size_t)d * E0_ATTN_BK + j] = 0;
 }
 
 /* Scores of rows 0 .. nr against the loaded key block at kb into S (row stride lds), masked
@@ -166,8 +170,8 @@ static void load_block(const e0_attn_args *a, int64_t u, int kb, int nk, int nk8
 static void block_scores(const e0_attn_args *a, int t0, int nr, int kb, int nk, int nk8, const tile_bufs *b, float *S,
                          bool simd, float *bm) {
     const int64_t G = a->n_head / a->n_head_kv;
-    if (simd) (avx512() ? e0_attn_scores_avx512 : e0_attn_scores_avx2)(b->Q, nr, a->hd, b->Kt, E0_ATTN_BK, nk8, a->scale, S, b->lds);
-    else scores_scalar(b->Q, nr, a->hd, b->Kt, E0_ATTN_BK, nk8, a->scale, S, b->lds);
+    if (simd) (avx512() ? e0_attn_scores_avx512 : e0_attn_scores_avx2)(b->QT, b->ldq, nr, a->hd, b->K, nk8, a->scale, S, b->lds);
+    else scores_scalar(b->Q, nr, a->hd, b->K, nk8, a->scale, S, b->lds);
     for (int r = 0; r < nr; r++) {
         const int p = a->pos0 + t0 + r / (int)G;
         float *s = S + (size_t)r * b->lds;
@@ -205,6 +209,11 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
                 e0_type_traits_of(q_type)->to_float(b.qb, dst, hd);
             }
         }
+    if (simd) /* QT [d][r] = Q [r][d], zero rows up to ldq */
+        for (int64_t d = 0; d < hd; d++) {
+            float *qt = b.QT + (size_t)d * b.ldq;
+            for (int r = 0; r < b.ldq; r++) qt[r] = r < nr ? b.Q[(size_t)r * hd + d] : 0.0f;
+        }
     memset(b.O, 0, (size_t)nr * hd * 4);
     for (int r = 0; r < nr; r++) {
         const int64_t h = u * G + r % G;
@@ -222,8 +231,7 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         int span8 = 0;
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
-            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, true, false);
-            load_block(a, u, kb, nk, nk8, &b, simd, true, false);
+            load_block(a, u, kb, nk, nk8, next_keys(kb, hi), &b, true, false);
             block_scores(a, t0, nr, kb, nk, nk8, &b, b.S + (kb - kb0), simd, bm);
             for (int r = 0; r < nr; r++)
                 if (bm[r] > b.m[r]) b.m[r] = bm[r];
@@ -248,16 +256,14 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
         /* pass 2: O += W V block by block */
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
-            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, false, true);
-            load_block(a, u, kb, nk, nk8, &b, simd, false, true);
+            load_block(a, u, kb, nk, nk8, next_keys(kb, hi), &b, false, true);
             if (simd) (avx512() ? e0_attn_pv_avx512 : e0_attn_pv_avx2)(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
             else pv_scalar(b.S + (kb - kb0), nr, b.lds, nk8, b.V, hd, b.O);
         }
     } else {
         for (int kb = kb0; kb <= hi; kb += BK) {
             const int nk = hi + 1 - kb < BK ? hi + 1 - kb : BK, nk8 = (nk + 7) & ~7;
-            if (kb + BK <= hi) prefetch_block(a, u, kb + BK, hi, true, true);
-            load_block(a, u, kb, nk, nk8, &b, simd, true, true);
+            load_block(a, u, kb, nk, nk8, next_keys(kb, hi), &b, true, true);
             block_scores(a, t0, nr, kb, nk, nk8, &b, b.S, simd, bm);
             /* online softmax: S becomes the weights exp(S - m_new), O and l are rescaled */
             for (int r = 0; r < nr; r++) {

@@ -57,16 +57,16 @@ void e0_attn_tiled_item(const e0_attn_args *a, long item, void *scratch, bool si
 
 /* ---- kernels (scalar in attn_tiled.c, AVX2 in attn_tiled_avx2.c; equal up to rounding) ---- */
 
-/* S [nr][lds] = scale * Q [nr][hd] . Kt [hd][ldk] over columns 0 .. nk8 (a multiple of 8). */
-void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
+/* S [nr][lds] columns 0 .. nk8 (a multiple of 8) = scale * Q . K^T: QT [hd][ldq] the query rows
+ * transposed (QT [d][r] = q[r][d]; ldq >= nr rounded up to 16, the rows past nr readable, any
+ * values), K [nk8][hd] the key block's rows. Each score is one FMA chain over d = 0 .. hd-1, then
+ * the scale: the same bits at both levels and in any tile. */
+void e0_attn_scores_avx2(const float *QT, int ldq, int nr, int64_t hd, const float *K, int nk8, float scale, float *S, int lds);
 /* O [nr][hd] += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd]; hd a multiple of 8. */
 void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
 /* The same two products with AVX-512 (attn_tiled_avx512.c): the AVX2 kernels' bits. */
-void e0_attn_scores_avx512(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds);
+void e0_attn_scores_avx512(const float *QT, int ldq, int nr, int64_t hd, const float *K, int nk8, float scale, float *S, int lds);
 void e0_attn_pv_avx512(const float *P, int nr, int ldk, int nk8, const float *V, int64_t hd, float *O);
-/* Kt [hd][ldk] columns 0 .. nk = the key heads kp[0 .. nk) (hd values of a KV type each) as
- * floats, the scalar conversion's bits; false (nothing written) for a type or hd it does not take. */
-bool e0_attn_kt_avx2(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk);
 /* The causal mask of a row of scores: s [n] (n % 8 == 0 for AVX2) gets -inf at columns j < lo
  * and j > hi; returns the max of the others (-inf: none; NaN scores never become the max). */
 float e0_attn_mask_max(float *s, int n, int lo, int hi);

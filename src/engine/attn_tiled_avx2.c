@@ -1,59 +1,42 @@
 /* attn_tiled_avx2.c — AVX2 + FMA kernels of the tiled prefill attention (attn_tiled.h; the scalar
- * references are in attn_tiled.c): the two small matrix products of a key block, in register
- * tiles of up to 6 query rows x 16 columns (12 accumulators), and exp over a row of scores.
+ * references are in attn_tiled.c): the two small matrix products of a key block, and exp over a
+ * row of scores. Scores: tiles of 8 keys x 8 query rows (a row per lane, the keys broadcast from
+ * their rows, so no key is ever transposed); P V: tiles of up to 6 rows x 16 columns (12
+ * accumulators).
  * They differ from the scalar kernels only by rounding: an FMA rounds once where the scalar code
  * multiplies and adds, and exp is a polynomial (Cephes' expf: within 2 ulp of libm's expf). */
 #include <immintrin.h>
 #include <math.h>
 
 #include "engine/attn_tiled.h"
-#include "engine/kv_simd.h"
+#include "engine/attn_simd.h"
 
-#define MR 6 /* rows of a register tile */
+#define MR 6 /* rows of a P V register tile */
 /* The tile loops are unrolled completely so that the 12 accumulators live in registers: left to
  * itself GCC -O2 kept acc[][] on the stack (a load, FMA and store per product: ~3x slower). */
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* S [nr][lds] columns j .. j + 8 nv = scale * Q [nr][hd] . Kt [hd][ldk] */
-static inline __attribute__((always_inline)) void scores_tile(const float *Q, int64_t hd, const float *Kt, int ldk, int j,
-                                                              float scale, float *S, int lds, const int nr, const int nv) {
-    __m256 acc[MR][2];
-    UNROLL for (int r = 0; r < nr; r++)
-        UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_setzero_ps();
+/* S rows r0 .. r0 + nrow (<= 8), columns j .. j + 8 = scale * Q . K^T: one accumulator per key,
+ * its lanes the 8 query rows (QT [d][ldq]), one FMA per d in order of d with the key's value
+ * broadcast; then transposed into S's rows. Each S [r][j] is the chain q[r][0] k[j][0], + q[r][1]
+ * k[j][1], ... whatever the tile, so a row's scores do not depend on its neighbours. */
+static inline __attribute__((always_inline)) void scores_tile(const float *QT, int ldq, int64_t hd, const float *K, int j,
+                                                              int r0, int nrow, float scale, float *S, int lds) {
+    __m256 acc[8];
+    UNROLL for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+    const float *k = K + (size_t)j * hd;
     for (int64_t d = 0; d < hd; d++) {
-        __m256 k[2];
-        UNROLL for (int v = 0; v < nv; v++) k[v] = _mm256_loadu_ps(Kt + (size_t)d * ldk + j + 8 * v);
-        UNROLL for (int r = 0; r < nr; r++) {
-            const __m256 q = _mm256_broadcast_ss(Q + (size_t)r * hd + d);
-            UNROLL for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(q, k[v], acc[r][v]);
-        }
+        const __m256 q = _mm256_loadu_ps(QT + (size_t)d * ldq + r0);
+        UNROLL for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(k + (size_t)i * hd + d), q, acc[i]);
     }
     const __m256 sc = _mm256_set1_ps(scale);
-    UNROLL for (int r = 0; r < nr; r++)
-        UNROLL for (int v = 0; v < nv; v++) _mm256_storeu_ps(S + (size_t)r * lds + j + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+    UNROLL for (int i = 0; i < 8; i++) acc[i] = _mm256_mul_ps(acc[i], sc);
+    attn_store_transposed(acc, S + (size_t)r0 * lds + j, lds, nrow);
 }
 
-/* rows r0 .. r0 + nr (nr <= MR, a constant after inlining) over all column tiles */
-static inline __attribute__((always_inline)) void scores_rows(const float *Q, int64_t hd, const float *Kt, int ldk, int nk8,
-                                                              float scale, float *S, int lds, const int nr) {
-    int j = 0;
-    for (; j + 16 <= nk8; j += 16) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 2);
-    if (j < nk8) scores_tile(Q, hd, Kt, ldk, j, scale, S, lds, nr, 1);
-}
-
-void e0_attn_scores_avx2(const float *Q, int nr, int64_t hd, const float *Kt, int ldk, int nk8, float scale, float *S, int lds) {
-    int r = 0;
-    for (; r + MR <= nr; r += MR) scores_rows(Q + (size_t)r * hd, hd, Kt, ldk, nk8, scale, S + (size_t)r * lds, lds, MR);
-    const float *q = Q + (size_t)r * hd;
-    float *s = S + (size_t)r * lds;
-    switch (nr - r) {
-    case 5: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 5); break;
-    case 4: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 4); break;
-    case 3: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 3); break;
-    case 2: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 2); break;
-    case 1: scores_rows(q, hd, Kt, ldk, nk8, scale, s, lds, 1); break;
-    default: break;
-    }
+void e0_attn_scores_avx2(const float *QT, int ldq, int nr, int64_t hd, const float *K, int nk8, float scale, float *S, int lds) {
+    for (int r0 = 0; r0 < nr; r0 += 8)
+        for (int j = 0; j < nk8; j += 8) scores_tile(QT, ldq, hd, K, j, r0, nr - r0 < 8 ? nr - r0 : 8, scale, S, lds);
 }
 
 /* O [nr][hd] columns c .. c + 8 nv += P [nr][ldk] (columns 0 .. nk8) . V [nk8][hd] */
@@ -94,47 +77,6 @@ void e0_attn_pv_avx2(const float *P, int nr, int ldk, int nk8, const float *V, i
     case 1: pv_rows(p, ldk, nk8, V, hd, o, 1); break;
     default: break;
     }
-}
-
-/* Kt [hd][ldk] columns 0 .. nk = the key heads kp[0 .. nk) as floats: 8 keys x 8 dims at a
- * time, converted (kv_load8: the scalar conversion's bits) and transposed in registers. */
-static inline __attribute__((always_inline)) void kt_typed(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt,
-                                                            int ldk) {
-    int j = 0;
-    for (; j + 8 <= nk; j += 8)
-        for (int64_t d = 0; d + 8 <= hd; d += 8) {
-            __m256 r[8], t[8], u[8];
-            for (int i = 0; i < 8; i++) r[i] = kv_load8(type, kp[j + i], d);
-            for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            for (int i = 0; i < 8; i += 4) {
-                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            for (int i = 0; i < 4; i++) {
-                _mm256_storeu_ps(Kt + (size_t)(d + i) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-                _mm256_storeu_ps(Kt + (size_t)(d + i + 4) * ldk + j, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-            }
-        }
-    for (; j < nk; j++)
-        for (int64_t d = 0; d + 8 <= hd; d += 8) {
-            float x[8];
-            _mm256_storeu_ps(x, kv_load8(type, kp[j], d));
-            for (int i = 0; i < 8; i++) Kt[(size_t)(d + i) * ldk + j] = x[i];
-        }
-}
-
-bool e0_attn_kt_avx2(uint32_t type, const uint8_t *const *kp, int nk, int64_t hd, float *Kt, int ldk) {
-    if (!kv_simd_takes(type, hd)) return false;
-    switch (type) { /* one copy per type: kv_load8's switch resolved outside the loops */
-    case E0_TYPE_F32: kt_typed(E0_TYPE_F32, kp, nk, hd, Kt, ldk); break;
-    case E0_TYPE_F16: kt_typed(E0_TYPE_F16, kp, nk, hd, Kt, ldk); break;
-    case E0_TYPE_BF16: kt_typed(E0_TYPE_BF16, kp, nk, hd, Kt, ldk); break;
-    case E0_TYPE_Q8_0: kt_typed(E0_TYPE_Q8_0, kp, nk, hd, Kt, ldk); break;
-    default: kt_typed(E0_TYPE_Q4_0, kp, nk, hd, Kt, ldk); break;
-    }
-    return true;
 }
 
 /* Masked columns get -inf by a blend on the column index; the max is exact in any order (only the

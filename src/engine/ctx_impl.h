@@ -281,7 +281,7 @@ void e0_kv_scores_f16_avx2(int64_t n, const uint8_t *k, const float *q, int n_h,
 /* att + h * n += w[h * w_stride] * (F16 value row v) for h < n_h. */
 void e0_kv_axpy_f16_avx2(int64_t n, const float *w, size_t w_stride, int n_h, const uint8_t *v, float *att);
 void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n);
-/* A row of n values of any KV type as floats (kv_simd.h: the scalar conversion's bits); false
+/* A row of n values of any KV type as floats (the scalar conversion's bits); false
  * (nothing written) for a type or length it does not take. */
 bool e0_kv_to_f32_avx2(uint32_t type, const uint8_t *row, float *out, int64_t n);
 

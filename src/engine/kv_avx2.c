@@ -1,14 +1,49 @@
 /* kv_avx2.c — F16C / AVX2 code of the KV cache, used when the CPU has AVX2 + F16C: row
  * conversions (kv.c; equal to the scalar conversions bit for bit: F16C rounds to nearest even,
  * as e0_fp32_to_fp16 does, and keeps NaNs quiet the same way; every KV type back to floats
- * through kv_simd.h) and the attention loops over F16 keys and values (forward.c attend), one
- * key or value row for all the heads of its group, equal bit for bit to the type table's F16 dot
- * product and e0_axpy on the converted row. */
+ * through kv_load8: exact, or one float product (q * d, (q - 8) * d) as in the type table's
+ * to_float, so the scalar conversion's bits; tests/test_attn_tiled.c checks them) and the
+ * attention loops over F16 keys and values (forward.c attend), one key or value row for all the
+ * heads of its group, equal bit for bit to the type table's F16 dot product and e0_axpy on the
+ * converted row. */
 #include <immintrin.h>
 
 #include "engine/ctx_impl.h"
-#include "engine/kv_simd.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
+
+/* Whether kv_load8 converts heads of n values of type: a KV type, n whole groups of 8 (blocks
+ * of 32 for Q8_0 / Q4_0). */
+static bool kv_simd_takes(uint32_t type, int64_t n) {
+    if (type == E0_TYPE_Q8_0 || type == E0_TYPE_Q4_0) return n % E0_QK == 0;
+    return (type == E0_TYPE_F32 || type == E0_TYPE_F16 || type == E0_TYPE_BF16) && n % 8 == 0;
+}
+
+/* Values d .. d + 7 of the head at p (d % 8 == 0; a block type's head is whole blocks of 32). */
+static inline __attribute__((always_inline)) __m256 kv_load8(uint32_t type, const uint8_t *p, int64_t d) {
+    switch (type) {
+    case E0_TYPE_F32:
+        return _mm256_loadu_ps((const float *)(const void *)(p + 4 * d));
+    case E0_TYPE_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * d)));
+    case E0_TYPE_BF16:
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 2 * d))), 16));
+    case E0_TYPE_Q8_0: {
+        const uint8_t *b = p + (size_t)(d / E0_QK) * Q8_0_SIZE;
+        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + Q8_0_QS + d % E0_QK)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(e0_rd16(b))));
+    }
+    default: { /* Q4_0: byte j of qs holds element j (low nibble) and j + 16 (high) */
+        const uint8_t *b = p + (size_t)(d / E0_QK) * Q4_0_SIZE;
+        const int o = (int)(d % E0_QK);
+        __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + Q4_0_QS + o % 16)));
+        q = o < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(0xF)) : _mm256_srli_epi32(q, 4);
+        q = _mm256_sub_epi32(q, _mm256_set1_epi32(8));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(e0_rd16(b))));
+    }
+    }
+}
+
 
 void e0_kv_f32_to_f16_avx2(const float *x, uint8_t *row, int64_t n) {
     int64_t i = 0;
