@@ -66,9 +66,11 @@ static bool ngl_value(const char *v) {
 /* -fa's values: on, off, auto (llama-cli), 0, 1 or a comma list of them (llama-bench). */
 static bool fa_value(const char *v) {
     if (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto")) return true;
-    for (const char *p = v; *p; p += p[1] ? 2 : 1)
-        if ((*p != '0' && *p != '1') || (p[1] && p[1] != ',') || (p[1] == ',' && !p[2])) return false;
-    return *v != 0;
+    /* llama-bench's list: 0 or 1, then any number of ",0" / ",1" */
+    if (*v != '0' && *v != '1') return false;
+    for (v++; *v; v += 2)
+        if (v[0] != ',' || (v[1] != '0' && v[1] != '1')) return false;
+    return true;
 }
 
 int cli_model_flag(cli_model_opts *o, int argc, char **argv, int *i) {
