@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "gguf/gguf.h"
 #include "measure/stats.h"
 #include "measure/sysinfo.h"
 
@@ -450,7 +451,7 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     size_t n = 0;
     if (o->cap_percent) {
         struct stat st;
-        long long size = stat(o->model_of[i], &st) == 0 ? (long long)st.st_size : 0;
+        long long size = stat(o->model_of[i], &st) == 0 ? (long long)gguf_model_size(o->model_of[i], (uint64_t)st.st_size) : 0;
         snprintf(nums[4], 32, "%lld", size / 100 * o->cap_percent);
         const char *cap[] = {"sh", "tools/memcap.sh", nums[4], o->model_of[i]};
         for (size_t k = 0; k < sizeof cap / sizeof *cap; k++) v[n++] = (char *)cap[k];
@@ -1011,7 +1012,7 @@ int bench_compare(int argc, char **argv) {
         bench_error("model %s: not a readable file", o.model);
         goto out;
     }
-    const double model_size = (double)st.st_size;
+    const double model_size = (double)gguf_model_size(o.model, (uint64_t)st.st_size); /* all files of a split model */
     for (int i = 0; i < o.n_eng; i++) {
         if (o.eng[i]->kind == ENG_OPENAI || (server && o.server_url[i])) {
             e0_err e;

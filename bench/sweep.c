@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "gguf/gguf.h"
 #include "measure/sysinfo.h"
 
 static const char SWEEP_USAGE[] =
@@ -304,7 +305,7 @@ int bench_sweep(int argc, char **argv) {
         bench_error("model %s: %s", o.model, errno ? strerror(errno) : "not a file");
         goto out;
     }
-    double model_size = (double)st.st_size;
+    double model_size = (double)gguf_model_size(o.model, (uint64_t)st.st_size); /* all files of a split model */
     if (access(o.cli, X_OK) != 0) {
         bench_error("--cli %s: not an executable file (%s)", o.cli, strerror(errno));
         goto out;

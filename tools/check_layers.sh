@@ -35,7 +35,7 @@ gguf:       quant base
 quant:      base
 base:
 gen:
-bench:      measure base
+bench:      measure gguf base
 '
 
 GRAPH=0

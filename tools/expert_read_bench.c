@@ -304,6 +304,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", m ? "not a MoE model" : e.msg);
         return 1;
     }
+    if (m->gguf->n_splits > 1) { /* its raw reads (build_workload) take offsets in one file */
+        fprintf(stderr, "%s: a split model (%u files): this benchmark reads one file; merge it first\n", argv[1],
+                m->gguf->n_splits);
+        return 1;
+    }
     M = m;
     if (n_batch <= 0) n_batch = (int)m->hp.n_layer; /* one decode token */
     int k = K_batch = getenv("BENCH_K") ? atoi(getenv("BENCH_K")) : (int)m->hp.n_expert_used;

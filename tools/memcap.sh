@@ -4,11 +4,11 @@
 #
 # Usage: sh tools/memcap.sh LIMIT_BYTES FILE COMMAND [ARG...]
 #
-# FILE (the model) is first dropped from the page cache (posix_fadvise DONTNEED through
-# `dd iflag=nocache`): pages already cached are charged to whichever cgroup read them first, so a
-# warm file would not count against the limit at all. The cgroup
-# /sys/fs/cgroup/memory/e0-cap-<pid> is created, the command runs in it, and it is removed
-# afterwards (also on Ctrl-C). Prints "memcap: peak B bytes, limit hit N times" on stderr.
+# FILE (the model; a split model's first file, and so all its files) is first dropped from the
+# page cache (posix_fadvise DONTNEED through `dd iflag=nocache`): pages already cached are charged
+# to whichever cgroup read them first, so a warm file would not count against the limit at all.
+# The cgroup /sys/fs/cgroup/memory/e0-cap-<pid> is created, the command runs in it, and it is
+# removed afterwards (also on Ctrl-C). Prints "memcap: peak B bytes, limit hit N times" on stderr.
 # Exit status: the command's.
 set -eu
 
@@ -32,7 +32,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 echo "$LIMIT" > "$CG/memory.limit_in_bytes" || die "cannot set memory.limit_in_bytes"
-dd if="$FILE" iflag=nocache count=0 status=none || die "cannot drop $FILE from the page cache"
+# A split model (NAME-00001-of-0000N.gguf, llama.cpp's gguf-split names): all N of its files.
+FILES=$FILE
+case $FILE in
+*-00001-of-[0-9][0-9][0-9][0-9][0-9].gguf)
+    n=${FILE##*-of-}; n=${n%.gguf}; prefix=${FILE%-00001-of-*}; i=2
+    while [ "$i" -le "$(expr "$n" + 0)" ]; do FILES="$FILES
+$(printf '%s-%05d-of-%s.gguf' "$prefix" "$i" "$n")"; i=$((i + 1)); done ;;
+esac
+echo "$FILES" | while IFS= read -r f; do
+    dd if="$f" iflag=nocache count=0 status=none || die "cannot drop $f from the page cache"
+done
 
 # A child shell joins the cgroup and then becomes the command; this shell stays outside.
 set +e

@@ -91,6 +91,22 @@ static json_t *tensor_types_json(const gguf_file *f) {
     return o;
 }
 
+/* A split model's identity: model.path, size and sha256 are its first file's (the metadata);
+ * split_files lists the others the same way, total_size counts them all. */
+static void add_split_files(json_t *model, const gguf_file *f) {
+    json_t *files = json_array();
+    for (uint32_t i = 1; i < f->n_splits; i++) {
+        char hex[65];
+        e0_err e;
+        const gguf_split *s = &f->splits[i];
+        json_array_append_new(files, json_pack("{s:s, s:I, s:o}", "path", s->path, "size", (json_int_t)s->size, "sha256",
+                                               e0_sha256_file_cached(s->path, hex, &e) == 0 ? json_string(hex)
+                                                                                            : e0_unavailable("%s", e.msg)));
+    }
+    json_object_set_new(model, "split_files", files);
+    json_object_set_new(model, "total_size", json_integer((json_int_t)f->total_size));
+}
+
 typedef struct {
     cli_model_opts o;
     const char *user_file, *prompt_name, *prompt_text, *tokens_file, *mode;
@@ -487,6 +503,7 @@ int cmd_bench(int argc, char **argv) {
     json_t *model_json = e0_model_json(m->gguf->path, m->hp.arch_name, tensor_types_json(m->gguf), m->params_total,
                                        m->params_active, &e);
     if (!model_json) model_json = e0_unavailable("%s", e.msg);
+    else if (m->gguf->n_splits > 1) add_split_files(model_json, m->gguf);
     run_result r = {0};
     const int B = a.batch_size ? (int)a.batch_size : 1;
     e0_ctx **cs = NULL;

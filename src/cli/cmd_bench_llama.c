@@ -375,7 +375,7 @@ static int run_instance(lb_args *a, const lb_test *tests, int n_tests, int inst,
         json_decref(build);
         json_object_set_new(row, "model_filename", json_string(a->o.model));
         json_object_set_new(row, "model_type", json_string(label));
-        json_object_set_new(row, "model_size", json_integer((json_int_t)m->gguf->file_size));
+        json_object_set_new(row, "model_size", json_integer((json_int_t)m->gguf->total_size));
         json_object_set_new(row, "model_n_params", json_integer((json_int_t)m->params_total));
         json_object_set_new(row, "backend", json_string(backend));
         json_object_set_new(row, "n_threads", json_integer(e0_ctx_n_threads(c)));

@@ -80,7 +80,17 @@ int cmd_info(int argc, char **argv) {
     const e0_hparams *hp = &m->hp;
     const gguf_file *f = m->gguf;
     printf("file:            %s\n", f->path);
-    printf("file size:       %llu bytes (%.2f GiB)\n", (unsigned long long)f->file_size, (double)f->file_size / (1 << 30));
+    if (f->n_splits > 1) {
+        printf("files:           %u (a split model; tensors in each:", f->n_splits);
+        for (uint32_t i = 0; i < f->n_splits; i++) {
+            uint64_t n = 0;
+            for (uint64_t j = 0; j < f->n_tensors; j++) n += f->tensors[j].split == i;
+            printf(" %llu", (unsigned long long)n);
+        }
+        printf(")\n");
+    }
+    printf("%-17s%llu bytes (%.2f GiB)\n", f->n_splits > 1 ? "total size:" : "file size:", (unsigned long long)f->total_size,
+           (double)f->total_size / (1 << 30));
     printf("gguf version:    %u (%llu tensors, %llu metadata keys)\n", f->version, (unsigned long long)f->n_tensors,
            (unsigned long long)f->n_kv);
     print_str("name:            ", f, "general.name");

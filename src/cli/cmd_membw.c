@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gguf/gguf.h"
 #include "measure/membw.h"
 
 int cmd_membw(int argc, char **argv) {
@@ -53,10 +54,21 @@ int cmd_diskbw(int argc, char **argv) {
         } else return cli_error("diskbw: unknown option '%s'", argv[i]);
     }
     if (!path) return cli_error("diskbw: --model is required");
+    /* a split model: its largest file (the first may hold little but metadata); any other file as it is */
+    gguf_file *f = gguf_open(path, &e);
+    uint32_t big = 0;
+    for (uint32_t i = 1; f && i < f->n_splits; i++)
+        if (f->splits[i].size > f->splits[big].size) big = i;
+    const char *file = f ? f->splits[big].path : path;
     int direct;
-    double bw = e0_measure_disk_bandwidth(path, (size_t)block_kib << 10, (int)threads, (int)reads, &direct, &e);
-    if (bw <= 0) return cli_error("diskbw: %s", e.msg);
-    printf("disk read bandwidth: %.1f MB/s (%s, %lld threads, %lld KiB reads x %lld)\n", bw / 1e6,
-           direct ? "O_DIRECT" : "cached: O_DIRECT refused", (long long)threads, (long long)block_kib, (long long)reads);
+    double bw = e0_measure_disk_bandwidth(file, (size_t)block_kib << 10, (int)threads, (int)reads, &direct, &e);
+    if (bw <= 0) {
+        gguf_close(f);
+        return cli_error("diskbw: %s", e.msg);
+    }
+    printf("disk read bandwidth: %.1f MB/s (%s, %lld threads, %lld KiB reads x %lld%s%s)\n", bw / 1e6,
+           direct ? "O_DIRECT" : "cached: O_DIRECT refused", (long long)threads, (long long)block_kib, (long long)reads,
+           f && f->n_splits > 1 ? "; of " : "", f && f->n_splits > 1 ? file : "");
+    gguf_close(f);
     return 0;
 }

@@ -17,7 +17,7 @@
 
 static void help(void) {
     puts("usage: edge0-infer run -m F (-p TEXT | -f F | --tokens 1,2,3) [options]\n"
-         "  -m, --model F        GGUF model\n"
+         "  -m, --model F        GGUF model (split into files: the first, NAME-00001-of-0000N.gguf)\n"
          "  -p, --prompt TEXT    the user's message\n"
          "  -f, --file F         the user's message from a file (also --user-file)\n"
          "  --raw                no chat template: the text is the prompt as is\n"

@@ -177,7 +177,7 @@ int cmd_serve(int argc, char **argv) {
     e0_tokenizer *tok = e0_model_tokenizer(m, &e);
     char *tmpl_file = NULL;
     srv_api api = {.m = m, .tok = tok, .model_id = alias ? alias : base_name(o.model), .n_ctx = e0_ctx_n_ctx(c),
-                   .max_tokens = g.n_predict, .timeout = timeout, .model_path = o.model, .model_size = m->gguf->file_size,
+                   .max_tokens = g.n_predict, .timeout = timeout, .model_path = o.model, .model_size = m->gguf->total_size,
                    .kv_type_k = e0_kv_type_name(e0_ctx_type_k(c)), .kv_type_v = e0_kv_type_name(e0_ctx_type_v(c)),
                    .threads = e0_ctx_n_threads(c), .n_slots = (int)n_slots};
     cli_gen_finish(&g, e0_ctx_n_ctx(c));

@@ -40,6 +40,7 @@ typedef struct slot {
     uint64_t last_use;
     int err_kind, err_errno; /* first failure of the current load */
     uint64_t err_offset;
+    uint32_t err_file;
     uint8_t *data;
 } slot;
 
@@ -55,7 +56,8 @@ typedef struct layer_cache {
     uint8_t *mem;
     size_t mem_bytes;
     size_t part_off[N_PARTS], part_len[N_PARTS]; /* region offset in a slot (page-aligned); matrix bytes */
-    uint64_t file_off[N_PARTS];                   /* of expert 0's matrix */
+    uint64_t file_off[N_PARTS];                   /* of expert 0's matrix, in the file */
+    uint32_t file_split[N_PARTS];                 /* that file: gguf splits[] index */
     uint32_t file_type[N_PARTS];                  /* the file's type of each part, and */
     bool repack[N_PARTS];                         /* whether reads are repacked (e0_repack) */
     uint64_t expert_bytes;
@@ -78,14 +80,15 @@ typedef struct io_thread {
 
 struct e0_experts {
     const e0_model *m;
-    const char *path;
+    const gguf_split *files; /* the model's files (one, or those of a split model) */
+    uint32_t n_files;
     int n_layer;
     int64_t n_expert;
     int read_mode, evict;
     bool protect_predicted;
     const char *why;
     char why_buf[256];
-    int fd_cached, fd_direct;
+    int *fd_direct; /* [n_files]: opened with O_DIRECT (-1: none); cached reads use files[].fd */
     layer_cache *layers;
 
     pthread_mutex_t mu;
@@ -234,8 +237,9 @@ static void *io_main(void *arg) {
 
         int err_no = 0;
         uint64_t err_off = 0;
-        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct, region, len, off, &err_no, &err_off)
-                                                : read_cached(x->fd_cached, dst, len, off, &err_no, &err_off);
+        const uint32_t file = lc->file_split[r.part];
+        int rc = x->read_mode == E0_READ_DIRECT ? read_direct(x->fd_direct[file], region, len, off, &err_no, &err_off)
+                                                : read_cached(x->files[file].fd, dst, len, off, &err_no, &err_off);
         if (rc == READ_OK && lc->repack[r.part]) e0_repack(lc->file_type[r.part], dst, len); /* as the resident load */
 
         pthread_mutex_lock(&x->mu);
@@ -243,6 +247,7 @@ static void *io_main(void *arg) {
             s->err_kind = rc;
             s->err_errno = err_no;
             s->err_offset = err_off;
+            s->err_file = file;
         }
         if (--s->pending == 0) {
             s->state = s->err_kind ? SLOT_FAILED : SLOT_READY;
@@ -360,9 +365,9 @@ static void count_use(e0_experts *x, layer_cache *lc, int id) {
 
 static int slot_error(const e0_experts *x, int layer, const slot *s, e0_err *e) {
     if (s->err_kind == READ_EOF)
-        return e0_fail(e, "%s: unexpected end of file reading expert %d of layer %d (at offset %llu)", x->path,
-                       s->expert, layer, (unsigned long long)s->err_offset);
-    return e0_fail(e, "%s: read error at offset %llu reading expert %d of layer %d: %s", x->path,
+        return e0_fail(e, "%s: unexpected end of file reading expert %d of layer %d (at offset %llu)",
+                       x->files[s->err_file].path, s->expert, layer, (unsigned long long)s->err_offset);
+    return e0_fail(e, "%s: read error at offset %llu reading expert %d of layer %d: %s", x->files[s->err_file].path,
                    (unsigned long long)s->err_offset, s->expert, layer, strerror(s->err_errno));
 }
 
@@ -611,28 +616,36 @@ bool e0_experts_resident(const e0_experts *x, int layer, int id) { return slot_s
 static _Atomic bool test_refuse_direct;
 void e0_experts_test_refuse_direct(bool on) { test_refuse_direct = on; }
 
-/* Open the file a second time with O_DIRECT and read one aligned block of the first expert. On
- * any failure fall back to cached reads and say why. */
+/* Open each file of the model a second time with O_DIRECT and read one aligned block of it (the
+ * first: at the first expert). On any failure fall back to cached reads and say why. */
 static void setup_direct(e0_experts *x) {
+    int l0 = 0; /* the first layer with experts (deepseek2's leading layers are dense) */
+    while (l0 + 1 < x->n_layer && !x->layers[l0].slots) l0++;
+    uint8_t *probe = x->layers[l0].slots[0].data; /* an empty, aligned slot */
     const char *step = "open";
-    int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (fd >= 0) {
-        int l0 = 0; /* the first layer with experts (deepseek2's leading layers are dense) */
-        while (l0 + 1 < x->n_layer && !x->layers[l0].slots) l0++;
-        uint64_t off = x->layers[l0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1);
+    uint32_t i = 0;
+    for (; i < x->n_files; i++) {
+        int fd = test_refuse_direct ? (errno = EINVAL, -1) : open(x->files[i].path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0) break;
+        x->fd_direct[i] = fd;
+        const uint64_t off = i == 0 ? x->layers[l0].file_off[0] & ~(uint64_t)(DIRECT_ALIGN - 1) : 0;
         ssize_t r;
-        do r = pread(fd, x->layers[l0].slots[0].data, DIRECT_ALIGN, (off_t)off); /* an empty, aligned slot */
+        do r = pread(fd, probe, DIRECT_ALIGN, (off_t)off);
         while (r < 0 && errno == EINTR);
-        if (r > 0) {
-            x->fd_direct = fd;
-            return;
+        if (r <= 0) {
+            step = "first read";
+            if (r == 0) errno = EIO;
+            break;
         }
-        step = "first read";
-        if (r == 0) errno = EIO;
     }
-    snprintf(x->why_buf, sizeof x->why_buf, "O_DIRECT refused by the file system (%s: %s); using cached reads", step,
-             strerror(errno));
-    if (fd >= 0) close(fd);
+    if (i == x->n_files) return;
+    snprintf(x->why_buf, sizeof x->why_buf, "O_DIRECT refused by the file system (%s of %s: %s); using cached reads",
+             step, x->files[i].path, strerror(errno));
+    for (uint32_t j = 0; j < x->n_files; j++)
+        if (x->fd_direct[j] >= 0) {
+            close(x->fd_direct[j]);
+            x->fd_direct[j] = -1;
+        }
     x->why = x->why_buf;
     x->read_mode = E0_READ_CACHED;
 }
@@ -676,14 +689,13 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
         return NULL;
     }
     x->m = m;
-    x->path = m->gguf->path;
+    x->files = m->gguf->splits;
+    x->n_files = m->gguf->n_splits;
     x->n_layer = (int)hp->n_layer;
     x->n_expert = hp->n_expert;
     x->read_mode = p->read_mode;
     x->evict = p->evict;
     x->protect_predicted = p->protect_predicted;
-    x->fd_cached = m->gguf->fd;
-    x->fd_direct = -1;
     x->n_threads = p->n_io_threads ? p->n_io_threads : E0_EXPERTS_DEFAULT_IO_THREADS;
 
     size_t nx = (size_t)x->n_expert, qcap = 0;
@@ -695,7 +707,10 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
     x->urgent = (req_queue){.q = calloc(qcap, sizeof(read_req)), .cap = qcap};
     x->background = (req_queue){.q = calloc(qcap, sizeof(read_req)), .cap = qcap};
     x->threads = calloc((size_t)x->n_threads, sizeof *x->threads);
-    if (!x->layers || !x->mark || !x->call_slot || !x->call_id || !x->urgent.q || !x->background.q || !x->threads) {
+    x->fd_direct = malloc(x->n_files * sizeof *x->fd_direct);
+    for (uint32_t i = 0; x->fd_direct && i < x->n_files; i++) x->fd_direct[i] = -1;
+    if (!x->layers || !x->mark || !x->call_slot || !x->call_id || !x->urgent.q || !x->background.q || !x->threads ||
+        !x->fd_direct) {
         e0_fail(e, "out of memory");
         goto fail;
     }
@@ -716,6 +731,7 @@ e0_experts *e0_experts_new(const e0_model *m, const e0_experts_params *p, e0_err
             lc->part_off[q] = off;
             lc->part_len[q] = w->matrix_bytes;
             lc->file_off[q] = w->t->offset;
+            lc->file_split[q] = w->t->split;
             lc->file_type[q] = w->t->type;
             lc->repack[q] = w->type != w->t->type; /* the model keeps this type repacked */
             off += region_bytes(w->matrix_bytes);
@@ -795,7 +811,10 @@ void e0_experts_free(e0_experts *x) {
             free(lc->crf);
             free(lc->crf_at);
         }
-    if (x->fd_direct >= 0) close(x->fd_direct);
+    if (x->fd_direct)
+        for (uint32_t i = 0; i < x->n_files; i++)
+            if (x->fd_direct[i] >= 0) close(x->fd_direct[i]);
+    free(x->fd_direct);
     free(x->layers);
     free(x->mark);
     free(x->call_slot);

@@ -306,18 +306,18 @@ static int check_vocab(const e0_model *m, e0_err *e) {
 static int load_binding(const e0_model *m, binding *b, e0_err *e) {
     uint8_t *dst = (b->expert ? m->expert_buf : m->dense_buf) + b->offset;
     if (b->w) {
-        if (gguf_read(m->gguf, b->t->offset, dst, b->t->nbytes, e) < 0) return -1;
+        if (gguf_read_tensor(m->gguf, b->t, 0, dst, b->t->nbytes, e) < 0) return -1;
         if (b->w->type != b->t->type) e0_repack(b->t->type, dst, b->t->nbytes);
         b->w->data = dst;
         return 0;
     }
     float *v = (float *)dst;
     if (b->t->type == E0_TYPE_F32) {
-        if (gguf_read(m->gguf, b->t->offset, v, b->t->nbytes, e) < 0) return -1;
+        if (gguf_read_tensor(m->gguf, b->t, 0, v, b->t->nbytes, e) < 0) return -1;
     } else {
         void *tmp = malloc(b->t->nbytes);
         if (!tmp) return e0_fail(e, "out of memory reading '%s'", b->t->name);
-        int rc = gguf_read(m->gguf, b->t->offset, tmp, b->t->nbytes, e);
+        int rc = gguf_read_tensor(m->gguf, b->t, 0, tmp, b->t->nbytes, e);
         if (rc == 0) e0_type_traits_of(b->t->type)->to_float(tmp, v, (int64_t)b->t->nelements);
         free(tmp);
         if (rc < 0) return -1;
@@ -352,7 +352,7 @@ int e0_model_embd_row(const e0_model *m, int32_t tok, float *out, uint8_t *raw, 
         e0_get_row(w, tok, out);
         return 0;
     }
-    if (gguf_read(m->gguf, w->t->offset + (uint64_t)tok * w->row_bytes, raw, w->row_bytes, e) < 0) return -1;
+    if (gguf_read_tensor(m->gguf, w->t, (uint64_t)tok * w->row_bytes, raw, w->row_bytes, e) < 0) return -1;
     e0_type_traits_of(w->t->type)->to_float(raw, out, w->ne[0]); /* the file's bytes, not repacked */
     return 0;
 }

@@ -1,6 +1,7 @@
-/* gguf.c — the GGUF reader: gguf_open() parses and validates the header, the metadata (kv) and
- * the tensor directory; gguf_read() reads tensor bytes; gguf_close() frees everything.
- * Lookups and typed getters live in gguf_get.c, the writer in gguf_write.c.
+/* gguf.c — the GGUF reader of one file: gguf_open_file() parses and validates the header, the
+ * metadata (kv) and the tensor directory; gguf_read() / gguf_read_tensor() read tensor bytes;
+ * gguf_close() frees everything. gguf_open() (gguf_split.c) adds the other files of a split
+ * model. Lookups and typed getters live in gguf_get.c, the writer in gguf_write.c.
  *
  * Every count, length, dim and offset is checked against the bytes left in the file before
  * anything is allocated or read, so allocation stays proportional to the file size. The file is
@@ -30,8 +31,9 @@
 static _Thread_local uint64_t open_alloc_bytes;
 
 uint64_t gguf_test_open_alloc_bytes(void) { return open_alloc_bytes; }
+void gguf_reset_open_alloc_bytes(void) { open_alloc_bytes = 0; }
 
-static void *counted_calloc(uint64_t n, uint64_t size) {
+void *gguf_counted_calloc(uint64_t n, uint64_t size) {
     uint64_t total;
     if (e0_mul_overflow(n, size, &total) || total > SIZE_MAX) return NULL;
     open_alloc_bytes += total;
@@ -127,7 +129,7 @@ static int rd_string(reader *r, gguf_string *s, const char *what) {
     if (len > bytes_left(r))
         return rfail(r, at, "%s length %" PRIu64 " exceeds the %" PRIu64 " bytes left in the file", what, len,
                      bytes_left(r));
-    s->s = counted_calloc(len + 1, 1);
+    s->s = gguf_counted_calloc(len + 1, 1);
     if (!s->s) return rfail(r, at, "out of memory for a %s of %" PRIu64 " bytes", what, len);
     s->len = len;
     return rd_bytes(r, s->s, len, what);
@@ -174,7 +176,7 @@ static int rd_array(reader *r, gguf_kv *kv, const char *key) {
         if (n > bytes_left(r) / 8)
             return rfail(r, at, "key '%s': string array count %" PRIu64 " exceeds what the %" PRIu64 " bytes left can hold",
                          key, n, bytes_left(r));
-        gguf_string *strs = counted_calloc(n, sizeof *strs);
+        gguf_string *strs = gguf_counted_calloc(n, sizeof *strs);
         if (!strs) return rfail(r, at, "key '%s': out of memory for %" PRIu64 " strings", key, n);
         kv->v.arr.data = strs;
         kv->v.arr.n = n; /* entries not read yet are zero, so gguf_close() can free a partial array */
@@ -186,7 +188,7 @@ static int rd_array(reader *r, gguf_kv *kv, const char *key) {
     if (e0_mul_overflow(n, esize, &total) || total > bytes_left(r))
         return rfail(r, at, "key '%s': array of %" PRIu64 " x %" PRIu64 "-byte elements exceeds the %" PRIu64 " bytes left",
                      key, n, esize, bytes_left(r));
-    uint8_t *data = counted_calloc(total, 1);
+    uint8_t *data = gguf_counted_calloc(total, 1);
     if (!data) return rfail(r, at, "key '%s': out of memory for an array of %" PRIu64 " bytes", key, total);
     kv->v.arr.data = data;
     kv->v.arr.n = n;
@@ -310,7 +312,7 @@ static int span_cmp(const void *a, const void *b) {
 /* Make offsets absolute; every tensor inside the file, no two overlapping. */
 static int place_tensors(reader *r, gguf_file *f) {
     if (f->n_tensors == 0) return 0;
-    span *spans = counted_calloc(f->n_tensors, sizeof *spans);
+    span *spans = gguf_counted_calloc(f->n_tensors, sizeof *spans);
     if (!spans) return e0_fail(r->e, "%s: out of memory for %" PRIu64 " tensors", r->path, f->n_tensors);
     int rc = 0;
     for (uint64_t i = 0; i < f->n_tensors && !rc; i++) {
@@ -364,18 +366,18 @@ static int parse(reader *r, gguf_file *f) {
     if (n_kv > (bytes_left(r) - n_tensors * MIN_TENSOR_INFO_BYTES) / MIN_KV_BYTES)
         return rfail(r, at + 8, "kv count %" PRIu64 " is impossible in the %" PRIu64 " bytes left", n_kv, bytes_left(r));
 
-    f->kv = counted_calloc(n_kv, sizeof *f->kv);
+    f->kv = gguf_counted_calloc(n_kv, sizeof *f->kv);
     f->kv_index_cap_ = gguf_index_cap(n_kv);
-    f->kv_index_ = counted_calloc(f->kv_index_cap_, sizeof *f->kv_index_);
+    f->kv_index_ = gguf_counted_calloc(f->kv_index_cap_, sizeof *f->kv_index_);
     if (!f->kv || !f->kv_index_) return e0_fail(r->e, "%s: out of memory for %" PRIu64 " kvs", r->path, n_kv);
     f->n_kv = n_kv;
     for (uint64_t i = 0; i < n_kv; i++)
         if (rd_kv(r, f, i)) return -1;
     if (read_alignment(r, f)) return -1;
 
-    f->tensors = counted_calloc(n_tensors, sizeof *f->tensors);
+    f->tensors = gguf_counted_calloc(n_tensors, sizeof *f->tensors);
     f->tensor_index_cap_ = gguf_index_cap(n_tensors);
-    f->tensor_index_ = counted_calloc(f->tensor_index_cap_, sizeof *f->tensor_index_);
+    f->tensor_index_ = gguf_counted_calloc(f->tensor_index_cap_, sizeof *f->tensor_index_);
     if (!f->tensors || !f->tensor_index_)
         return e0_fail(r->e, "%s: out of memory for %" PRIu64 " tensors", r->path, n_tensors);
     f->n_tensors = n_tensors;
@@ -389,8 +391,7 @@ static int parse(reader *r, gguf_file *f) {
     return place_tensors(r, f);
 }
 
-gguf_file *gguf_open(const char *path, e0_err *e) {
-    open_alloc_bytes = 0;
+gguf_file *gguf_open_file(const char *path, e0_err *e) {
     /* O_NONBLOCK: opening a FIFO must not hang; it is rejected below as not a regular file. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
@@ -413,9 +414,9 @@ gguf_file *gguf_open(const char *path, e0_err *e) {
         close(fd);
         return NULL;
     }
-    gguf_file *f = counted_calloc(1, sizeof *f);
+    gguf_file *f = gguf_counted_calloc(1, sizeof *f);
     size_t plen = strlen(path);
-    char *pcopy = counted_calloc(plen + 1, 1);
+    char *pcopy = gguf_counted_calloc(plen + 1, 1);
     if (!f || !pcopy) {
         free(f);
         free(pcopy);
@@ -426,12 +427,20 @@ gguf_file *gguf_open(const char *path, e0_err *e) {
     memcpy(pcopy, path, plen);
     f->fd = fd;
     f->path = pcopy;
-    f->file_size = (uint64_t)st.st_size;
+    f->file_size = f->total_size = (uint64_t)st.st_size;
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
+    f->splits = gguf_counted_calloc(1, sizeof *f->splits);
+    if (!f->splits) {
+        gguf_close(f);
+        e0_fail(e, "%s: out of memory", path);
+        return NULL;
+    }
+    f->n_splits = 1;
+    f->splits[0] = (gguf_split){.fd = fd, .path = pcopy, .size = f->file_size};
 
     reader r = {.fd = fd, .path = path, .size = f->file_size, .e = e};
     r.win_cap = f->file_size < READ_WINDOW ? (size_t)f->file_size : READ_WINDOW;
-    r.win = counted_calloc(r.win_cap, 1);
+    r.win = gguf_counted_calloc(r.win_cap, 1);
     int rc = r.win ? parse(&r, f) : e0_fail(e, "%s: out of memory", path);
     free(r.win);
     if (rc) {
@@ -461,6 +470,11 @@ void gguf_close(gguf_file *f) {
     free(f->kv_index_);
     free(f->tensors);
     free(f->tensor_index_);
+    for (uint32_t i = 1; i < f->n_splits; i++) { /* splits[0] is the file's own fd and path */
+        if (f->splits[i].fd >= 0) close(f->splits[i].fd);
+        free(f->splits[i].path);
+    }
+    free(f->splits);
     if (f->fd >= 0) close(f->fd);
     free(f->path);
     free(f);
@@ -474,5 +488,18 @@ int gguf_read(const gguf_file *f, uint64_t offset, void *dst, uint64_t len, e0_e
     if (len == 0) return 0;
     if (!dst) return e0_fail(e, "%s: read into a NULL buffer", f->path);
     if (pread_full(f->fd, dst, len, offset)) return io_error(e, f->path, offset); /* offset of the request */
+    return 0;
+}
+
+int gguf_read_tensor(const gguf_file *f, const gguf_tensor *t, uint64_t off, void *dst, uint64_t len, e0_err *e) {
+    uint64_t end;
+    if (e0_add_overflow(off, len, &end) || end > t->nbytes)
+        return e0_fail(e, "%s: read of %" PRIu64 " bytes at %" PRIu64 " is outside tensor '%s' (%" PRIu64 " bytes)", f->path,
+                       len, off, t->name, t->nbytes);
+    if (t->split >= f->n_splits) return e0_fail(e, "%s: tensor '%s' has no file", f->path, t->name);
+    if (len == 0) return 0;
+    if (!dst) return e0_fail(e, "%s: read into a NULL buffer", f->path);
+    const gguf_split *s = &f->splits[t->split];
+    if (pread_full(s->fd, dst, len, t->offset + off)) return io_error(e, s->path, t->offset + off);
     return 0;
 }

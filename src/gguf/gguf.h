@@ -3,7 +3,12 @@
  * Reader: gguf_open() parses header, metadata and the tensor directory with every count, length,
  * offset, dim, element count and byte size checked against the file size and sane limits before
  * anything is allocated or read. Tensor data is not loaded by gguf_open(); callers read it with
- * gguf_read() (pread into memory the caller owns). Versions 2 and 3 are supported.
+ * gguf_read_tensor() (pread into memory the caller owns). Versions 2 and 3 are supported.
+ *
+ * Split models (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf .. NAME-0000N-of-0000N.gguf, the
+ * metadata in the first, split.count / split.no / split.tensors.count in each): gguf_open() of the
+ * first file opens the others too (gguf_split.c), and the tensor directory is that of the whole
+ * model; each tensor says which file holds its data.
  *
  * Writer: gguf_writer_* writes metadata and tensor infos, then tensor data streamed in order, so a
  * file far larger than memory can be produced. */
@@ -55,13 +60,26 @@ typedef struct gguf_tensor {
     uint32_t type;              /* e0_type id; always a known weight type (checked) */
     uint64_t nelements;
     uint64_t nbytes;
-    uint64_t offset;            /* absolute offset of the data in the file */
+    uint64_t offset;            /* absolute offset of the data in its file */
+    uint32_t split;             /* its file: splits[split] of the gguf_file (0: the first or only one) */
 } gguf_tensor;
 
-typedef struct gguf_file {
+/* One file of a model: the first (the gguf_file's own fd, path, file_size) or another split. */
+typedef struct gguf_split {
     int fd;
     char *path;
+    uint64_t size;
+} gguf_split;
+
+#define GGUF_MAX_SPLITS 1024
+
+typedef struct gguf_file {
+    int fd;             /* the first (or only) file's: where the metadata is */
+    char *path;
     uint64_t file_size;
+    uint32_t n_splits;  /* files of the model: 1, or split.count */
+    gguf_split *splits; /* [n_splits]; splits[0] is {fd, path, file_size} above */
+    uint64_t total_size; /* bytes of all its files */
     uint32_t version;
     uint64_t n_kv;
     gguf_kv *kv;
@@ -75,8 +93,9 @@ typedef struct gguf_file {
     uint64_t *tensor_index_, tensor_index_cap_;
 } gguf_file;
 
-/* Open and validate. NULL with *e filled on any problem (missing file, directory, permission,
- * truncation, bad magic, unsupported version, bad types, overflow, duplicate keys/tensors, ...).
+/* Open and validate (a split model: from its first file, with all its files). NULL with *e
+ * filled on any problem (missing file, directory, permission, truncation, bad magic, unsupported
+ * version, bad types, overflow, duplicate keys/tensors, a missing or foreign split, ...).
  * Errors are one line: "<path>: <what is wrong> (at offset N)".
  * Beyond the basic checks, gguf_open() also rejects: empty keys or tensor names, keys or names
  * containing NUL bytes, general.alignment of a type other than u32, and tensors whose data
@@ -84,6 +103,10 @@ typedef struct gguf_file {
  * thread-safe, so several threads may gguf_read() one file at once). */
 gguf_file *gguf_open(const char *path, e0_err *e);
 void gguf_close(gguf_file *f);
+
+/* Bytes of the model whose (first) file is path: all its files' (gguf_file.total_size), or
+ * file_size (the caller's stat of path) when path does not open as a GGUF. */
+uint64_t gguf_model_size(const char *path, uint64_t file_size);
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
@@ -99,8 +122,11 @@ int gguf_get_str(const gguf_file *f, const char *key, const gguf_string **out, e
 int gguf_get_arr(const gguf_file *f, const char *key, enum gguf_vtype elem, const void **data, uint64_t *n,
                  e0_err *e);
 
-/* pread `len` bytes at absolute `offset` into dst; checks bounds; handles EINTR/short reads. */
+/* pread `len` bytes at absolute `offset` of the first (or only) file into dst; checks bounds;
+ * handles EINTR/short reads. */
 int gguf_read(const gguf_file *f, uint64_t offset, void *dst, uint64_t len, e0_err *e);
+/* The same for bytes [off, off + len) of tensor t's data, from whichever file holds it. */
+int gguf_read_tensor(const gguf_file *f, const gguf_tensor *t, uint64_t off, void *dst, uint64_t len, e0_err *e);
 
 const char *gguf_vtype_name(enum gguf_vtype t);
 

@@ -14,6 +14,13 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "GGUF is read and written as little-endian host data");
 
 #define GGUF_MAGIC "GGUF"
+
+/* gguf.c: open and validate one file (gguf_open() without looking for the other files of a split
+ * model), with n_splits = 1; counted_calloc: its allocations, as gguf_test_open_alloc_bytes()
+ * counts them (the caller resets the count). */
+gguf_file *gguf_open_file(const char *path, e0_err *e);
+void *gguf_counted_calloc(uint64_t n, uint64_t size);
+void gguf_reset_open_alloc_bytes(void);
 #define GGUF_VERSION_WRITTEN 3u
 
 /* Bytes of one value of a fixed-size type in the file (and in memory); 0 for STR and ARR. */
