@@ -401,6 +401,20 @@ static void test_errors(void) {
         {"/v1/completions", "{\"prompt\":[1,2,999999]}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"stop\":[1]}", 400},
         {"/v1/completions", "{}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":{\"x\":1}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":{\"99999999\":1}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":{\"5\":101}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":{\"5\":true}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":[[5]]}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":[[-1,2]]}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logit_bias\":7}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"echo\":true}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"best_of\":2}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"suffix\":\"end\"}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\"}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":\"json\"}", 400},
         {"/detokenize", "{\"tokens\":[-1]}", 400},
         {"/nothing", "{}", 404},
     };
@@ -1027,8 +1041,11 @@ static void test_sampling_params(void) {
     CHECKF(rp && greedy && !json_equal(rp, greedy), "repeat_penalty 50 did not change the reply: %s", buf);
     json_decref(rp);
     static const char *const as_greedy[] = {",\"temperature\":1.5,\"seed\":7,\"top_k\":1", ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":1",
-                                            ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":0.000001"};
-    for (int i = 0; i < 3; i++) {
+                                            ",\"temperature\":1.5,\"seed\":7,\"top_k\":0,\"min_p\":0,\"top_p\":0.000001",
+                                            /* the values of refused fields that ask for nothing */
+                                            ",\"temperature\":0,\"response_format\":{\"type\":\"text\"},\"echo\":false,\"best_of\":1,\"suffix\":\"\","
+                                            "\"logit_bias\":{}"};
+    for (int i = 0; i < 4; i++) {
         json_t *ids = ids_of(&s, as_greedy[i]);
         CHECKF(ids && greedy && json_equal(ids, greedy), "%s: %s", as_greedy[i], buf);
         json_decref(ids);
@@ -1043,6 +1060,25 @@ static void test_sampling_params(void) {
                json_equal(json_object_get(json_array_get(json_object_get(mc, "choices"), 0), "finish_reason"), length),
            "%s", buf);
     json_decref(mc), json_decref(length);
+    /* logit_bias: +100 on a token makes greedy choose it every time; banning the greedy reply's
+     * first id (false, llama-server's list form, or -100) changes the first id */
+    json_t *forced = ids_of(&s, ",\"temperature\":0,\"logit_bias\":{\"77\":100}");
+    bool all77 = forced != NULL;
+    for (size_t i = 0; forced && i < json_array_size(forced); i++) all77 &= json_integer_value(json_array_get(forced, i)) == 77;
+    CHECKF(all77, "logit_bias 77: +100: %s", buf);
+    json_decref(forced);
+    char ban[3][128];
+    const long long first = greedy ? json_integer_value(json_array_get(greedy, 0)) : 0;
+    snprintf(ban[0], sizeof ban[0], ",\"temperature\":0,\"logit_bias\":[[%lld,false]]", first);
+    snprintf(ban[1], sizeof ban[1], ",\"temperature\":0,\"logit_bias\":{\"%lld\":-100}", first);
+    snprintf(ban[2], sizeof ban[2], ",\"temperature\":1.5,\"seed\":3,\"logit_bias\":[[%lld,false]]", first);
+    for (int i = 0; i < 3; i++) {
+        json_t *ids = ids_of(&s, ban[i]);
+        bool never = ids != NULL;
+        for (size_t k = 0; ids && k < json_array_size(ids); k++) never &= json_integer_value(json_array_get(ids, k)) != first;
+        CHECKF(never, "%s: %s", ban[i], buf);
+        json_decref(ids);
+    }
     json_decref(greedy);
     CHECK(stop(&s) == 0);
 }

@@ -42,7 +42,10 @@ static void help(void) {
          "ignore_eos, return_tokens (the generated ids in each choice), top_k, min_p, repeat_penalty,\n"
          "repeat_last_n, cache_prompt. Chat: 'tools' (tool_choice auto or none) and tool messages go to the\n"
          "template when it renders them (else 400); a reply of <tool_call> blocks (templates that ask for\n"
-         "them) comes back as message.tool_calls, or streamed as delta.tool_calls chunks.\n"
+         "them) comes back as message.tool_calls, or streamed as delta.tool_calls chunks. logit_bias: OpenAI's\n"
+         "{\"token id\": bias from -100 to 100} or llama-server's [[id, bias or false], ...] (at most 300 tokens).\n"
+         "Refused with 400, never ignored: what cannot be honoured (response_format json_object / json_schema,\n"
+         "grammar: no constrained decoding; n > 1; echo, suffix, best_of > 1).\n"
          "A prompt that extends what a slot's cache holds reuses it\n"
          "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);

@@ -33,6 +33,7 @@ e0_sampler *e0_sampler_new(const e0_sampler_params *p, int64_t n_vocab) {
     s->p = *p;
     s->n_vocab = n_vocab;
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
+    if (s->p.n_bias < 0 || s->p.n_bias > E0_MAX_LOGIT_BIAS) s->p.n_bias = 0; /* not a bias list */
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->recent = malloc((size_t)(s->p.repeat_last_n + 1) * sizeof *s->recent);
     s->sorted = malloc((size_t)(s->p.repeat_last_n + 1) * sizeof *s->sorted);
@@ -155,8 +156,10 @@ int e0_sample(e0_sampler *s, const float *logits) {
     candidate *c = s->cand;
     int64_t n = s->n_vocab;
     const int penalties = p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f;
-    if (p->temp <= 0 && !penalties) return e0_argmax(logits, n);
+    if (p->temp <= 0 && !penalties && !p->n_bias) return e0_argmax(logits, n);
     for (int64_t i = 0; i < n; i++) c[i] = (candidate){(int)i, logits[i], 0};
+    for (int b = 0; b < p->n_bias; b++)
+        if (p->bias[b].id >= 0 && p->bias[b].id < n) c[p->bias[b].id].logit += p->bias[b].bias;
     if (penalties) apply_penalties(s, c, n);
     if (p->temp <= 0) {
         int64_t best = 0;

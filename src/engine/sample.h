@@ -1,7 +1,8 @@
 /* sample.h — choosing the next token from logits.
  *
- * The chain is llama.cpp's default order: penalties -> top-k -> top-p -> min-p -> temperature
- * -> draw. The penalties are llama.cpp's: over the last repeat_last_n tokens, a token seen c > 0
+ * The chain is llama.cpp's default order: logit bias -> penalties -> top-k -> top-p -> min-p ->
+ * temperature -> draw. The logit bias (OpenAI's logit_bias) adds a number, or -inf to ban, to
+ * the logits of the tokens it names. The penalties are llama.cpp's: over the last repeat_last_n tokens, a token seen c > 0
  * times has its logit divided by repeat_penalty (multiplied when negative), then reduced by
  * c * frequency_penalty + presence_penalty. temp == 0 means greedy (argmax after the penalty). Same seed, same
  * logits -> same tokens. The sampler allocates its buffers once; sampling allocates nothing. */
@@ -9,6 +10,13 @@
 #define E0_SAMPLE_H
 
 #include <stdint.h>
+
+#define E0_MAX_LOGIT_BIAS 300 /* tokens one logit_bias may name */
+
+typedef struct e0_logit_bias {
+    int32_t id;   /* a token of the vocabulary (others are ignored) */
+    float bias;   /* added to its logit; -INFINITY: never chosen */
+} e0_logit_bias;
 
 typedef struct e0_sampler_params {
     float temp;           /* 0 = greedy */
@@ -20,6 +28,8 @@ typedef struct e0_sampler_params {
     float presence_penalty;  /* 0 = off: minus this once for a token in the window */
     int repeat_last_n;    /* how many recent tokens the penalties look at (0 = penalties off) */
     uint64_t seed;
+    int n_bias;           /* logit bias: bias[0..n_bias) (0 = off) */
+    e0_logit_bias bias[E0_MAX_LOGIT_BIAS];
 } e0_sampler_params;
 
 /* llama.cpp's defaults: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.0 over 64, frequency and

@@ -1,7 +1,7 @@
 /* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
  * Every field of a body is checked for its type and range before use; unknown fields are ignored
- * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call) are
- * refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
+ * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, a
+ * JSON response_format or grammar, echo, suffix, best_of) are refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
  * gives them with --jinja (a tool call's JSON-string arguments as an object); a template that
  * does not render them (srv_api_probe) gets the request refused with 400 rather than silently
  * dropping them. A reply of <tool_call> blocks, for templates that ask for them, comes back as
@@ -89,6 +89,79 @@ static int add_stop(srv_job *j, const char *s, size_t n, srv_fail *f) {
     return 0;
 }
 
+/* One logit_bias entry: a number from -100 to 100, or false (never choose the token). */
+static int add_bias(e0_sampler_params *sp, int64_t id, json_t *v, srv_fail *f) {
+    float b;
+    if (json_is_false(v)) b = -INFINITY;
+    else if (json_is_number(v) && json_number_value(v) >= -100 && json_number_value(v) <= 100) b = (float)json_number_value(v);
+    else return fail(f, 400, "'logit_bias' values must be numbers from -100 to 100 (or false: never choose the token)");
+    sp->bias[sp->n_bias++] = (e0_logit_bias){(int32_t)id, b};
+    return 0;
+}
+
+/* logit_bias: OpenAI's {"token id": bias}, or llama-server's [[token id, bias], ...]. */
+static int parse_logit_bias(const srv_api *a, json_t *o, e0_sampler_params *sp, srv_fail *f) {
+    json_t *lb = json_object_get(o, "logit_bias");
+    const int64_t n_vocab = a->m->hp.n_vocab;
+    sp->n_bias = 0;
+    if (!lb || json_is_null(lb)) return 0;
+    if (!json_is_object(lb) && !json_is_array(lb))
+        return fail(f, 400, "'logit_bias' must be an object {\"token id\": bias} or a list of [token id, bias] pairs");
+    if ((json_is_object(lb) ? json_object_size(lb) : json_array_size(lb)) > E0_MAX_LOGIT_BIAS)
+        return fail(f, 400, "'logit_bias' names more than %d tokens", E0_MAX_LOGIT_BIAS);
+    if (json_is_object(lb)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(lb, key, v) {
+            int64_t id = -1;
+            e0_err e;
+            if (e0_parse_i64(key, 0, n_vocab - 1, &id, "logit_bias", &e) < 0)
+                return fail(f, 400, "'logit_bias' keys must be token ids from 0 to %lld; got '%.40s'", (long long)n_vocab - 1, key);
+            if (add_bias(sp, id, v, f) < 0) return -1;
+        }
+        return 0;
+    }
+    size_t i;
+    json_t *pair;
+    json_array_foreach(lb, i, pair) {
+        json_t *id = json_array_get(pair, 0);
+        if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= n_vocab)
+            return fail(f, 400, "'logit_bias'[%zu] must be [token id from 0 to %lld, bias]", i, (long long)n_vocab - 1);
+        if (add_bias(sp, json_integer_value(id), json_array_get(pair, 1), f) < 0) return -1;
+    }
+    return 0;
+}
+
+/* What the server cannot honour is refused, never ignored: output formats it cannot enforce
+ * (no constrained decoding) and the completions options it does not implement. */
+static int refuse_unsupported(json_t *o, bool chat, srv_fail *f) {
+    json_t *rf = json_object_get(o, "response_format");
+    if (rf && !json_is_null(rf)) {
+        const char *type = json_string_value(json_object_get(rf, "type"));
+        if (!json_is_object(rf) || !type)
+            return fail(f, 400, "'response_format' must be {\"type\": \"text\"} (json_object and json_schema are not supported)");
+        if (strcmp(type, "text"))
+            return fail(f, 400, "'response_format' type '%.40s' is not supported: this server has no constrained decoding "
+                                "(ask for the format in the prompt)", type);
+    }
+    static const char *const grammar[] = {"grammar", "json_schema"}; /* llama-server's */
+    for (int i = 0; i < 2; i++) {
+        json_t *g = json_object_get(o, grammar[i]);
+        if (g && !json_is_null(g)) return fail(f, 400, "'%s' is not supported: this server has no constrained decoding", grammar[i]);
+    }
+    if (chat) return 0;
+    bool echo = false;
+    int64_t best_of = 1;
+    if (get_bool(o, "echo", &echo, f) < 0 || get_int(o, "best_of", 1, 1 << 20, &best_of, f) < 0) return -1;
+    json_t *suffix = json_object_get(o, "suffix");
+    if (echo) return fail(f, 400, "'echo' is not supported");
+    if (best_of != 1) return fail(f, 400, "'best_of' other than 1 is not supported");
+    if (suffix && !json_is_null(suffix) && (!json_is_string(suffix) || json_string_length(suffix)))
+        return fail(f, 400, "'suffix' is not supported");
+    return 0;
+}
+
 /* Sampling, length, stop, logprobs and the extensions common to both endpoints. */
 static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
     srv_params *p = &j->p;
@@ -137,6 +210,7 @@ static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
     int64_t nc = 1;
     if (get_int(o, "n", 1, 1 << 20, &nc, f) < 0) return -1;
     if (nc != 1) return fail(f, 400, "'n' other than 1 is not supported");
+    if (parse_logit_bias(a, o, &p->sp, f) < 0 || refuse_unsupported(o, j->chat, f) < 0) return -1;
     bool cache_prompt = true;
     if (get_bool(o, "stream", &j->stream, f) < 0 || get_bool(o, "ignore_eos", &p->ignore_eos, f) < 0 ||
         get_bool(o, "return_tokens", &j->return_tokens, f) < 0 || get_bool(o, "cache_prompt", &cache_prompt, f) < 0)
