@@ -311,6 +311,32 @@ static void test_llama_flags(void) {
     CHECKF(strlen(chat_out) > 0 && strstr(chat_out, run_out), "chat '%s' vs run '%s' (%s)", chat_out, run_out, err);
 }
 
+/* -l/--logit-bias, llama.cpp's TOKEN_ID(+/-)BIAS: +100 forces a token, -inf bans one, in run, chat
+ * and as serve's default; malformed values and ids outside the vocabulary are one error, exit 1. */
+static void test_logit_bias(void) {
+    char a[4096], b[4096], err[4096];
+    CHECK(sh(a, sizeof a, NULL, 0, "%s run -m %s --tokens 1,2,3 -n 8 --temp 0 --print-ids", bin, dense) == 0);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s --tokens 1,2,3 -n 8 --temp 0 --print-ids -l 77+100", bin, dense) == 0);
+    CHECKF(!strcmp(b, "77 77 77 77 77 77 77 77\n"), "%s", b);
+    int first = atoi(a);
+    CHECK(sh(b, sizeof b, NULL, 0, "%s run -m %s --tokens 1,2,3 -n 8 --temp 0.7 -s 4 --print-ids --logit-bias %d-inf", bin, dense,
+             first) == 0);
+    bool never = strlen(b) > 2;
+    for (const char *p = b; *p; p += strcspn(p, " \n"), p += strspn(p, " \n")) never &= atoi(p) != first;
+    CHECKF(never, "%d-inf: %s", first, b);
+    CHECK(sh(b, sizeof b, NULL, 0, "printf 'hi\\n' | %s chat -m %s -n 4 --temp 0 -l 77+100", bin, chat_model) == 0);
+    char piece[256];
+    CHECK(sh(piece, sizeof piece, NULL, 0, "%s detokenize -m %s --ids 77,77,77,77", bin, chat_model) == 0);
+    CHECKF(piece[0] && strstr(b, piece), "chat -l 77+100: '%s' lacks '%s'", b, piece);
+    static const char *const bad[][2] = {{"77", "not TOKEN_ID+BIAS"}, {"x+1", "not TOKEN_ID+BIAS"}, {"77*2", "not TOKEN_ID+BIAS"},
+                                         {"77+101", "out of range"},   {"77+inf", "not a number"},   {"99999+1", "vocabulary"}};
+    for (int i = 0; i < 6; i++) {
+        int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s --tokens 1 -n 2 -l %s", bin, dense, bad[i][0]);
+        CHECKF(rc == 1 && count_lines(err, "edge0-infer: ") == 1 && strstr(err, bad[i][1]), "-l %s: rc %d, %s", bad[i][0], rc, err);
+    }
+    CHECK(sh(NULL, 0, err, sizeof err, "%s serve -m %s --port 0 -l 99999+1", bin, dense) == 1 && strstr(err, "vocabulary"));
+}
+
 /* info: name, tokenizer, BOS/EOS, chat template, and residency at the budget (as run decides). */
 static void test_info_more(void) {
     char out[8192];
@@ -456,6 +482,7 @@ int main(void) {
     RUN(test_size_messages);
     RUN(test_predict_from_layer);
     RUN(test_llama_flags);
+    RUN(test_logit_bias);
     RUN(test_info_more);
     RUN(test_bench_prompts);
     RUN(test_bench_breakdown);

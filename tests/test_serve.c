@@ -1079,6 +1079,18 @@ static void test_sampling_params(void) {
         CHECKF(never, "%s: %s", ban[i], buf);
         json_decref(ids);
     }
+    CHECK(stop(&s) == 0);
+    /* -l/--logit-bias is the default of requests without their own logit_bias, which replaces it */
+    snprintf(args, sizeof args, "-m %s -np 1 -c 512 -t 1 -l 77+100", gguf);
+    CHECK(start(&s, "sampling-bias", args) == 0);
+    forced = ids_of(&s, ",\"temperature\":0");
+    all77 = forced != NULL;
+    for (size_t i = 0; forced && i < json_array_size(forced); i++) all77 &= json_integer_value(json_array_get(forced, i)) == 77;
+    CHECKF(all77, "serve -l 77+100: %s", buf);
+    json_decref(forced);
+    json_t *own = ids_of(&s, ",\"temperature\":0,\"logit_bias\":{}");
+    CHECKF(own && greedy && json_equal(own, greedy), "a request's empty logit_bias did not replace -l: %s", buf);
+    json_decref(own);
     json_decref(greedy);
     CHECK(stop(&s) == 0);
 }

@@ -84,7 +84,7 @@ extern const char cli_model_flags_help[];
 #define CLI_MAX_STOP 16
 typedef struct cli_gen_flags {
     e0_sampler_params sp; /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n
-                             --presence-penalty --frequency-penalty -s/--seed */
+                             --presence-penalty --frequency-penalty -s/--seed -l/--logit-bias */
     bool seed_given;
     int64_t n_predict; /* -n/--n-predict; -1 (default): until end of generation or a full context */
     bool ignore_eos;   /* --ignore-eos */
@@ -96,8 +96,9 @@ typedef struct cli_gen_flags {
 } cli_gen_flags;
 void cli_gen_init(cli_gen_flags *g);
 int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i);
-/* The seed from the clock when -s was not given; --repeat-last-n -1 becomes the context size. */
-void cli_gen_finish(cli_gen_flags *g, int n_ctx);
+/* The seed from the clock when -s was not given; --repeat-last-n -1 becomes the context size;
+ * --logit-bias ids checked against the vocabulary (0, or 1 after printing the error). */
+int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab);
 /* Help lines for the flags cli_gen_flag takes (one flag per line, ending in a newline). */
 extern const char cli_gen_help[];
 

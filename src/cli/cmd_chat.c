@@ -284,7 +284,7 @@ int cmd_chat(int argc, char **argv) {
     e0_model *m;
     e0_ctx *c;
     if (cli_load(&o, 0, &m, &c)) return free(file_tmpl), 1;
-    cli_gen_finish(&g, e0_ctx_n_ctx(c));
+    if (cli_gen_finish(&g, e0_ctx_n_ctx(c), m->hp.n_vocab)) return cli_unload(&o), free(file_tmpl), 1;
     chat ch = {.c = c, .g = &g, .verbose = g.verbose, .verbose_prompt = verbose_prompt};
     e0_tokenizer *tok = e0_model_tokenizer(m, &e);
     ch.tok = tok;

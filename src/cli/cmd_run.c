@@ -143,7 +143,7 @@ static int run_ids(run_args *a) {
             status = cli_error("run: %d prompt tokens and %lld to generate do not fit the context (%d): raise -c", n,
                                (long long)n_gen, e0_ctx_n_ctx(c));
     }
-    cli_gen_finish(&a->g, e0_ctx_n_ctx(c));
+    if (!status && cli_gen_finish(&a->g, e0_ctx_n_ctx(c), m->hp.n_vocab)) status = 1;
     e0_sampler *s = status ? NULL : e0_sampler_new(&a->g.sp, m->hp.n_vocab);
     if (!status && !s) status = cli_error("out of memory");
     for (int i = 0; i < n && s; i++) e0_sampler_accept(s, ids[i]);
@@ -235,7 +235,7 @@ int cmd_run(int argc, char **argv) {
     double t_load = e0_now();
     if (cli_load(&a.o, 0, &m, &c)) return free(text), 1;
     t_load = e0_now() - t_load;
-    cli_gen_finish(&a.g, e0_ctx_n_ctx(c));
+    if (cli_gen_finish(&a.g, e0_ctx_n_ctx(c), m->hp.n_vocab)) return cli_unload(&a.o), free(text), 1;
     if (a.g.verbose) {
         json_t *cfg = e0_session_config_json(&a.o.session);
         char *j = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

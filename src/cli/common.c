@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -213,6 +214,8 @@ const char cli_gen_help[] =
     "  --repeat-last-n N    how many recent tokens the penalties look at (default 64; 0 = off, -1 = context)\n"
     "  --presence-penalty P subtract P from a recent token's logit (default 0 = off)\n"
     "  --frequency-penalty F subtract F per occurrence among the recent tokens (default 0 = off)\n"
+    "  -l, --logit-bias ID+B add B (-100..100; ID-inf: never) to token ID's logit, e.g. 15043+1, 15043-inf\n"
+    "                       (repeatable, at most 300 tokens)\n"
     "  -s, --seed S         random seed (default: from the clock)\n"
     "  --stop TEXT          stop when TEXT is generated (repeatable, at most 16)\n"
     "  --ignore-eos         do not stop at end-of-generation tokens\n"
@@ -230,7 +233,7 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
     static const char *const with_value[] = {"-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
                                              "--repeat-penalty", "--repeat-last-n", "--presence-penalty",
                                              "--frequency-penalty", "-s", "--seed", "--stop", "-sys",
-                                             "--system-prompt", "--system", "--chat-template-file"};
+                                             "--system-prompt", "--system", "--chat-template-file", "-l", "--logit-bias"};
     bool known = false;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
     if (!known) return 0;
@@ -241,6 +244,18 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
         if (g->n_stop == CLI_MAX_STOP) return cli_error("at most %d --stop strings", CLI_MAX_STOP), -1;
         if (!*v) return cli_error("--stop needs a non-empty string"), -1;
         g->stop[g->n_stop++] = v;
+    } else if (!strcmp(f, "-l") || !strcmp(f, "--logit-bias")) { /* llama.cpp's TOKEN_ID(+/-)BIAS */
+        const char *sign = v + strspn(v, "0123456789");
+        char id_text[24];
+        if (sign == v || (*sign != '+' && *sign != '-') || (size_t)(sign - v) >= sizeof id_text)
+            return cli_error("%s: '%s' is not TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 15043-inf)", f, v), -1;
+        memcpy(id_text, v, (size_t)(sign - v));
+        id_text[sign - v] = 0;
+        if (e0_parse_i64(id_text, 0, INT32_MAX, &n, f, &e) < 0) return cli_error("%s", e.msg), -1;
+        if (!strcmp(sign, "-inf")) d = -INFINITY;
+        else if (e0_parse_f64(sign, -100, 100, &d, f, &e) < 0) return cli_error("%s (or TOKEN_ID-inf: never)", e.msg), -1;
+        if (g->sp.n_bias == E0_MAX_LOGIT_BIAS) return cli_error("at most %d %s", E0_MAX_LOGIT_BIAS, f), -1;
+        g->sp.bias[g->sp.n_bias++] = (e0_logit_bias){(int32_t)n, (float)d};
     } else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) {
         if (e0_parse_i64(v, -1, 1 << 24, &g->n_predict, f, &e) < 0) return cli_error("%s", e.msg), -1;
     } else if (!strcmp(f, "--top-k")) {
@@ -272,9 +287,14 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
     return 1;
 }
 
-void cli_gen_finish(cli_gen_flags *g, int n_ctx) {
+int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab) {
     if (!g->seed_given) g->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     if (g->sp.repeat_last_n < 0) g->sp.repeat_last_n = n_ctx;
+    for (int i = 0; i < g->sp.n_bias; i++)
+        if (g->sp.bias[i].id >= n_vocab)
+            return cli_error("--logit-bias: token %d is not in the model's vocabulary (0..%lld)", g->sp.bias[i].id,
+                             (long long)n_vocab - 1);
+    return 0;
 }
 
 char *cli_read_stdin(const char *cmd, size_t max, size_t *len) {

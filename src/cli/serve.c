@@ -183,14 +183,14 @@ int cmd_serve(int argc, char **argv) {
                    .max_tokens = g.n_predict, .timeout = timeout, .model_path = o.model, .model_size = m->gguf->total_size,
                    .kv_type_k = e0_kv_type_name(e0_ctx_type_k(c)), .kv_type_v = e0_kv_type_name(e0_ctx_type_v(c)),
                    .threads = e0_ctx_n_threads(c), .n_slots = (int)n_slots};
-    cli_gen_finish(&g, e0_ctx_n_ctx(c));
+    if (!tok) status = cli_error("%s", e.msg);
+    else if (cli_gen_finish(&g, e0_ctx_n_ctx(c), m->hp.n_vocab)) status = 1;
     api.sp = g.sp;
     api.seed_fixed = g.seed_given; /* else a request without a seed gets one of its own */
-    if (!tok) status = cli_error("%s", e.msg);
-    else if (g.chat_template_file) {
+    if (!status && g.chat_template_file) {
         if (!(tmpl_file = e0_read_file(g.chat_template_file, 4u << 20, &api.tlen, &e))) status = cli_error("%s", e.msg);
         api.tmpl = tmpl_file;
-    } else api.tmpl = e0_model_chat_template(m, &api.tlen);
+    } else if (!status) api.tmpl = e0_model_chat_template(m, &api.tlen);
     if (!status) srv_api_probe(&api); /* what the template does with tools */
     srv_sched *sched = NULL;
     srv_http *http = NULL;

@@ -99,12 +99,13 @@ static int add_bias(e0_sampler_params *sp, int64_t id, json_t *v, srv_fail *f) {
     return 0;
 }
 
-/* logit_bias: OpenAI's {"token id": bias}, or llama-server's [[token id, bias], ...]. */
+/* logit_bias: OpenAI's {"token id": bias}, or llama-server's [[token id, bias], ...]; it
+ * replaces the server's default (-l/--logit-bias). */
 static int parse_logit_bias(const srv_api *a, json_t *o, e0_sampler_params *sp, srv_fail *f) {
     json_t *lb = json_object_get(o, "logit_bias");
     const int64_t n_vocab = a->m->hp.n_vocab;
-    sp->n_bias = 0;
     if (!lb || json_is_null(lb)) return 0;
+    sp->n_bias = 0;
     if (!json_is_object(lb) && !json_is_array(lb))
         return fail(f, 400, "'logit_bias' must be an object {\"token id\": bias} or a list of [token id, bias] pairs");
     if ((json_is_object(lb) ? json_object_size(lb) : json_array_size(lb)) > E0_MAX_LOGIT_BIAS)
