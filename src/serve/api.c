@@ -1,11 +1,12 @@
 /* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
  * Every field of a body is checked for its type and range before use; unknown fields are ignored
  * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, a
- * JSON response_format or grammar, echo, suffix, best_of) are refused. Tools: `tools` and the messages' tool fields go to the chat template as llama-server
- * gives them with --jinja (a tool call's JSON-string arguments as an object); a template that
- * does not render them (srv_api_probe) gets the request refused with 400 rather than silently
- * dropping them. A reply of <tool_call> blocks, for templates that ask for them, comes back as
- * message.tool_calls (whole responses) or delta.tool_calls chunks (streams, srv_sse). */
+ * JSON response_format or grammar, echo, suffix, best_of) are refused. Tools: `tools` and the
+ * messages' tool fields go to the chat template as llama-server gives them with --jinja (a tool
+ * call's JSON-string arguments as an object); a template that does not render them
+ * (srv_api_probe) gets the request refused with 400 rather than silently dropping them. A reply
+ * of <tool_call> blocks, for templates that ask for them, comes back as message.tool_calls
+ * (whole responses) or delta.tool_calls chunks (streams, srv_sse). */
 #include "serve/api.h"
 
 #include <math.h>
