@@ -120,6 +120,7 @@ typedef struct compare_opts {
     char backend_dir[4200]; /* --simd avx2: OUT/llamacpp-avx2 holding only libggml-cpu-haswell.so */
     const engine_def *eng[MAX_ENGINES];
     const char *model_of[MAX_ENGINES]; /* the file each engine runs */
+    uint64_t model_bytes[MAX_ENGINES];  /* its size, all files of a split model (for --memory-cap) */
     const char *url[MAX_ENGINES];      /* openai engines: the endpoint */
     char name[MAX_ENGINES][128];       /* "edge0", "llama.cpp", "openai@127.0.0.1:8080" */
     int n_eng;
@@ -450,9 +451,7 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     snprintf(nums[3], 32, "%lld", (long long)o->context);
     size_t n = 0;
     if (o->cap_percent) {
-        struct stat st;
-        long long size = stat(o->model_of[i], &st) == 0 ? (long long)gguf_model_size(o->model_of[i], (uint64_t)st.st_size) : 0;
-        snprintf(nums[4], 32, "%lld", size / 100 * o->cap_percent);
+        snprintf(nums[4], 32, "%lld", (long long)o->model_bytes[i] / 100 * o->cap_percent);
         const char *cap[] = {"sh", "tools/memcap.sh", nums[4], o->model_of[i]};
         for (size_t k = 0; k < sizeof cap / sizeof *cap; k++) v[n++] = (char *)cap[k];
     }
@@ -1027,6 +1026,7 @@ int bench_compare(int argc, char **argv) {
             bench_error("model %s: not a readable file", o.model_of[i]);
             goto out;
         }
+        o.model_bytes[i] = gguf_model_size(o.model_of[i], (uint64_t)st.st_size); /* once, not per process */
         const char *bin = o.eng[i]->kind == ENG_EDGE0 ? o.cli : server ? o.llama_server : o.llamacpp;
         if (access(bin, X_OK) != 0) {
             bench_error("%s: %s is not an executable file%s", o.name[i], bin,
