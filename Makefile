@@ -168,7 +168,7 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 600
 FUZZ_SHARED ?= ../shared
 FUZZ_DIR := $(BUILD)/fuzz
-FUZZ_NAMES := gguf tokenizer jinja messages trace serve
+FUZZ_NAMES := gguf tokenizer jinja messages trace serve grammar
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -pthread -Isrc -I$(BUILD)/gen \
               -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
               -Wno-string-concatenation  # clang-only lint; the engine splits "\xNN" "text" on purpose

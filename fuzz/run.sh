@@ -7,13 +7,13 @@
 # Limits per input: -max_len below (each target also skips larger inputs itself), -timeout=10 s,
 # -rss_limit_mb=2048 (malloc_limit follows it); leaks are checked (-detect_leaks=1, ASan).
 DIR=$1; SECS=$2; shift 2
-[ $# -gt 0 ] || set -- gguf tokenizer jinja messages trace serve
+[ $# -gt 0 ] || set -- gguf tokenizer jinja messages trace serve grammar
 export E0_SHARED="${E0_SHARED:-../shared}"
 mkdir -p "$DIR/artifacts" "$DIR/logs"
 status=0; summary=""
 for t in "$@"; do
     case $t in
-        gguf) max=131072 ;; tokenizer) max=4096 ;; jinja) max=32768 ;; messages) max=8192 ;; trace) max=16384 ;; serve) max=8192 ;; *) max=4096 ;;
+        gguf) max=131072 ;; tokenizer) max=4096 ;; jinja) max=32768 ;; messages) max=8192 ;; trace) max=16384 ;; serve) max=8192 ;; grammar) max=8192 ;; *) max=4096 ;;
     esac
     dict=""; [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
     mkdir -p "$DIR/corpus/$t"

@@ -1,6 +1,6 @@
 /* seeds.c — builds the seed corpora of the fuzz targets from ../shared (never committed; `make
  * fuzz` runs it into $(BUILD)/fuzz/corpus):
- *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages,trace,serve}/NNNN
+ *   usage: fuzz_seeds SHARED OUTDIR    -> OUTDIR/{gguf,tokenizer,jinja,messages,trace,serve,grammar}/NNNN
  *   gguf       tiny synth models of every architecture (whole), and the first 4 KiB and 64 KiB of
  *              every GGUF in SHARED/golden and SHARED/tokenizer (header, metadata, tensor infos)
  *   tokenizer  the cases of SHARED/tokenizer/ *.inp for every vocabulary selector (text and
@@ -9,6 +9,7 @@
  *   messages   every case's messages (JSON mode) and its texts (text mode), per template
  *   trace      the first lines of every routing trace in SHARED/routing (header, a few steps),
  *              and a small hand-made one with weights and a missing layer
+ *   grammar    the JSON grammar and hand-made GBNF grammars, each with a text cut into pieces
  *   serve      request bodies of the kinds tests/test_serve.c sends (chat, completions, tokenize,
  *              detokenize; good and bad), every template case's messages as a chat request, and
  *              stop-string inputs
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "text/grammar.h"
 
 static const char *out_dir;
 static int n_written;
@@ -319,14 +321,29 @@ static void trace_seeds(const char *shared) {
     put("trace", t, sizeof t - 1, NULL, 0);
 }
 
+/* ---- grammar ---- */
+static void grammar_seeds(void) {
+    static const struct { const char *g, *text; } c[] = {
+        {NULL, "\x03{\"a\"\x01: [1,\x02 -2.5e3, \"x\\u00e9\"]}"},
+        {"root ::= \"[\" root \"]\" | [a-z]+ (\",\" [0-9]{1,3})?", "\x02[[ab\x03,12]]"},
+        {"root ::= (\"yes\" | \"no\") \"!\"? # answer\nws ::= [ \\t\\n]*", "\x02yes!"},
+        {"root ::= [^\\x00-\\x1F\"]* . [\\u00e9-\\U0001F600]", "\x01\xc3\xa9\x03\xf0\x9f\x98\x80"},
+        {"root ::= a b{2,} c?\na ::= \"x\"*\nb ::= [0-9]\nc ::= \"\" | \"z\"", "\x03xx12\x043z"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const char *g = c[i].g ? c[i].g : e0_grammar_json;
+        put("grammar", g, strlen(g) + 1, c[i].text, strlen(c[i].text)); /* the grammar's NUL separates the text */
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s SHARED OUTDIR\n", argv[0]);
         return 2;
     }
     out_dir = argv[2];
-    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages", "/trace", "/serve"};
-    for (int i = 0; i < 7; i++) {
+    static const char *targets[] = {"", "/gguf", "/tokenizer", "/jinja", "/messages", "/trace", "/serve", "/grammar"};
+    for (int i = 0; i < 8; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s%s", out_dir, targets[i]);
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
@@ -339,6 +356,7 @@ int main(int argc, char **argv) {
     template_seeds(argv[1]);
     trace_seeds(argv[1]);
     serve_seeds(argv[1]);
+    grammar_seeds();
     printf("fuzz_seeds: %d seed inputs in %s\n", n_written, out_dir);
     return 0;
 }

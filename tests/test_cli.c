@@ -337,6 +337,43 @@ static void test_logit_bias(void) {
     CHECK(sh(NULL, 0, err, sizeof err, "%s serve -m %s --port 0 -l 99999+1", bin, dense) == 1 && strstr(err, "vocabulary"));
 }
 
+/* --grammar / --grammar-file (llama.cpp's flags): run's and chat's output matches the grammar
+ * and stops when it is complete; bad grammars, both flags, a missing file and id mode are one
+ * error each. */
+static void test_grammar_flag(void) {
+    char out[4096], err[4096], gfile[PATH_MAX];
+    static const char g[] = "root ::= \"{\\\"n\\\": \" [1-9] [0-9]{0,2} \"}\"";
+    for (int seed = 1; seed <= 3; seed++) {
+        CHECK(sh(out, sizeof out, NULL, 0, "%s run -m %s -p x -n 40 --temp 1 -s %d --grammar '%s'", bin, chat_model, seed, g) == 0);
+        json_t *v = json_loads(out, 0, NULL);
+        json_int_t n = json_integer_value(json_object_get(v, "n"));
+        CHECKF(v && n >= 1 && n <= 999 && !strncmp(out, "{\"n\": ", 6), "seed %d: '%s'", seed, out);
+        json_decref(v);
+    }
+    snprintf(gfile, sizeof gfile, "%s/yesno.gbnf", dir);
+    FILE *f = fopen(gfile, "w");
+    if (f) fputs("# a comment\nroot ::= answer \"!\"\nanswer ::= \"yes\" | \"no\"\n", f), fclose(f);
+    CHECK(sh(out, sizeof out, NULL, 0, "%s run -m %s -p x -n 40 --temp 0.8 -s 2 --grammar-file %s", bin, chat_model, gfile) == 0);
+    CHECKF(!strcmp(out, "yes!") || !strcmp(out, "no!"), "'%s'", out);
+    CHECK(sh(out, sizeof out, NULL, 0, "printf 'a\\nb\\n' | %s chat -m %s -n 40 --temp 0.8 -s 2 --grammar-file %s", bin, chat_model,
+             gfile) == 0);
+    int answers = 0;
+    for (const char *p = out; (p = strstr(p, "!")); p++) answers += (p - out >= 3 && !strncmp(p - 3, "yes", 3)) || (p - out >= 2 && !strncmp(p - 2, "no", 2));
+    CHECKF(answers == 2, "chat: '%s'", out);
+    static const char *const bad[][2] = {
+        {"--grammar 'root ::= \"yes'", "--grammar: line 1, column 14: unterminated literal"},
+        {"--grammar 'root ::= a'", "undefined rule 'a'"},
+        {"--grammar 'x ::= \"y\"'", "no rule named 'root'"},
+        {"--grammar 'root ::= \"a\"' --grammar-file /dev/null", "not both"},
+        {"--grammar-file /nonexistent/g.gbnf", "/nonexistent/g.gbnf"},
+        {"--grammar 'root ::= \"a\"' --print-ids", "not --tokens / --print-ids"},
+    };
+    for (int i = 0; i < 6; i++) {
+        int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p x -n 4 %s", bin, chat_model, bad[i][0]);
+        CHECKF(rc == 1 && count_lines(err, "edge0-infer: ") == 1 && strstr(err, bad[i][1]), "%s: rc %d, %s", bad[i][0], rc, err);
+    }
+}
+
 /* info: name, tokenizer, BOS/EOS, chat template, and residency at the budget (as run decides). */
 static void test_info_more(void) {
     char out[8192];
@@ -483,6 +520,7 @@ int main(void) {
     RUN(test_predict_from_layer);
     RUN(test_llama_flags);
     RUN(test_logit_bias);
+    RUN(test_grammar_flag);
     RUN(test_info_more);
     RUN(test_bench_prompts);
     RUN(test_bench_breakdown);

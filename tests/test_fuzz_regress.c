@@ -30,6 +30,7 @@ static void fr_fail(const char *fmt, ...) {
 #include "../fuzz/fuzz_tokenizer.c"
 #include "../fuzz/fuzz_trace.c"
 #include "../fuzz/fuzz_serve.c"
+#include "../fuzz/fuzz_grammar.c"
 
 /* Every file of tests/fuzz-regress/<name>, sorted; the number replayed. */
 static int replay(const char *name, int (*one)(const uint8_t *, size_t)) {
@@ -77,6 +78,10 @@ static void test_replay_serve(void) {
     CHECK(fuzz_serve_init() == 0);
     CHECK(replay("serve", fuzz_serve_one) > 0);
 }
+static void test_replay_grammar(void) {
+    CHECK(fuzz_grammar_init() == 0);
+    CHECK(replay("grammar", fuzz_grammar_one) > 0);
+}
 static void test_replay_messages(void) {
     CHECK(fuzz_messages_init() == 0);
     CHECK(replay("messages", fuzz_messages_one) > 0);
@@ -108,6 +113,7 @@ int main(void) {
     RUN(test_replay_jinja);
     RUN(test_replay_messages);
     RUN(test_replay_trace);
+    RUN(test_replay_grammar);
     RUN(test_replay_serve);
     RUN(test_checks_can_fail);
     return T_DONE();

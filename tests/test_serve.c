@@ -6,7 +6,8 @@
  * not, stop strings, usage and cached tokens, /metrics against the requests made, every error
  * status (400 401 404 405 413 429 500 503; 500 from a model file cut short under a server streaming
  * its experts), tools through the chat template and tool calls in streams (the formatting itself
- * in test_serve_api), greedy ids equal to `run`'s alone and among 15 concurrent requests, and on
+ * in test_serve_api), grammars (GBNF `grammar`, response_format json_object, --grammar), greedy ids
+ * equal to `run`'s alone and among 15 concurrent requests, and on
  * every golden model (f32 KV) alone vs among 15 others, a long prompt cut by --prefill-budget while
  * others decode (and reused from the cache) replying as alone, stop strings across token boundaries,
  * seeds, /metrics counters against the usage reported, client disconnects freeing slots,
@@ -411,9 +412,14 @@ static void test_errors(void) {
         {"/v1/completions", "{\"prompt\":\"x\",\"echo\":true}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"best_of\":2}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"suffix\":\"end\"}", 400},
-        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\"}", 400},
-        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\"}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= root \\\"a\\\"\"}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":5}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\"}}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"xml\"}}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":\"json\"}", 400},
         {"/detokenize", "{\"tokens\":[-1]}", 400},
         {"/nothing", "{}", 404},
@@ -454,6 +460,94 @@ static void test_errors(void) {
     CHECKF(st >= 400 && st < 500, "oversize header: %d", st);
     /* the server is still fine */
     CHECK(http("GET", "/health", NULL, buf, sizeof buf) == 200);
+}
+
+/* The text of choice 0 of a response (malloc'd) and its finish_reason (into fin). */
+static char *text_of(const char *body, bool chat, char *fin, size_t fcap) {
+    json_t *c = choice0(body);
+    const char *t = json_string_value(chat ? json_object_get(json_object_get(c, "message"), "content") : json_object_get(c, "text"));
+    const char *f = json_string_value(json_object_get(c, "finish_reason"));
+    snprintf(fin, fcap, "%s", f ? f : "?");
+    char *r = t ? strdup(t) : NULL;
+    json_decref(c);
+    return r;
+}
+
+/* Grammars: llama-server's `grammar` (GBNF) and response_format json_object constrain the reply
+ * (random weights: without the grammar the reply is anything); it ends with "stop" once the
+ * grammar is complete, streamed as whole; serve --grammar is the default of requests that name
+ * no format. */
+static void test_grammar(void) {
+    char fin[32];
+    static const char *const grammar_req =
+        "{\"prompt\":\"x\",\"max_tokens\":60,\"temperature\":%s,\"seed\":%d,\"grammar\":\"root ::= \\\"{\\\\\\\"n\\\\\\\": \\\" [1-9] [0-9]{0,2} \\\"}\\\"\"%s}";
+    char req[1024], first[256] = "";
+    for (int seed = 1; seed <= 4; seed++) {
+        snprintf(req, sizeof req, grammar_req, seed == 1 ? "0" : "1.2", seed, "");
+        CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+        char *t = text_of(buf, false, fin, sizeof fin);
+        json_t *v = t ? json_loads(t, 0, NULL) : NULL;
+        json_int_t n = json_integer_value(json_object_get(v, "n"));
+        CHECKF(v && n >= 1 && n <= 999 && json_object_size(v) == 1 && !strcmp(fin, "stop") && t[1] == '"' && strstr(t, "\": "),
+               "%s", buf);
+        if (seed == 1 && t) snprintf(first, sizeof first, "%s", t);
+        json_decref(v), free(t);
+    }
+    /* streamed: the chunks put together are the whole reply */
+    snprintf(req, sizeof req, grammar_req, "0", 1, ",\"stream\":true");
+    CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
+    char joined[512] = "", last_fin[32] = "";
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "data: {", 7)) {
+            json_t *ch = choice0(line + 6);
+            const char *t = json_string_value(json_object_get(ch, "text")), *f = json_string_value(json_object_get(ch, "finish_reason"));
+            if (t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t);
+            if (f) snprintf(last_fin, sizeof last_fin, "%s", f);
+            json_decref(ch);
+        }
+    CHECKF(first[0] && !strcmp(joined, first) && !strcmp(last_fin, "stop"), "streamed '%s' vs '%s'", joined, first);
+    /* JSON mode, chat: a reply that ends is one JSON object; one cut by max_tokens is a prefix */
+    int ended = 0;
+    for (int seed = 1; seed <= 6; seed++) {
+        snprintf(req, sizeof req,
+                 "{\"messages\":[{\"role\":\"user\",\"content\":\"json please\"}],\"max_tokens\":400,\"temperature\":%s,"
+                 "\"seed\":%d,\"response_format\":{\"type\":\"json_object\"}}",
+                 seed & 1 ? "0.7" : "1.5", seed);
+        CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+        char *t = text_of(buf, true, fin, sizeof fin);
+        CHECKF(t && t[0] == '{', "%s", buf);
+        if (t && !strcmp(fin, "stop")) {
+            ended++;
+            json_error_t je;
+            json_t *v = json_loads(t, 0, &je);
+            CHECKF(json_is_object(v), "not a JSON object (%s): %s", je.text, t);
+            json_decref(v);
+        } else CHECKF(!strcmp(fin, "length"), "%s", buf);
+        free(t);
+    }
+    CHECKF(ended >= 1, "no JSON reply ended within 400 tokens");
+    /* the server's --grammar: requests without a format of their own get it */
+    char args[PATH_MAX + 256];
+    snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --grammar 'root ::= (\"yes\" | \"no\") \".\"'", model);
+    srv s;
+    CHECK(start(&s, "grammar", args) == 0);
+    for (int seed = 1; seed <= 3; seed++) {
+        snprintf(req, sizeof req, "{\"prompt\":\"x\",\"max_tokens\":20,\"temperature\":1,\"seed\":%d}", seed);
+        CHECK(http_x(s.url, "POST", "/v1/completions", req, NULL, buf, sizeof buf) == 200);
+        char *t = text_of(buf, false, fin, sizeof fin);
+        CHECKF(t && (!strcmp(t, "yes.") || !strcmp(t, "no.")) && !strcmp(fin, "stop"), "%s", buf);
+        free(t);
+    }
+    CHECK(http_x(s.url, "POST", "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":8,\"temperature\":0,\"ignore_eos\":true,\"grammar\":\"\"}",
+                 NULL, buf, sizeof buf) == 200);
+    char *t = text_of(buf, false, fin, sizeof fin);
+    CHECKF(t && strcmp(t, "yes.") && strcmp(t, "no.") && !strcmp(fin, "length"), "an empty grammar is free text: %s", buf);
+    free(t);
+    CHECK(stop(&s) == 0);
+    snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --grammar 'root ::= \"yes'", model);
+    char cmd[PATH_MAX * 2], out[1024];
+    snprintf(cmd, sizeof cmd, "%s serve %s --port 0 2>&1", bin, args);
+    CHECKF(t_sh(cmd, out, sizeof out) == 1 && strstr(out, "--grammar: line 1, column 14: unterminated literal"), "%s", out);
 }
 
 /* /metrics follows the requests made. */
@@ -1136,6 +1230,7 @@ int main(void) {
     RUN(test_stop);
     RUN(test_usage_and_cache);
     RUN(test_errors);
+    RUN(test_grammar);
     RUN(test_tools);
     RUN(test_metrics);
     RUN(test_openai_npm);

@@ -7,6 +7,7 @@
 #include "engine/load.h"
 #include "engine/sample.h"
 #include "base/util.h"
+#include "text/grammar.h"
 
 /* Each returns the process exit status. argv[0] is the command name. */
 int cmd_info(int argc, char **argv);
@@ -80,7 +81,8 @@ extern const char cli_model_flags_help[];
  * system prompt, a chat template file, verbosity. Use: cli_gen_init(&g); per argument
  * cli_gen_flag(&g, argc, argv, &i) (1: consumed with its value, 0: not one of these, -1: bad
  * value, message printed); after the model is loaded cli_gen_finish(&g, n_ctx); then
- * e0_sampler_new(&g.sp, ...) and gen_opts from n_predict / ignore_eos / stop / n_stop. */
+ * e0_sampler_new(&g.sp, ...) and gen_opts from n_predict / ignore_eos / stop / n_stop / grammar;
+ * cli_gen_free(&g) at the end. */
 #define CLI_MAX_STOP 16
 typedef struct cli_gen_flags {
     e0_sampler_params sp; /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n
@@ -93,12 +95,19 @@ typedef struct cli_gen_flags {
     const char *system;             /* -sys/--system-prompt/--system TEXT */
     const char *chat_template_file; /* --chat-template-file F: instead of the model's template */
     bool verbose;                   /* -v/--verbose */
+    const char *grammar_arg;        /* --grammar GBNF */
+    const char *grammar_file;       /* --grammar-file F */
+    char *grammar_text;             /* the grammar's text (cli_gen_finish; owned), NULL: none */
+    size_t grammar_len;
+    e0_grammar *grammar;            /* parsed by cli_gen_finish (owned) */
 } cli_gen_flags;
 void cli_gen_init(cli_gen_flags *g);
 int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i);
 /* The seed from the clock when -s was not given; --repeat-last-n -1 becomes the context size;
- * --logit-bias ids checked against the vocabulary (0, or 1 after printing the error). */
+ * --logit-bias ids checked against the vocabulary; --grammar / --grammar-file read and parsed
+ * (0, or 1 after printing the error). */
 int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab);
+void cli_gen_free(cli_gen_flags *g);
 /* Help lines for the flags cli_gen_flag takes (one flag per line, ending in a newline). */
 extern const char cli_gen_help[];
 

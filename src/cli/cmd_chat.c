@@ -198,7 +198,7 @@ static int chat_turn(chat *ch, const char *msg, size_t len, e0_err *e) {
     }
     if (ch->verbose) note("[prompt %d tokens, %d prefilled, %d reused from the cache]", n_tok, n_tok - keep, keep);
     gen_opts go = {.n_predict = ch->g->n_predict, .ignore_eos = ch->g->ignore_eos, .stop = ch->g->stop,
-                   .n_stop = ch->g->n_stop, .echo = true, .cancel = &g_interrupt};
+                   .n_stop = ch->g->n_stop, .echo = true, .cancel = &g_interrupt, .grammar = ch->g->grammar};
     /* Hybrid models keep their recurrent state only when the next prompt extends everything
      * evaluated, so the reply's evaluated ids count as cached too (the next render's prefix
      * comparison still decides what is reused). Other models trust only the prompt part. */
@@ -360,6 +360,7 @@ int cmd_chat(int argc, char **argv) {
     e0_sampler_free(ch.s);
     e0_tokenizer_free(tok);
     free(file_tmpl);
+    cli_gen_free(&g);
     cli_unload(&o);
     return status;
 }

@@ -125,6 +125,7 @@ static int run_ids(run_args *a) {
     int *ids = NULL, n = 0;
     if (a->tokens && cli_parse_ids("--tokens", a->tokens, &ids, &n, &e) < 0) return cli_error("%s", e.msg);
     int64_t n_gen = a->g.n_predict < 0 ? 16 : a->g.n_predict;
+    if (a->g.grammar_arg || a->g.grammar_file) return free(ids), cli_error("--grammar constrains text output, not --tokens / --print-ids");
     e0_model *m;
     e0_ctx *c;
     if (cli_load(&a->o, n + (int)n_gen, &m, &c)) return free(ids), 1;
@@ -257,7 +258,7 @@ int cmd_run(int argc, char **argv) {
     if (!status) {
         for (int i = 0; i < p.n; i++) e0_sampler_accept(s, p.ids[i]);
         gen_opts go = {.n_predict = a.g.n_predict, .ignore_eos = a.g.ignore_eos, .stop = a.g.stop, .n_stop = a.g.n_stop,
-                       .echo = true};
+                       .echo = true, .grammar = a.g.grammar};
         gen_result r;
         if (gen_run(c, tok, s, &go, &r, &e) < 0) status = cli_error("%s", e.msg);
         else {
@@ -277,6 +278,7 @@ int cmd_run(int argc, char **argv) {
     e0_sampler_free(s);
     e0_prompt_free(&p);
     e0_tokenizer_free(tok);
+    cli_gen_free(&a.g);
     cli_unload(&a.o);
     free(text);
     return status;

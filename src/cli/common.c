@@ -219,6 +219,8 @@ const char cli_gen_help[] =
     "  -s, --seed S         random seed (default: from the clock)\n"
     "  --stop TEXT          stop when TEXT is generated (repeatable, at most 16)\n"
     "  --ignore-eos         do not stop at end-of-generation tokens\n"
+    "  --grammar GBNF       the output must match this grammar (llama.cpp's GBNF; rule 'root')\n"
+    "  --grammar-file F     the same, from a file (e.g. llama.cpp's grammars/json.gbnf)\n"
     "  -sys, --system-prompt TEXT  a system message (also --system)\n"
     "  --chat-template-file F      a Jinja chat template instead of the model's\n"
     "  -v, --verbose        more detail on stderr\n";
@@ -233,13 +235,16 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
     static const char *const with_value[] = {"-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
                                              "--repeat-penalty", "--repeat-last-n", "--presence-penalty",
                                              "--frequency-penalty", "-s", "--seed", "--stop", "-sys",
-                                             "--system-prompt", "--system", "--chat-template-file", "-l", "--logit-bias"};
+                                             "--system-prompt", "--system", "--chat-template-file", "-l", "--logit-bias",
+                                             "--grammar", "--grammar-file"};
     bool known = false;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
     if (!known) return 0;
     if (!(v = cli_value(argc, argv, i))) return -1;
     if (!strcmp(f, "-sys") || !strcmp(f, "--system-prompt") || !strcmp(f, "--system")) g->system = v;
     else if (!strcmp(f, "--chat-template-file")) g->chat_template_file = v;
+    else if (!strcmp(f, "--grammar")) g->grammar_arg = v;
+    else if (!strcmp(f, "--grammar-file")) g->grammar_file = v;
     else if (!strcmp(f, "--stop")) {
         if (g->n_stop == CLI_MAX_STOP) return cli_error("at most %d --stop strings", CLI_MAX_STOP), -1;
         if (!*v) return cli_error("--stop needs a non-empty string"), -1;
@@ -294,7 +299,26 @@ int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab) {
         if (g->sp.bias[i].id >= n_vocab)
             return cli_error("--logit-bias: token %d is not in the model's vocabulary (0..%lld)", g->sp.bias[i].id,
                              (long long)n_vocab - 1);
+    if (g->grammar_arg && g->grammar_file) return cli_error("give --grammar or --grammar-file, not both");
+    e0_err e;
+    const char *what = g->grammar_file;
+    if (g->grammar_file && !(g->grammar_text = e0_read_file(g->grammar_file, E0_GRAMMAR_MAX_TEXT, &g->grammar_len, &e)))
+        return cli_error("%s", e.msg);
+    if (g->grammar_arg && !(g->grammar_text = strdup(g->grammar_arg))) return cli_error("out of memory");
+    if (g->grammar_arg) g->grammar_len = strlen(g->grammar_arg);
+    if (g->grammar_text && !(g->grammar = e0_grammar_parse(g->grammar_text, g->grammar_len, &e))) {
+        if (g->grammar_file) cli_error("%s: %s", what, e.msg);
+        else cli_error("--%s", e.msg); /* "--grammar: line L, column C: ..." */
+        return cli_gen_free(g), 1;
+    }
     return 0;
+}
+
+void cli_gen_free(cli_gen_flags *g) {
+    e0_grammar_free(g->grammar);
+    free(g->grammar_text);
+    g->grammar = NULL;
+    g->grammar_text = NULL;
 }
 
 char *cli_read_stdin(const char *cmd, size_t max, size_t *len) {

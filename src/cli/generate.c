@@ -46,13 +46,20 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
     e0_strbuf text = {0};
     size_t printed = 0;
     int rc = 0;
+    e0_gsampler *gs = o->grammar ? e0_gsampler_new(o->grammar, tok, V, e) : NULL;
+    if (o->grammar && !gs) rc = -1;
     double t0 = e0_now();
-    for (int64_t k = 0; o->n_predict < 0 || k < o->n_predict; k++) {
+    for (int64_t k = 0; rc == 0 && (o->n_predict < 0 || k < o->n_predict); k++) {
         if (o->cancel && *o->cancel) {
             r->cancelled = true;
             break;
         }
-        int id = e0_sample(s, e0_ctx_logits(c));
+        int id = gs ? e0_gsampler_sample(gs, s, e0_ctx_logits(c), e) : e0_sample(s, e0_ctx_logits(c));
+        if (id < 0) {
+            rc = -1;
+            break;
+        }
+        if (gs) e0_gsampler_accept(gs, id);
         if ((int64_t)id >= V) id = (int)(V - 1);
         e0_sampler_accept(s, id);
         r->n_generated++;
@@ -81,6 +88,10 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
             text.len = (size_t)stop_at;
             break;
         }
+        if (gs && e0_gsampler_must_end(gs)) {
+            r->grammar_done = true;
+            break;
+        }
         if (o->n_predict >= 0 && k + 1 >= o->n_predict) break;
         if (e0_ctx_pos(c) >= e0_ctx_n_ctx(c)) {
             r->context_full = true;
@@ -100,6 +111,7 @@ int gen_run(e0_ctx *c, const e0_tokenizer *tok, e0_sampler *s, const gen_opts *o
         if (o->echo && !cli_stdout_ok()) r->output_lost = true;
     }
     r->seconds = e0_now() - t0;
+    e0_gsampler_free(gs);
     e0_detok_free(&ds);
     if (!text.p) e0_sb_add(&text, "", 0);
     r->text = text.p;

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/sample.h"
+#include "text/grammar.h"
 #include "text/tokenizer.h"
 
 typedef struct gen_opts {
@@ -19,12 +20,14 @@ typedef struct gen_opts {
     const volatile sig_atomic_t *cancel; /* non-NULL: stop before the next token once *cancel is set */
     int32_t *record;    /* non-NULL: the generated ids that were evaluated into the context, in order */
     int record_cap;     /* room in record */
+    const e0_grammar *grammar; /* non-NULL: the output must match it (ends when it is complete) */
 } gen_opts;
 
 typedef struct gen_result {
     int n_generated;
     double seconds;     /* decode time */
     bool hit_eog, hit_stop, context_full;
+    bool grammar_done;  /* the grammar was complete and allowed nothing more */
     bool cancelled;     /* *o->cancel was set: the text so far is kept */
     bool output_lost;   /* echo: stdout failed (reader gone, disk full); generation stopped */
     char *text;         /* everything generated (stop string excluded), malloc'd */

@@ -187,6 +187,7 @@ int cmd_serve(int argc, char **argv) {
     else if (cli_gen_finish(&g, e0_ctx_n_ctx(c), m->hp.n_vocab)) status = 1;
     api.sp = g.sp;
     api.seed_fixed = g.seed_given; /* else a request without a seed gets one of its own */
+    api.grammar = g.grammar_text, api.grammar_len = g.grammar_len; /* parsed per request, which owns its grammar */
     if (!status && g.chat_template_file) {
         if (!(tmpl_file = e0_read_file(g.chat_template_file, 4u << 20, &api.tlen, &e))) status = cli_error("%s", e.msg);
         api.tmpl = tmpl_file;
@@ -217,6 +218,7 @@ int cmd_serve(int argc, char **argv) {
     srv_sched_free(sched);
     if (!status) fprintf(stderr, "serve: stopped\n");
     free(tmpl_file);
+    cli_gen_free(&g);
     e0_tokenizer_free(tok);
     cli_unload(&o);
     return status;

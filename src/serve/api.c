@@ -1,7 +1,8 @@
 /* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
  * Every field of a body is checked for its type and range before use; unknown fields are ignored
- * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, a
- * JSON response_format or grammar, echo, suffix, best_of) are refused. Tools: `tools` and the
+ * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, JSON
+ * schemas, echo, suffix, best_of) are refused. response_format json_object and llama-server's
+ * `grammar` (GBNF) constrain the output (text/grammar.h). Tools: `tools` and the
  * messages' tool fields go to the chat template as llama-server gives them with --jinja (a tool
  * call's JSON-string arguments as an object); a template that does not render them
  * (srv_api_probe) gets the request refused with 400 rather than silently dropping them. A reply
@@ -37,6 +38,7 @@ static int fail(srv_fail *f, int status, const char *fmt, ...) {
 void srv_job_free(srv_job *j) {
     free(j->ids);
     for (int i = 0; i < j->p.n_stop; i++) free(j->p.stop[i]);
+    e0_grammar_free(j->p.grammar);
     memset(j, 0, sizeof *j);
 }
 
@@ -135,23 +137,51 @@ static int parse_logit_bias(const srv_api *a, json_t *o, e0_sampler_params *sp, 
     return 0;
 }
 
-/* What the server cannot honour is refused, never ignored: output formats it cannot enforce
- * (no constrained decoding) and the completions options it does not implement. */
-static int refuse_unsupported(json_t *o, bool chat, srv_fail *f) {
+/* The output's form: response_format {"type": "json_object"} (the JSON grammar) or llama-server's
+ * `grammar` (GBNF) constrain it; a request with neither gets the server's --grammar; JSON schemas
+ * are refused. The grammar is checked here (400). */
+static int parse_format(const srv_api *a, json_t *o, srv_params *p, srv_fail *f) {
+    const char *text = NULL, *what = NULL;
+    size_t len = 0;
+    bool chosen = false; /* the request says which form (text is NULL when it asks for free text) */
     json_t *rf = json_object_get(o, "response_format");
     if (rf && !json_is_null(rf)) {
         const char *type = json_string_value(json_object_get(rf, "type"));
         if (!json_is_object(rf) || !type)
-            return fail(f, 400, "'response_format' must be {\"type\": \"text\"} (json_object and json_schema are not supported)");
-        if (strcmp(type, "text"))
-            return fail(f, 400, "'response_format' type '%.40s' is not supported: this server has no constrained decoding "
-                                "(ask for the format in the prompt)", type);
+            return fail(f, 400, "'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}");
+        json_t *schema = json_object_get(rf, "schema");
+        if (!strcmp(type, "json_schema") || (!strcmp(type, "json_object") && schema && !json_is_null(schema)))
+            return fail(f, 400, "JSON schemas are not supported: use response_format {\"type\": \"json_object\"} (any JSON "
+                                "object), or a GBNF 'grammar'");
+        chosen = true;
+        if (!strcmp(type, "json_object")) text = e0_grammar_json, len = strlen(e0_grammar_json), what = "response_format";
+        else if (strcmp(type, "text"))
+            return fail(f, 400, "'response_format' type '%.40s' is not one of text, json_object", type);
     }
-    static const char *const grammar[] = {"grammar", "json_schema"}; /* llama-server's */
-    for (int i = 0; i < 2; i++) {
-        json_t *g = json_object_get(o, grammar[i]);
-        if (g && !json_is_null(g)) return fail(f, 400, "'%s' is not supported: this server has no constrained decoding", grammar[i]);
+    json_t *js = json_object_get(o, "json_schema"); /* llama-server's */
+    if (js && !json_is_null(js))
+        return fail(f, 400, "'json_schema' is not supported: use response_format {\"type\": \"json_object\"}, or a GBNF 'grammar'");
+    json_t *g = json_object_get(o, "grammar");
+    if (g && !json_is_null(g)) {
+        if (!json_is_string(g)) return fail(f, 400, "'grammar' must be a string (GBNF)");
+        chosen = true;
+        if (json_string_length(g)) {
+            if (text) return fail(f, 400, "give either 'grammar' or a JSON 'response_format', not both");
+            text = json_string_value(g), len = json_string_length(g), what = "grammar";
+        }
     }
+    if (!chosen && a->grammar) text = a->grammar, len = a->grammar_len, what = "--grammar";
+    if (!text) return 0;
+    e0_err e = {0};
+    if (!(p->grammar = e0_grammar_parse(text, len, &e))) return fail(f, 400, "%s", e.msg); /* "grammar: line L, ..." */
+    e0_gmatch *m = e0_gmatch_new(p->grammar, &e); /* its start must fit the matcher's limits */
+    e0_gmatch_free(m);
+    if (!m) return fail(f, 400, "'%s': %s", what, e.msg);
+    return 0;
+}
+
+/* Fields this server cannot honour: a 400 rather than silently ignoring them. */
+static int refuse_unsupported(json_t *o, bool chat, srv_fail *f) {
     if (chat) return 0;
     bool echo = false;
     int64_t best_of = 1;
@@ -212,7 +242,8 @@ static int parse_common(const srv_api *a, json_t *o, srv_job *j, srv_fail *f) {
     int64_t nc = 1;
     if (get_int(o, "n", 1, 1 << 20, &nc, f) < 0) return -1;
     if (nc != 1) return fail(f, 400, "'n' other than 1 is not supported");
-    if (parse_logit_bias(a, o, &p->sp, f) < 0 || refuse_unsupported(o, j->chat, f) < 0) return -1;
+    if (parse_logit_bias(a, o, &p->sp, f) < 0 || refuse_unsupported(o, j->chat, f) < 0 || parse_format(a, o, p, f) < 0)
+        return -1;
     bool cache_prompt = true;
     if (get_bool(o, "stream", &j->stream, f) < 0 || get_bool(o, "ignore_eos", &p->ignore_eos, f) < 0 ||
         get_bool(o, "return_tokens", &j->return_tokens, f) < 0 || get_bool(o, "cache_prompt", &cache_prompt, f) < 0)

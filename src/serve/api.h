@@ -34,6 +34,8 @@ typedef struct srv_api {
     int64_t max_tokens;        /* default max_tokens (-1: until the end or the context is full) */
     double timeout;            /* seconds per request (0 = none) */
     bool seed_fixed;           /* sp.seed is for every request without one (-s given); else each draws its own */
+    const char *grammar;       /* GBNF for requests that ask for no format or grammar (--grammar), NULL: none */
+    size_t grammar_len;
     /* what /v1/models tells a harness about how the engine runs (edge0-bench compare checks it) */
     const char *model_path;
     uint64_t model_size;

@@ -177,7 +177,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cs,
         srv_job_free(&j);
         return send_error(h, c, 500, "server_error", "out of memory");
     }
-    j.p.n_stop = 0; /* the request owns the stop strings now */
+    j.p.n_stop = 0; /* the request owns the stop strings and the grammar now */
+    j.p.grammar = NULL;
     int rc = srv_submit(h->sched, r);
     if (rc != SRV_OK) {
         srv_release(h->sched, r);

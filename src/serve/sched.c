@@ -50,6 +50,7 @@ typedef struct slot {
     int n_done;           /* prompt tokens evaluated */
     int next;             /* the last sampled token, fed at the next step */
     e0_sampler *smp;
+    e0_gsampler *gs;      /* the request's grammar (NULL: none) */
     e0_detok_stream ds;
     e0_strbuf gen;        /* generated text before stop strings are cut */
     size_t released;      /* bytes of gen published to r->text */
@@ -97,6 +98,7 @@ srv_req *srv_req_new(const int *ids, int n, const srv_params *p) {
 
 static void req_free(srv_req *r) {
     for (int i = 0; i < r->p.n_stop; i++) free(r->p.stop[i]);
+    e0_grammar_free(r->p.grammar);
     free(r->prompt);
     free(r->text.p);
     free(r->ids);
@@ -220,6 +222,8 @@ static void slot_end(srv_sched *s, slot *sl, srv_finish why, const char *err) {
     sl->r = NULL;
     e0_sampler_free(sl->smp);
     sl->smp = NULL;
+    e0_gsampler_free(sl->gs);
+    sl->gs = NULL;
     e0_detok_free(&sl->ds);
     free(sl->gen.p);
     memset(&sl->gen, 0, sizeof sl->gen);
@@ -272,19 +276,34 @@ static int slot_start(srv_sched *s, slot *sl, srv_req *r, int lcp) {
         slot_end(s, sl, SRV_FINISH_ERROR, "out of memory");
         return -1;
     }
+    e0_err e = {0};
+    if (r->p.grammar && !(sl->gs = e0_gsampler_new(r->p.grammar, s->tok, s->n_vocab, &e))) {
+        slot_end(s, sl, SRV_FINISH_ERROR, e.msg);
+        return -1;
+    }
     for (int i = 0; i < r->n_prompt; i++) e0_sampler_accept(sl->smp, r->prompt[i]);
     s->st.prompt_tokens += (uint64_t)r->n_prompt;
     s->st.cached_tokens += (uint64_t)keep;
     return 0;
 }
 
-/* Worker, without mu: sl's logits are current; sample, detokenize, cut stop strings. Returns
- * the finish reason (NONE: go on, sl->next is the token to feed next). The new output is left
- * in sl (gen, released) and *id / *lp for publish(). */
-static srv_finish sample_one(srv_sched *s, slot *sl, int *id, srv_lp *lp, bool *has_lp, bool *oom) {
+/* Worker, without mu: sl's logits are current; sample (under the request's grammar), detokenize,
+ * cut stop strings. Returns the finish reason (NONE: go on, sl->next is the token to feed next).
+ * The new output is left in sl (gen, released) and *id / *lp for publish(); *failed: nothing to
+ * publish (err says why: out of memory, or the grammar found no token). */
+static srv_finish sample_one(srv_sched *s, slot *sl, int *id, srv_lp *lp, bool *has_lp, bool *failed, char *err,
+                             size_t errcap) {
     const srv_req *r = sl->r;
     const float *logits = e0_ctx_logits(sl->c);
-    int t = e0_sample(sl->smp, logits);
+    int t;
+    if (sl->gs) {
+        e0_err e = {0};
+        if ((t = e0_gsampler_sample(sl->gs, sl->smp, logits, &e)) < 0) {
+            snprintf(err, errcap, "%.250s", e.msg);
+            return *failed = true, SRV_FINISH_ERROR;
+        }
+        e0_gsampler_accept(sl->gs, t);
+    } else t = e0_sample(sl->smp, logits);
     if (t < 0 || (int64_t)t >= s->n_vocab) t = (int)(s->n_vocab - 1);
     e0_sampler_accept(sl->smp, t);
     *id = t;
@@ -294,13 +313,14 @@ static srv_finish sample_one(srv_sched *s, slot *sl, int *id, srv_lp *lp, bool *
     size_t n;
     if (!eog) {
         const char *piece = e0_detok_push(&sl->ds, t, &n);
-        if (!piece || e0_sb_add(&sl->gen, piece, n) < 0) return *oom = true, SRV_FINISH_ERROR;
+        if (!piece || e0_sb_add(&sl->gen, piece, n) < 0) return *failed = true, SRV_FINISH_ERROR;
     }
     int n_gen = r->n_gen + 1; /* with this token (only the worker writes r->n_gen) */
-    bool last = eog || (r->p.max_tokens >= 0 && n_gen >= r->p.max_tokens) || e0_ctx_pos(sl->c) >= s->n_ctx;
+    const bool complete = sl->gs && e0_gsampler_must_end(sl->gs); /* the grammar allows nothing more */
+    bool last = eog || complete || (r->p.max_tokens >= 0 && n_gen >= r->p.max_tokens) || e0_ctx_pos(sl->c) >= s->n_ctx;
     if (last) { /* whatever the detokenizer still holds belongs to the output */
         const char *tail = e0_detok_flush(&sl->ds, &n);
-        if (tail && n && e0_sb_add(&sl->gen, tail, n) < 0) return *oom = true, SRV_FINISH_ERROR;
+        if (tail && n && e0_sb_add(&sl->gen, tail, n) < 0) return *failed = true, SRV_FINISH_ERROR;
     }
     long stop_at;
     size_t upto = srv_stop_scan(sl->gen.p ? sl->gen.p : "", sl->gen.len, sl->released, r->p.stop, r->p.n_stop, &stop_at);
@@ -311,7 +331,7 @@ static srv_finish sample_one(srv_sched *s, slot *sl, int *id, srv_lp *lp, bool *
     }
     if (last) {
         sl->released = sl->gen.len; /* a held-back tail that never became a stop string */
-        return eog ? SRV_FINISH_STOP : SRV_FINISH_LENGTH;
+        return eog || complete ? SRV_FINISH_STOP : SRV_FINISH_LENGTH;
     }
     sl->next = t;
     return SRV_FINISH_NONE;
@@ -471,8 +491,8 @@ static void *worker_main(void *arg) {
                 if (sl->n_done < sl->r->n_prompt) continue; /* more prompt to go */
             }
             o->sampled = true;
-            o->fin = sample_one(s, sl, &o->id, &o->lp, &o->has_lp, &o->oom);
-            if (o->oom) snprintf(o->err, sizeof o->err, "out of memory");
+            o->fin = sample_one(s, sl, &o->id, &o->lp, &o->has_lp, &o->oom, o->err, sizeof o->err);
+            if (o->oom && !o->err[0]) snprintf(o->err, sizeof o->err, "out of memory");
         }
 
         pthread_mutex_lock(&s->mu);

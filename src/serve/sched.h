@@ -28,6 +28,7 @@
 
 #include "engine/load.h"
 #include "engine/sample.h"
+#include "text/grammar.h"
 #include "text/tokenizer.h"
 
 #define SRV_MAX_STOP 16
@@ -50,6 +51,7 @@ typedef struct srv_params {
     bool no_cache;        /* "cache_prompt": false (llama-server's name): reuse no cached prefix */
     char *stop[SRV_MAX_STOP]; /* owned (srv_req_free frees them) */
     int n_stop;
+    e0_grammar *grammar;  /* the output must match it (owned: srv_req_free frees it); NULL: free text */
     int top_logprobs;     /* < 0: no logprobs; else logprobs with this many alternatives (<= 20) */
     double deadline;      /* e0_now() after which the request is stopped; 0 = none */
 } srv_params;
@@ -66,7 +68,8 @@ typedef struct srv_lp {
 typedef struct srv_req srv_req;
 typedef struct srv_sched srv_sched;
 
-/* A request for prompt ids[0..n) (copied). NULL when out of memory. Takes ownership of p->stop. */
+/* A request for prompt ids[0..n) (copied). NULL when out of memory. Takes ownership of p->stop
+ * and p->grammar. */
 srv_req *srv_req_new(const int *ids, int n, const srv_params *p);
 
 typedef struct srv_sched_params {
