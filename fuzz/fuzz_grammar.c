@@ -4,7 +4,8 @@
  * against TEXT in pieces of 1..4 bytes (the first byte of each piece says how many follow, as
  * tokens would). Checked: a parse either gives a grammar or an error message; allows() agrees
  * with accept() and leaves the state as it was; a refused piece changes nothing; must_end
- * implies can_end; the limits keep every input fast. Inputs above FUZZ_GRAMMAR_MAX bytes are
+ * implies can_end; the limits keep every input fast (feeding stops at the first limit, as
+ * generation does). Inputs above FUZZ_GRAMMAR_MAX bytes are
  * skipped. */
 #include "fuzz_common.h"
 
@@ -41,6 +42,7 @@ int fuzz_grammar_one(const uint8_t *data, size_t size) {
         bool took = e0_gmatch_accept(m, (const char *)t, n);
         FUZZ_CHECK(took == allowed, "allows() said %d, accept() %d", allowed, took);
         if (!took) FUZZ_CHECK(e0_gmatch_can_end(m) == could_end, "a refused piece changed the state");
+        if (!took && e0_gmatch_overflow(m)) break; /* a limit: generation would stop with an error here */
         FUZZ_CHECK(!e0_gmatch_must_end(m) || e0_gmatch_can_end(m), "must_end without can_end");
         t += n;
     }

@@ -248,6 +248,13 @@ static void serve_seeds(const char *shared) {
         {1, "{\"prompt\":[[5,6,7]],\"max_tokens\":4000,\"ignore_eos\":true,\"temperature\":0,\"logprobs\":2,\"n_predict\":-1}"},
         {1, "{\"prompt\":[\"Hi there\"],\"max_tokens\":7,\"temperature\":0,\"ignore_eos\":true,\"logprobs\":0}"},
         {1, "{\"prompt\":[1,2,999999]}"},
+        {1, "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"{\\\" [a-z]{1,3} (\\\",\\\" | [^x])* \\\"}\\\"\"}"},
+        {0, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+            "{\"name\":\"p\",\"schema\":{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":[\"integer\",\"null\"]},"
+            "\"k\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":2}},\"required\":[\"v\"]}},"
+            "\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"enum\":[1,\"a\"]},{\"type\":\"string\",\"format\":\"date\",\"title\":\"t\"}]}}}}"},
+        {1, "{\"prompt\":\"x\",\"json_schema\":{\"properties\":{\"a\":{\"const\":[1]}},\"additionalProperties\":{\"minLength\":2,"
+            "\"maxLength\":3,\"type\":\"string\"}}}"},
         {1, "{\"prompt\":\"x\",\"stop\":[1]}"},
         {1, "{\"prompt\":\"<|im_start|>user<|im_end|>\",\"stop\":[\"\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\","
             "\"k\",\"l\",\"m\",\"n\",\"o\",\"p\"]}"},

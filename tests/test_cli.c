@@ -337,9 +337,9 @@ static void test_logit_bias(void) {
     CHECK(sh(NULL, 0, err, sizeof err, "%s serve -m %s --port 0 -l 99999+1", bin, dense) == 1 && strstr(err, "vocabulary"));
 }
 
-/* --grammar / --grammar-file (llama.cpp's flags): run's and chat's output matches the grammar
- * and stops when it is complete; bad grammars, both flags, a missing file and id mode are one
- * error each. */
+/* --grammar / --grammar-file / -j / -jf (llama.cpp's flags): run's and chat's output matches the
+ * grammar (or is JSON valid for the schema) and stops when it is complete; bad grammars and
+ * schemas, two of the flags, a missing file and id mode are one error each. */
 static void test_grammar_flag(void) {
     char out[4096], err[4096], gfile[PATH_MAX];
     static const char g[] = "root ::= \"{\\\"n\\\": \" [1-9] [0-9]{0,2} \"}\"";
@@ -360,15 +360,33 @@ static void test_grammar_flag(void) {
     int answers = 0;
     for (const char *p = out; (p = strstr(p, "!")); p++) answers += (p - out >= 3 && !strncmp(p - 3, "yes", 3)) || (p - out >= 2 && !strncmp(p - 2, "no", 2));
     CHECKF(answers == 2, "chat: '%s'", out);
+    /* -j / -jf: JSON valid for the schema */
+    static const char schema[] = "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},\"n\":{\"enum\":[1,2,3]}},"
+                                 "\"required\":[\"ok\",\"n\"],\"additionalProperties\":false}";
+    char sfile[PATH_MAX];
+    snprintf(sfile, sizeof sfile, "%s/schema.json", dir);
+    if ((f = fopen(sfile, "w"))) fputs(schema, f), fclose(f);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) CHECK(sh(out, sizeof out, NULL, 0, "%s run -m %s -p x -n 100 --temp 1 -s 5 -j '%s'", bin, chat_model, schema) == 0);
+        else CHECK(sh(out, sizeof out, NULL, 0, "%s run -m %s -p x -n 100 --temp 1 -s 6 --json-schema-file %s", bin, chat_model, sfile) == 0);
+        json_t *v = json_loads(out, 0, NULL);
+        json_int_t n = json_integer_value(json_object_get(v, "n"));
+        CHECKF(json_object_size(v) == 2 && json_is_boolean(json_object_get(v, "ok")) && n >= 1 && n <= 3, "'%s'", out);
+        json_decref(v);
+    }
     static const char *const bad[][2] = {
+        {"-j '{\"type\":\"string\",\"pattern\":\"a\"}'", "--json-schema: json schema: at the root: this keyword is not supported: pattern"},
+        {"-j '{bad'", "--json-schema: not JSON"},
+        {"-jf /nonexistent/s.json", "/nonexistent/s.json"},
+        {"-j '{}' --grammar 'root ::= \"a\"'", "give one of"},
         {"--grammar 'root ::= \"yes'", "--grammar: line 1, column 14: unterminated literal"},
         {"--grammar 'root ::= a'", "undefined rule 'a'"},
         {"--grammar 'x ::= \"y\"'", "no rule named 'root'"},
-        {"--grammar 'root ::= \"a\"' --grammar-file /dev/null", "not both"},
+        {"--grammar 'root ::= \"a\"' --grammar-file /dev/null", "give one of"},
         {"--grammar-file /nonexistent/g.gbnf", "/nonexistent/g.gbnf"},
         {"--grammar 'root ::= \"a\"' --print-ids", "not --tokens / --print-ids"},
     };
-    for (int i = 0; i < 6; i++) {
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh(NULL, 0, err, sizeof err, "%s run -m %s -p x -n 4 %s", bin, chat_model, bad[i][0]);
         CHECKF(rc == 1 && count_lines(err, "edge0-infer: ") == 1 && strstr(err, bad[i][1]), "%s: rc %d, %s", bad[i][0], rc, err);
     }

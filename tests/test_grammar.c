@@ -176,9 +176,10 @@ static void test_json(void) {
     e0_grammar *g = parse(e0_grammar_json);
     if (!g) return;
     static const char *ok[] = {"{}", "{\"a\": 1}", "{\"a\":[1,2.5,-3e10,true,null,{\"b\":\"x\\n\\u00e9\"}]}",
-                               "{\n  \"k\": \"v\"\n}", "{\"\": []}"};
+                               "{\n  \"k\": \"v\"\n}", "{\"\": []}", "{\"s\":\"\\ud83d\\ude00 \\u00e9\\/\"}"};
     static const char *no[] = {"[]", "{\"a\" 1}", "{'a': 1}", "{\"a\": 01}", "{\"a\": tru}", "{\"a\":\"\x01\"}",
-                               "{\"a\": 1,}", "{\"a\": NaN}", "{} x"};
+                               "{\"a\": 1,}", "{\"a\": NaN}", "{} x", "{\"s\":\"\\ud800\"}",
+                               "{\"s\":\"\\udc00\\ud800\"}", "{\"s\":\"\\u12\"}"};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) CHECKF(M(g, ok[i]), "'%s'", ok[i]);
     for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECKF(!M(g, no[i]), "'%s'", no[i]);
     /* random texts over JSON's characters: whatever the grammar accepts, jansson parses */

@@ -416,9 +416,12 @@ static void test_errors(void) {
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= root \\\"a\\\"\"}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":5}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}", 400},
-        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\"}}", 400},
-        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"string\",\"pattern\":\"a\"}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\"},\"grammar\":\"root ::= \\\"a\\\"\"}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":7}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\",\"schema\":{\"minimum\":1}}}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}", 400},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":{\"$ref\":\"#/x\"}}}}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"xml\"}}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":\"json\"}", 400},
         {"/detokenize", "{\"tokens\":[-1]}", 400},
@@ -526,6 +529,32 @@ static void test_grammar(void) {
         free(t);
     }
     CHECKF(ended >= 1, "no JSON reply ended within 400 tokens");
+    /* JSON schemas: OpenAI's response_format json_schema, llama-server's json_object + schema and
+     * its json_schema field; every reply that ends is valid for the schema */
+    static const char schema[] = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":6},"
+                                 "\"age\":{\"type\":\"integer\"},\"pet\":{\"enum\":[\"cat\",\"dog\"]}},"
+                                 "\"required\":[\"name\",\"age\",\"pet\"],\"additionalProperties\":false}";
+    int valid_replies = 0;
+    for (int form = 0; form < 3; form++)
+        for (int seed = 1; seed <= 3; seed++) {
+            char fmt[1024];
+            if (form == 0) snprintf(fmt, sizeof fmt, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":%s}}", schema);
+            else if (form == 1) snprintf(fmt, sizeof fmt, "\"response_format\":{\"type\":\"json_object\",\"schema\":%s}", schema);
+            else snprintf(fmt, sizeof fmt, "\"json_schema\":%s", schema);
+            snprintf(req, sizeof req, "{\"messages\":[{\"role\":\"user\",\"content\":\"a person\"}],\"max_tokens\":200,\"temperature\":1,"
+                     "\"seed\":%d,%s}", seed, fmt);
+            CHECK(http("POST", "/v1/chat/completions", req, buf, sizeof buf) == 200);
+            char *t = text_of(buf, true, fin, sizeof fin);
+            json_t *v = t && !strcmp(fin, "stop") ? json_loads(t, 0, NULL) : NULL;
+            const char *name = json_string_value(json_object_get(v, "name")), *pet = json_string_value(json_object_get(v, "pet"));
+            if (v) valid_replies++;
+            CHECKF(!strcmp(fin, "length") || (v && json_object_size(v) == 3 && name && strlen(name) <= 6 * 4 &&
+                                                json_is_integer(json_object_get(v, "age")) && pet &&
+                                                (!strcmp(pet, "cat") || !strcmp(pet, "dog"))),
+                   "form %d: %s", form, buf);
+            json_decref(v), free(t);
+        }
+    CHECKF(valid_replies >= 3, "only %d schema replies ended within 200 tokens", valid_replies);
     /* the server's --grammar: requests without a format of their own get it */
     char args[PATH_MAX + 256];
     snprintf(args, sizeof args, "-m %s -np 1 -c 1024 -t 1 --grammar 'root ::= (\"yes\" | \"no\") \".\"'", model);

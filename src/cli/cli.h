@@ -97,6 +97,8 @@ typedef struct cli_gen_flags {
     bool verbose;                   /* -v/--verbose */
     const char *grammar_arg;        /* --grammar GBNF */
     const char *grammar_file;       /* --grammar-file F */
+    const char *json_schema;        /* -j/--json-schema SCHEMA */
+    const char *json_schema_file;   /* -jf/--json-schema-file F */
     char *grammar_text;             /* the grammar's text (cli_gen_finish; owned), NULL: none */
     size_t grammar_len;
     e0_grammar *grammar;            /* parsed by cli_gen_finish (owned) */
@@ -104,8 +106,8 @@ typedef struct cli_gen_flags {
 void cli_gen_init(cli_gen_flags *g);
 int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i);
 /* The seed from the clock when -s was not given; --repeat-last-n -1 becomes the context size;
- * --logit-bias ids checked against the vocabulary; --grammar / --grammar-file read and parsed
- * (0, or 1 after printing the error). */
+ * --logit-bias ids checked against the vocabulary; --grammar / --grammar-file / -j / -jf read,
+ * turned into a grammar and parsed (0, or 1 after printing the error). */
 int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab);
 void cli_gen_free(cli_gen_flags *g);
 /* Help lines for the flags cli_gen_flag takes (one flag per line, ending in a newline). */

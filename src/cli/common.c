@@ -20,6 +20,7 @@
 #include "base/cpus.h"
 #include "cli.h"
 #include "quant/quant.h"
+#include "text/json_schema.h"
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
@@ -221,6 +222,9 @@ const char cli_gen_help[] =
     "  --ignore-eos         do not stop at end-of-generation tokens\n"
     "  --grammar GBNF       the output must match this grammar (llama.cpp's GBNF; rule 'root')\n"
     "  --grammar-file F     the same, from a file (e.g. llama.cpp's grammars/json.gbnf)\n"
+    "  -j, --json-schema S  the output must be JSON valid for this JSON schema (keywords it cannot\n"
+    "                       enforce, such as pattern or minimum, are refused)\n"
+    "  -jf, --json-schema-file F  the same, from a file\n"
     "  -sys, --system-prompt TEXT  a system message (also --system)\n"
     "  --chat-template-file F      a Jinja chat template instead of the model's\n"
     "  -v, --verbose        more detail on stderr\n";
@@ -236,7 +240,8 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
                                              "--repeat-penalty", "--repeat-last-n", "--presence-penalty",
                                              "--frequency-penalty", "-s", "--seed", "--stop", "-sys",
                                              "--system-prompt", "--system", "--chat-template-file", "-l", "--logit-bias",
-                                             "--grammar", "--grammar-file"};
+                                             "--grammar", "--grammar-file", "-j", "--json-schema", "-jf",
+                                             "--json-schema-file"};
     bool known = false;
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
     if (!known) return 0;
@@ -245,6 +250,8 @@ int cli_gen_flag(cli_gen_flags *g, int argc, char **argv, int *i) {
     else if (!strcmp(f, "--chat-template-file")) g->chat_template_file = v;
     else if (!strcmp(f, "--grammar")) g->grammar_arg = v;
     else if (!strcmp(f, "--grammar-file")) g->grammar_file = v;
+    else if (!strcmp(f, "-j") || !strcmp(f, "--json-schema")) g->json_schema = v;
+    else if (!strcmp(f, "-jf") || !strcmp(f, "--json-schema-file")) g->json_schema_file = v;
     else if (!strcmp(f, "--stop")) {
         if (g->n_stop == CLI_MAX_STOP) return cli_error("at most %d --stop strings", CLI_MAX_STOP), -1;
         if (!*v) return cli_error("--stop needs a non-empty string"), -1;
@@ -299,16 +306,30 @@ int cli_gen_finish(cli_gen_flags *g, int n_ctx, int64_t n_vocab) {
         if (g->sp.bias[i].id >= n_vocab)
             return cli_error("--logit-bias: token %d is not in the model's vocabulary (0..%lld)", g->sp.bias[i].id,
                              (long long)n_vocab - 1);
-    if (g->grammar_arg && g->grammar_file) return cli_error("give --grammar or --grammar-file, not both");
+    if (!!g->grammar_arg + !!g->grammar_file + !!g->json_schema + !!g->json_schema_file > 1)
+        return cli_error("give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
     e0_err e;
-    const char *what = g->grammar_file;
+    const char *what = g->grammar_file ? g->grammar_file : "--grammar";
     if (g->grammar_file && !(g->grammar_text = e0_read_file(g->grammar_file, E0_GRAMMAR_MAX_TEXT, &g->grammar_len, &e)))
         return cli_error("%s", e.msg);
     if (g->grammar_arg && !(g->grammar_text = strdup(g->grammar_arg))) return cli_error("out of memory");
     if (g->grammar_arg) g->grammar_len = strlen(g->grammar_arg);
+    if (g->json_schema || g->json_schema_file) { /* the schema's grammar */
+        what = g->json_schema_file ? g->json_schema_file : "--json-schema";
+        json_error_t je;
+        size_t n = 0;
+        char *file = g->json_schema_file ? e0_read_file(g->json_schema_file, E0_GRAMMAR_MAX_TEXT, &n, &e) : NULL;
+        if (g->json_schema_file && !file) return cli_error("%s", e.msg);
+        json_t *schema = file ? json_loadb(file, n, JSON_DECODE_ANY, &je) : json_loads(g->json_schema, JSON_DECODE_ANY, &je);
+        free(file);
+        if (!schema) return cli_error("%s: not JSON: %s (line %d, column %d)", what, je.text, je.line, je.column);
+        g->grammar_text = e0_json_schema_grammar(schema, &g->grammar_len, &e);
+        json_decref(schema);
+        if (!g->grammar_text) return cli_error("%s: %s", what, e.msg);
+    }
     if (g->grammar_text && !(g->grammar = e0_grammar_parse(g->grammar_text, g->grammar_len, &e))) {
-        if (g->grammar_file) cli_error("%s: %s", what, e.msg);
-        else cli_error("--%s", e.msg); /* "--grammar: line L, column C: ..." */
+        if (!strcmp(what, "--grammar")) cli_error("--%s", e.msg); /* "--grammar: line L, column C: ..." */
+        else cli_error("%s: %s", what, e.msg);
         return cli_gen_free(g), 1;
     }
     return 0;

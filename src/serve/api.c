@@ -1,8 +1,9 @@
 /* api.c — request parsing and response building of the OpenAI-compatible API (see api.h).
  * Every field of a body is checked for its type and range before use; unknown fields are ignored
- * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, JSON
- * schemas, echo, suffix, best_of) are refused. response_format json_object and llama-server's
- * `grammar` (GBNF) constrain the output (text/grammar.h). Tools: `tools` and the
+ * (clients send many), fields we cannot honour (n > 1, non-text content, a forced tool call, echo,
+ * suffix, best_of, schema keywords the grammar would not enforce) are refused. response_format
+ * json_object / json_schema and llama-server's `json_schema` and `grammar` (GBNF) constrain the
+ * output (text/grammar.h, text/json_schema.h). Tools: `tools` and the
  * messages' tool fields go to the chat template as llama-server gives them with --jinja (a tool
  * call's JSON-string arguments as an object); a template that does not render them
  * (srv_api_probe) gets the request refused with 400 rather than silently dropping them. A reply
@@ -20,6 +21,7 @@
 #include "base/strbuf.h"
 #include "serve/output.h"
 #include "text/jinja/jinja.h"
+#include "text/json_schema.h"
 #include "text/prompt.h"
 
 #define MAX_STOP_BYTES 1024
@@ -137,46 +139,55 @@ static int parse_logit_bias(const srv_api *a, json_t *o, e0_sampler_params *sp, 
     return 0;
 }
 
-/* The output's form: response_format {"type": "json_object"} (the JSON grammar) or llama-server's
- * `grammar` (GBNF) constrain it; a request with neither gets the server's --grammar; JSON schemas
- * are refused. The grammar is checked here (400). */
+/* The output's form: response_format {"type": "json_object"} (any JSON object, or llama-server's
+ * "schema" in it), {"type": "json_schema", "json_schema": {"schema": ...}} (OpenAI's structured
+ * output), llama-server's `json_schema` and `grammar` (GBNF) constrain it; a request with none of
+ * them gets the server's --grammar. The grammar is made and checked here (400). */
 static int parse_format(const srv_api *a, json_t *o, srv_params *p, srv_fail *f) {
     const char *text = NULL, *what = NULL;
     size_t len = 0;
     bool chosen = false; /* the request says which form (text is NULL when it asks for free text) */
+    const json_t *schema = NULL;
+    int n_forms = 0;
     json_t *rf = json_object_get(o, "response_format");
     if (rf && !json_is_null(rf)) {
         const char *type = json_string_value(json_object_get(rf, "type"));
         if (!json_is_object(rf) || !type)
-            return fail(f, 400, "'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}");
-        json_t *schema = json_object_get(rf, "schema");
-        if (!strcmp(type, "json_schema") || (!strcmp(type, "json_object") && schema && !json_is_null(schema)))
-            return fail(f, 400, "JSON schemas are not supported: use response_format {\"type\": \"json_object\"} (any JSON "
-                                "object), or a GBNF 'grammar'");
+            return fail(f, 400, "'response_format' must be {\"type\": \"text\" | \"json_object\" | \"json_schema\", ...}");
         chosen = true;
-        if (!strcmp(type, "json_object")) text = e0_grammar_json, len = strlen(e0_grammar_json), what = "response_format";
-        else if (strcmp(type, "text"))
-            return fail(f, 400, "'response_format' type '%.40s' is not one of text, json_object", type);
+        json_t *sc = json_object_get(rf, "schema");
+        if (!strcmp(type, "json_schema")) {
+            json_t *js = json_object_get(rf, "json_schema");
+            if (!json_is_object(js) || !(sc = json_object_get(js, "schema")))
+                return fail(f, 400, "'response_format' json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}");
+            schema = sc, what = "response_format", n_forms++;
+        } else if (!strcmp(type, "json_object")) {
+            if (sc && !json_is_null(sc)) schema = sc;
+            else text = e0_grammar_json, len = strlen(e0_grammar_json);
+            what = "response_format", n_forms++;
+        } else if (strcmp(type, "text"))
+            return fail(f, 400, "'response_format' type '%.40s' is not one of text, json_object, json_schema", type);
     }
     json_t *js = json_object_get(o, "json_schema"); /* llama-server's */
-    if (js && !json_is_null(js))
-        return fail(f, 400, "'json_schema' is not supported: use response_format {\"type\": \"json_object\"}, or a GBNF 'grammar'");
+    if (js && !json_is_null(js)) schema = js, what = "json_schema", chosen = true, n_forms++;
     json_t *g = json_object_get(o, "grammar");
     if (g && !json_is_null(g)) {
         if (!json_is_string(g)) return fail(f, 400, "'grammar' must be a string (GBNF)");
         chosen = true;
-        if (json_string_length(g)) {
-            if (text) return fail(f, 400, "give either 'grammar' or a JSON 'response_format', not both");
-            text = json_string_value(g), len = json_string_length(g), what = "grammar";
-        }
+        if (json_string_length(g)) text = json_string_value(g), len = json_string_length(g), what = "grammar", n_forms++;
     }
-    if (!chosen && a->grammar) text = a->grammar, len = a->grammar_len, what = "--grammar";
-    if (!text) return 0;
+    if (n_forms > 1) return fail(f, 400, "give one of 'grammar', 'json_schema' and a JSON 'response_format'");
     e0_err e = {0};
-    if (!(p->grammar = e0_grammar_parse(text, len, &e))) return fail(f, 400, "%s", e.msg); /* "grammar: line L, ..." */
+    char *made = NULL;
+    if (schema && !(text = made = e0_json_schema_grammar(schema, &len, &e))) return fail(f, 400, "'%s': %s", what, e.msg);
+    if (!chosen && a->grammar) text = a->grammar, len = a->grammar_len;
+    if (!text) return 0;
+    p->grammar = e0_grammar_parse(text, len, &e);
+    free(made);
+    if (!p->grammar) return fail(f, 400, "%s", e.msg); /* "grammar: line L, ..." */
     e0_gmatch *m = e0_gmatch_new(p->grammar, &e); /* its start must fit the matcher's limits */
     e0_gmatch_free(m);
-    if (!m) return fail(f, 400, "'%s': %s", what, e.msg);
+    if (!m) return fail(f, 400, "%s", e.msg);
     return 0;
 }
 

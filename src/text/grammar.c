@@ -459,7 +459,8 @@ e0_grammar *e0_grammar_parse(const char *text, size_t len, e0_err *e) {
     return g;
 }
 
-/* llama.cpp's grammars/json.gbnf, with exponents of any digits (its [0-9] [1-9]{0,15} refuses e10) */
+/* llama.cpp's grammars/json.gbnf, with exponents of any digits (its [0-9] [1-9]{0,15} refuses e10),
+ * the escape \/ and \u escapes that are characters (no lone surrogates) */
 const char e0_grammar_json[] =
     "root   ::= object\n"
     "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
@@ -476,8 +477,11 @@ const char e0_grammar_json[] =
     "string ::=\n"
     "  \"\\\"\" (\n"
     "    [^\"\\\\\\x7F\\x00-\\x1F] |\n"
-    "    \"\\\\\" ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4}) # escapes\n"
+    "    \"\\\\\" ([\"\\\\/bfnrt] | \"u\" hex4) # escapes\n"
     "  )* \"\\\"\" ws\n"
     "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? ([eE] [-+]? [0-9]{1,16})? ws\n"
+    "# a character, or a surrogate pair (a lone surrogate is not Unicode)\n"
+    "hex4 ::= [0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} |\n"
+    "  [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2}\n"
     "# Optional space: by convention, applied in this grammar after literal chars when allowed\n"
     "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";

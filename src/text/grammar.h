@@ -19,7 +19,8 @@
  *                draw again), end-of-generation tokens only where the grammar may end
  *
  * Everything is bounded: grammar text and size, stack depth and count, the work of one character
- * (E0_GRAMMAR_MAX_*); a text that would exceed them fails with one error instead of growing. */
+ * and of one token's choice (E0_GRAMMAR_MAX_*); a text that would exceed them fails with one error
+ * instead of growing. */
 #ifndef E0_GRAMMAR_H
 #define E0_GRAMMAR_H
 
@@ -35,7 +36,8 @@
 #define E0_GRAMMAR_MAX_ELEMENTS (1u << 20)  /* elements after repetitions are expanded */
 #define E0_GRAMMAR_MAX_STACKS 4096          /* parse stacks alive at once (an ambiguous grammar) */
 #define E0_GRAMMAR_MAX_DEPTH 2048           /* positions on one stack (nesting) */
-#define E0_GRAMMAR_MAX_WORK (1u << 18)      /* rule expansions for one character (nullable chains) */
+#define E0_GRAMMAR_MAX_WORK (1u << 16)      /* work for one character: rule expansions + positions copied / 32 */
+#define E0_GRAMMAR_MAX_MASK_WORK (1ull << 27) /* work for one token's choice (every token tried) */
 
 typedef struct e0_grammar e0_grammar;
 
@@ -61,6 +63,8 @@ bool e0_gmatch_must_end(const e0_gmatch *m);
 /* The last allows / accept was refused because a limit (E0_GRAMMAR_MAX_*) was hit, not by the
  * grammar (the state is unchanged either way). */
 bool e0_gmatch_overflow(const e0_gmatch *m);
+/* The work done so far (units of E0_GRAMMAR_MAX_WORK), to bound a sequence of tries. */
+uint64_t e0_gmatch_work(const e0_gmatch *m);
 
 typedef struct e0_gsampler e0_gsampler;
 e0_gsampler *e0_gsampler_new(const e0_grammar *g, const e0_tokenizer *tok, int64_t n_vocab, e0_err *e);

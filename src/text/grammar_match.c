@@ -31,7 +31,8 @@ struct e0_gmatch {
     uint32_t pval;        /* partial UTF-8 character: bits so far */
     int prem;             /* its bytes still to come (0: none) */
     int plen;             /* its length (1..4) */
-    size_t work;          /* expansions in this step (E0_GRAMMAR_MAX_WORK) */
+    size_t work;          /* work in this step (E0_GRAMMAR_MAX_WORK): expansions + positions copied / 32 */
+    uint64_t work_total;  /* the same, over the matcher's life (e0_gmatch_work) */
     bool overflow;
 };
 
@@ -122,7 +123,9 @@ static void expand(e0_gmatch *m, gset *dst, size_t base, size_t len, int depth) 
         set_add(m, dst, NULL, 0);
         return;
     }
-    if (len > E0_GRAMMAR_MAX_DEPTH || depth > E0_GRAMMAR_MAX_DEPTH || ++m->work > E0_GRAMMAR_MAX_WORK) {
+    size_t units = 1 + (len >> 5);
+    m->work += units, m->work_total += units;
+    if (len > E0_GRAMMAR_MAX_DEPTH || depth > E0_GRAMMAR_MAX_DEPTH || m->work > E0_GRAMMAR_MAX_WORK) {
         m->overflow = true;
         return;
     }
@@ -324,4 +327,6 @@ bool e0_gmatch_can_end(const e0_gmatch *m) {
 bool e0_gmatch_must_end(const e0_gmatch *m) { return m->prem == 0 && m->cur.n == 1 && m->cur.len[0] == 0; }
 
 bool e0_gmatch_overflow(const e0_gmatch *m) { return m->overflow; }
+
+uint64_t e0_gmatch_work(const e0_gmatch *m) { return m->work_total; }
 

@@ -63,7 +63,11 @@ int e0_gsampler_sample(e0_gsampler *gs, e0_sampler *s, const float *logits, e0_e
         first[b] = e0_gmatch_allows(gs->m, &c, 1);
     }
     const bool can_end = e0_gmatch_can_end(gs->m);
+    const uint64_t work0 = e0_gmatch_work(gs->m);
     for (int64_t id = 0; id < gs->n_vocab; id++) {
+        if ((id & 1023) == 0 && e0_gmatch_work(gs->m) - work0 > E0_GRAMMAR_MAX_MASK_WORK)
+            return e0_fail(e, "grammar: choosing one token took more than %llu units of work (the grammar is too ambiguous)",
+                           (unsigned long long)E0_GRAMMAR_MAX_MASK_WORK);
         bool ok;
         if (e0_tok_is_eog(gs->tok, (int32_t)id)) ok = can_end;
         else {

@@ -1,0 +1,264 @@
+/* test_json_schema.c — JSON schemas as grammars: every text the grammar accepts as a whole, found by
+ * random walks through it, is JSON that a small validator (below) finds valid for the schema;
+ * hand-written valid and invalid texts; unsupported keywords and bad schemas are one error each. */
+#include "text/grammar.h"
+#include "text/json_schema.h"
+#include "t.h"
+
+static const json_t *g_root;
+
+static size_t cps(const char *s) { /* code points of a UTF-8 string */
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static const json_t *deref(const char *ref) {
+    const json_t *n = g_root;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", ref + 1);
+    for (char *tok = strtok(buf, "/"); tok && n; tok = strtok(NULL, "/")) n = json_object_get(n, tok);
+    return n;
+}
+
+/* The subset of JSON Schema that e0_json_schema_grammar supports. */
+static bool valid(const json_t *s, const json_t *v) {
+    if (json_is_true(s) || !json_object_size(s)) return true;
+    const json_t *x;
+    if ((x = json_object_get(s, "$ref"))) return valid(deref(json_string_value(x)), v);
+    if ((x = json_object_get(s, "allOf"))) return valid(json_array_get(x, 0), v);
+    if ((x = json_object_get(s, "anyOf")) || (x = json_object_get(s, "oneOf"))) {
+        for (size_t i = 0; i < json_array_size(x); i++)
+            if (valid(json_array_get(x, i), v)) return true;
+        return false;
+    }
+    if ((x = json_object_get(s, "const"))) return json_equal(x, v);
+    if ((x = json_object_get(s, "enum"))) {
+        for (size_t i = 0; i < json_array_size(x); i++)
+            if (json_equal(json_array_get(x, i), v)) return true;
+        return false;
+    }
+    const json_t *type = json_object_get(s, "type");
+    if (json_is_array(type)) {
+        for (size_t i = 0; i < json_array_size(type); i++) {
+            json_t *one = json_deep_copy(s);
+            json_object_set(one, "type", json_array_get(type, i));
+            bool ok = valid(one, v);
+            json_decref(one);
+            if (ok) return true;
+        }
+        return false;
+    }
+    const char *t = json_string_value(type);
+    if (!t && json_object_get(s, "properties")) t = "object";
+    if (!t && json_object_get(s, "items")) t = "array";
+    if (!t) return true;
+    if (!strcmp(t, "null")) return json_is_null(v);
+    if (!strcmp(t, "boolean")) return json_is_boolean(v);
+    if (!strcmp(t, "integer")) return json_is_integer(v);
+    if (!strcmp(t, "number")) return json_is_number(v);
+    if (!strcmp(t, "string")) {
+        if (!json_is_string(v)) return false;
+        size_t n = cps(json_string_value(v));
+        const json_t *lo = json_object_get(s, "minLength"), *hi = json_object_get(s, "maxLength");
+        const char *f = json_string_value(json_object_get(s, "format")), *sv = json_string_value(v);
+        if (f && !strcmp(f, "uuid") && (n != 36 || sv[8] != '-' || sv[23] != '-')) return false;
+        if (f && !strcmp(f, "date") && (n != 10 || sv[4] != '-' || sv[7] != '-')) return false;
+        if (f && !strcmp(f, "date-time") && (n < 19 || sv[10] != 'T')) return false;
+        return (!lo || n >= (size_t)json_integer_value(lo)) && (!hi || n <= (size_t)json_integer_value(hi));
+    }
+    if (!strcmp(t, "array")) {
+        if (!json_is_array(v)) return false;
+        const json_t *lo = json_object_get(s, "minItems"), *hi = json_object_get(s, "maxItems"), *items = json_object_get(s, "items");
+        size_t n = json_array_size(v);
+        if ((lo && n < (size_t)json_integer_value(lo)) || (hi && n > (size_t)json_integer_value(hi))) return false;
+        for (size_t i = 0; items && i < n; i++)
+            if (!valid(items, json_array_get(v, i))) return false;
+        return true;
+    }
+    if (!json_is_object(v)) return false;
+    const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+    const json_t *add = json_object_get(s, "additionalProperties");
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (!json_object_get(v, json_string_value(json_array_get(req, i)))) return false;
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)v, k, val) {
+        const json_t *ps = json_object_get(props, k);
+        if (ps ? !valid(ps, val) : (json_is_false(add) || (json_is_object(add) && !valid(add, val)))) return false;
+    }
+    return true;
+}
+
+static e0_grammar *grammar_of(const char *schema_text, json_t **schema) {
+    json_error_t je;
+    *schema = json_loads(schema_text, 0, &je);
+    CHECKF(*schema, "schema JSON: %s", je.text);
+    e0_err e = {0};
+    size_t len;
+    char *text = *schema ? e0_json_schema_grammar(*schema, &len, &e) : NULL;
+    CHECKF(text, "%s: %s", schema_text, e.msg);
+    e0_grammar *g = text ? e0_grammar_parse(text, len, &e) : NULL;
+    CHECKF(!text || g, "%s\n%s", e.msg, text);
+    free(text);
+    return g;
+}
+
+static bool whole(e0_grammar *g, const char *text) {
+    e0_err e = {0};
+    e0_gmatch *m = e0_gmatch_new(g, &e);
+    bool ok = m && e0_gmatch_accept(m, text, strlen(text)) && e0_gmatch_can_end(m);
+    e0_gmatch_free(m);
+    return ok;
+}
+
+/* Random walks: each step takes a random character the grammar allows (structure first when the
+ * text grows), until the grammar must end, or may end and a coin says so. */
+static int walk(e0_grammar *g, const json_t *schema, unsigned seed, int walks) {
+    static const char alpha[] = " \n\"{}[],:-.+0123456789abcdefghijklmnopqrstuvwxyzETZ~/\\\xc3\xa9";
+    static const char closing[] = "\"}],0123456789e";
+    e0_err e = {0};
+    e0_gmatch *m = e0_gmatch_new(g, &e);
+    int complete = 0;
+    for (int w = 0; w < walks && m; w++) {
+        char text[2048];
+        size_t n = 0;
+        e0_gmatch_reset(m);
+        bool done = false;
+        while (n + 2 < sizeof text && !done) {
+            char opts[sizeof alpha];
+            int k = 0;
+            seed = seed * 1103515245u + 12345u;
+            bool close = n > 60 && (seed >> 16) % 4 != 0;
+            const char *from = close ? closing : alpha;
+            for (const char *c = from; *c; c++) {
+                if (*c == '\xc3') { /* é as one piece */
+                    if (e0_gmatch_allows(m, "\xc3\xa9", 2)) opts[k++] = *c;
+                    c++;
+                } else if (e0_gmatch_allows(m, c, 1)) opts[k++] = *c;
+            }
+            if (!k && close) continue;
+            if (!k) break;
+            seed = seed * 1103515245u + 12345u;
+            char c = opts[(seed >> 16) % (unsigned)k];
+            if (c == '\xc3') e0_gmatch_accept(m, "\xc3\xa9", 2), text[n++] = c, text[n++] = '\xa9';
+            else e0_gmatch_accept(m, &c, 1), text[n++] = c;
+            seed = seed * 1103515245u + 12345u;
+            done = e0_gmatch_must_end(m) || (e0_gmatch_can_end(m) && (seed >> 16) % 3 == 0);
+        }
+        if (!done) continue;
+        text[n] = 0;
+        complete++;
+        json_error_t je;
+        json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+        CHECKF(v || strstr(je.text, "real number overflow"), "not JSON (%s): %s", je.text, text);
+        g_root = schema;
+        CHECKF(!v || valid(schema, v), "not valid for the schema: %s", text);
+        json_decref(v);
+    }
+    e0_gmatch_free(m);
+    return complete;
+}
+
+static void test_walks(void) {
+    static const char *const schemas[] = {
+        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},\"age\":{\"type\":\"integer\"},"
+        "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"a\",\"b c\",\"\\\"q\\\"\"]},\"minItems\":1,\"maxItems\":3},"
+        "\"ok\":{\"type\":\"boolean\"},\"nick\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"name\",\"age\"],"
+        "\"additionalProperties\":false,\"title\":\"Person\",\"description\":\"ignored\"}",
+        "{\"anyOf\":[{\"const\":{\"k\":[1,2]}},{\"enum\":[1,\"x\",null,true]},{\"type\":\"number\"}]}",
+        "{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"kids\":{\"type\":\"array\","
+        "\"items\":{\"$ref\":\"#/$defs/node\"},\"maxItems\":2}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/node\"}",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}},\"additionalProperties\":{\"type\":\"integer\"}}",
+        "{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"},\"u\":{\"type\":\"string\","
+        "\"format\":\"uuid\"},\"t\":{\"type\":\"string\",\"format\":\"date-time\"}},\"required\":[\"d\",\"u\",\"t\"]}",
+        "{}",
+        "{\"type\":\"object\"}",
+        "{\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"allOf\":[{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}]}}}",
+        "{\"type\":\"array\",\"items\":{\"type\":[\"integer\",\"boolean\"]},\"minItems\":2,\"maxItems\":4}",
+        "{\"type\":\"object\",\"properties\":{\"x/y~\":{\"const\":\"\\u00e9\\n\"}},\"required\":[\"x/y~\"],\"additionalProperties\":true}",
+    };
+    for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
+        json_t *schema;
+        e0_grammar *g = grammar_of(schemas[i], &schema);
+        if (g) {
+            int n = walk(g, schema, (unsigned)i * 7919u + 1, 300);
+            CHECKF(n >= 20, "schema %zu: only %d complete texts", i, n);
+        }
+        e0_grammar_free(g);
+        json_decref(schema);
+    }
+}
+
+static void test_texts(void) {
+    json_t *schema;
+    e0_grammar *g = grammar_of("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},"
+                               "\"pet\":{\"enum\":[\"cat\",\"dog\"]}},\"required\":[\"name\"],\"additionalProperties\":false}",
+                               &schema);
+    if (g) {
+        static const char *const yes[] = {"{\"name\": \"Al\"}", "{\"name\":\"Al\",\"age\":3}", "{\"name\":\"\",\"pet\":\"dog\"}",
+                                          "{\n  \"name\": \"x\",\n  \"age\": -12,\n  \"pet\": \"cat\"\n}"};
+        static const char *const no[] = {"{}", "{\"age\":3}", "{\"age\":3,\"name\":\"Al\"}", "{\"name\":\"Al\",\"pet\":\"cow\"}",
+                                         "{\"name\":\"Al\",\"age\":3.5}", "{\"name\":\"Al\",\"x\":1}", "{\"name\":\"Al\",}", "[]"};
+        for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECKF(whole(g, yes[i]), "%s", yes[i]);
+        for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECKF(!whole(g, no[i]), "%s", no[i]);
+    }
+    e0_grammar_free(g);
+    json_decref(schema);
+}
+
+static void test_refused(void) {
+    static const struct {
+        const char *schema, *msg;
+    } bad[] = {
+        {"{\"type\":\"string\",\"pattern\":\"^a\"}", "at the root: this keyword is not supported: pattern"},
+        {"{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}", "at properties.n: this keyword is not supported: minimum"},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"email\"}}", "at items: this string format is not supported: email"},
+        {"{\"$ref\":\"http://x/y.json\"}", "only local $refs"},
+        {"{\"$ref\":\"#/$defs/none\"}", "$ref to nothing: #/$defs/none"},
+        {"{\"properties\":{\"a\":{}},\"required\":[\"b\"]}", "a required property is not in 'properties': b"},
+        {"{\"type\":\"text\"}", "unknown type: text"},
+        {"{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "maxItems < minItems"},
+        {"{\"type\":\"array\",\"maxItems\":100000}", "maxItems must be an integer from 0 to 10000"},
+        {"{\"allOf\":[{},{}]}", "allOf is supported only with one schema"},
+        {"{\"enum\":[]}", "enum must be a non-empty list"},
+        {"{\"type\":5}", "type must be a string"},
+        {"false", "a schema must be an object or true"},
+        {"{\"not\":{}}", "not supported: not"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *s = json_loads(bad[i].schema, JSON_DECODE_ANY, NULL);
+        e0_err e = {0};
+        size_t len;
+        char *text = e0_json_schema_grammar(s, &len, &e);
+        CHECKF(!text && strstr(e.msg, bad[i].msg), "%s: got '%s'", bad[i].schema, text ? text : e.msg);
+        free(text);
+        json_decref(s);
+    }
+    /* 70 nested arrays: the depth limit */
+    char deep[4096] = "";
+    for (int i = 0; i < 70; i++) strcat(deep, "{\"items\":");
+    strcat(deep, "{}");
+    for (int i = 0; i < 70; i++) strcat(deep, "}");
+    json_t *s = json_loads(deep, 0, NULL);
+    e0_err e = {0};
+    size_t len;
+    char *text = e0_json_schema_grammar(s, &len, &e);
+    CHECKF(!text && strstr(e.msg, "nested more than 64"), "%s", e.msg);
+    free(text);
+    json_decref(s);
+    /* a $ref that is only itself converts, and the grammar parser refuses the loop */
+    s = json_loads("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", 0, NULL);
+    text = e0_json_schema_grammar(s, &len, &e);
+    e0_grammar *g = text ? e0_grammar_parse(text, len, &e) : NULL;
+    CHECKF(text && !g && strstr(e.msg, "left-recursive"), "%s", e.msg);
+    free(text);
+    json_decref(s);
+}
+
+int main(void) {
+    RUN(test_walks);
+    RUN(test_texts);
+    RUN(test_refused);
+    return T_DONE();
+}
