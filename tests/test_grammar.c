@@ -170,6 +170,27 @@ static void test_limits(void) {
     e0_grammar_free(g);
 }
 
+/* The step cache (a lazily built DFA) is dropped when full: a grammar whose every position is a
+ * new state (6000 nested optional rules) still counts exactly, across several drops. */
+static void test_cache_drops(void) {
+    e0_grammar *g = parse("root ::= [a-c]{0,6000} \"!\"");
+    e0_err e = {0};
+    e0_gmatch *m = g ? e0_gmatch_new(g, &e) : NULL;
+    if (!m) return e0_grammar_free(g);
+    bool ok = true;
+    for (int i = 0; i < 6000 && ok; i++) {
+        char c = (char)('a' + i % 3);
+        ok = e0_gmatch_allows(m, "b", 1) && e0_gmatch_allows(m, "!", 1) && e0_gmatch_accept(m, &c, 1);
+        if (!ok) printf("  refused at %d\n", i);
+    }
+    CHECK(ok && !e0_gmatch_allows(m, "a", 1) && !e0_gmatch_can_end(m));
+    CHECK(e0_gmatch_accept(m, "!", 1) && e0_gmatch_must_end(m));
+    e0_gmatch_reset(m);
+    CHECK(e0_gmatch_allows(m, "!", 1) && !e0_gmatch_can_end(m));
+    e0_gmatch_free(m);
+    e0_grammar_free(g);
+}
+
 /* The JSON grammar: everything it accepts as a whole is JSON (jansson parses it), the texts
  * jansson writes compactly are accepted, and prefixes are allowed but cannot end. */
 static void test_json(void) {
@@ -296,6 +317,7 @@ int main(void) {
     RUN(test_match);
     RUN(test_partial_utf8);
     RUN(test_limits);
+    RUN(test_cache_drops);
     RUN(test_json);
     RUN(test_sampler);
     return T_DONE();
