@@ -44,8 +44,11 @@ static void help(void) {
          "template when it renders them (else 400); a reply of <tool_call> blocks (templates that ask for\n"
          "them) comes back as message.tool_calls, or streamed as delta.tool_calls chunks. logit_bias: OpenAI's\n"
          "{\"token id\": bias from -100 to 100} or llama-server's [[id, bias or false], ...] (at most 300 tokens).\n"
-         "Refused with 400, never ignored: what cannot be honoured (response_format json_object / json_schema,\n"
-         "grammar: no constrained decoding; n > 1; echo, suffix, best_of > 1).\n"
+         "Constrained output: response_format {\"type\": \"json_object\"} (any JSON object) or {\"type\":\n"
+         "\"json_schema\", \"json_schema\": {\"schema\": ...}}, llama-server's json_schema and grammar (GBNF);\n"
+         "--grammar / -j give the default for requests that ask for none.\n"
+         "Refused with 400, never ignored: what cannot be honoured (schema keywords the grammar would not\n"
+         "enforce, such as pattern or minimum; n > 1; echo, suffix, best_of > 1).\n"
          "A prompt that extends what a slot's cache holds reuses it\n"
          "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);
