@@ -142,6 +142,20 @@ async function openai() {
     `${JSON.stringify(tsFinal.choices[0])} vs ${JSON.stringify(withTools.choices[0])}`);
   check('openai_tools', withTools.object === 'chat.completion' && withTools.usage.prompt_tokens > chat.usage.prompt_tokens + 50 &&
     typeof withTools.choices[0].message.content === 'string', JSON.stringify(withTools).slice(0, 300));
+  // structured output as the package sends it: response_format json_schema; the content parses
+  // and has the schema's required keys with their types (or the reply was cut by max_tokens)
+  const schema = { type: 'object', properties: { city: { type: 'string', maxLength: 8 }, sunny: { type: 'boolean' } },
+    required: ['city', 'sunny'], additionalProperties: false };
+  let parsed = 0, cutShort = 0;
+  for (let seed = 1; seed <= 3; seed++) {
+    const r = await client.chat.completions.create({ model: 'm', max_tokens: 120, temperature: 1, seed,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', strict: true, schema } } });
+    if (r.choices[0].finish_reason === 'length') { cutShort++; continue; }
+    const v = JSON.parse(r.choices[0].message.content);
+    if (typeof v.city === 'string' && typeof v.sunny === 'boolean' && Object.keys(v).length === 2) parsed++;
+  }
+  check('openai_json_schema', parsed + cutShort === 3 && parsed >= 1, `${parsed} parsed, ${cutShort} cut`);
   const models = await client.models.list();
   check('openai_models', models.data.length === 1 && typeof models.data[0].id === 'string', JSON.stringify(models));
 }

@@ -638,7 +638,7 @@ static void test_openai_npm(void) {
     snprintf(cmd, sizeof cmd, "node %s/tests/serve_client.mjs openai %s %s/npm 2>&1", root, url, dir);
     int rc = t_sh(cmd, out, sizeof out);
     CHECKF(rc == 0 && !strstr(out, "FAIL"), "%s", out);
-    CHECKF(strstr(out, "ok openai_stop_stream") && strstr(out, "ok openai_tools_stream"), "%s", out);
+    CHECKF(strstr(out, "ok openai_stop_stream") && strstr(out, "ok openai_tools_stream") && strstr(out, "ok openai_json_schema"), "%s", out);
 }
 
 /* 16 concurrent streaming clients, 64 requests, 8 disconnecting mid-stream: all slots free after. */
