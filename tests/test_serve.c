@@ -211,6 +211,19 @@ static void test_greedy_equals_cli(void) {
 }
 
 /* Stop strings: cut before the first occurrence, never sent, also across stream chunks. */
+/* A completions stream (in body, cut up by strtok): its texts joined and its last finish_reason. */
+static void join_stream(char *body, char *joined, size_t cap, char *fin, size_t fcap) {
+    joined[0] = fin[0] = 0;
+    for (char *line = strtok(body, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strncmp(line, "data: {", 7)) {
+            json_t *ch = choice0(line + 6);
+            const char *t = json_string_value(json_object_get(ch, "text")), *f = json_string_value(json_object_get(ch, "finish_reason"));
+            if (t && strlen(joined) + strlen(t) < cap) strcat(joined, t);
+            if (f) snprintf(fin, fcap, "%s", f);
+            json_decref(ch);
+        }
+}
+
 static void test_stop(void) {
     const char *base = "{\"prompt\":\"Once upon a time\",\"max_tokens\":24,\"temperature\":0,\"ignore_eos\":true";
     char req[1024];
@@ -286,16 +299,8 @@ static void test_stop(void) {
         json_decref(s2);
         snprintf(req, sizeof req, "%s,\"stop\":\"%s\",\"stream\":true}", base, bstop);
         CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
-        joined[0] = 0;
-        char fin[32] = "";
-        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-            if (!strncmp(line, "data: {", 7)) {
-                json_t *ch = choice0(line + 6);
-                const char *t = json_string_value(json_object_get(ch, "text")), *f = json_string_value(json_object_get(ch, "finish_reason"));
-                if (t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t);
-                if (f) snprintf(fin, sizeof fin, "%s", f);
-                json_decref(ch);
-            }
+        char fin[32];
+        join_stream(buf, joined, sizeof joined, fin, sizeof fin);
         CHECKF(strlen(joined) == bcut && !strncmp(joined, full, bcut) && !strcmp(fin, "stop"), "streamed, stop '%s' across tokens: '%s' vs %.*s",
                bstop, joined, (int)bcut, full);
     }
@@ -499,15 +504,8 @@ static void test_grammar(void) {
     /* streamed: the chunks put together are the whole reply */
     snprintf(req, sizeof req, grammar_req, "0", 1, ",\"stream\":true");
     CHECK(http("POST", "/v1/completions", req, buf, sizeof buf) == 200);
-    char joined[512] = "", last_fin[32] = "";
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-        if (!strncmp(line, "data: {", 7)) {
-            json_t *ch = choice0(line + 6);
-            const char *t = json_string_value(json_object_get(ch, "text")), *f = json_string_value(json_object_get(ch, "finish_reason"));
-            if (t && strlen(joined) + strlen(t) < sizeof joined) strcat(joined, t);
-            if (f) snprintf(last_fin, sizeof last_fin, "%s", f);
-            json_decref(ch);
-        }
+    char joined[512], last_fin[32];
+    join_stream(buf, joined, sizeof joined, last_fin, sizeof last_fin);
     CHECKF(first[0] && !strcmp(joined, first) && !strcmp(last_fin, "stop"), "streamed '%s' vs '%s'", joined, first);
     /* JSON mode, chat: a reply that ends is one JSON object; one cut by max_tokens is a prefix */
     int ended = 0;
