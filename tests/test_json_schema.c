@@ -5,6 +5,8 @@
 #include "text/json_schema.h"
 #include "t.h"
 
+#include <limits.h>
+
 static const json_t *g_root;
 
 static size_t cps(const char *s) { /* code points of a UTF-8 string */
@@ -55,7 +57,16 @@ static bool valid(const json_t *s, const json_t *v) {
     if (!t) return true;
     if (!strcmp(t, "null")) return json_is_null(v);
     if (!strcmp(t, "boolean")) return json_is_boolean(v);
-    if (!strcmp(t, "integer")) return json_is_integer(v);
+    if (!strcmp(t, "integer")) {
+        if (!json_is_integer(v)) return false;
+        double x = (double)json_integer_value(v);
+        const json_t *b;
+        if ((b = json_object_get(s, "minimum")) && x < json_number_value(b)) return false;
+        if ((b = json_object_get(s, "maximum")) && x > json_number_value(b)) return false;
+        if ((b = json_object_get(s, "exclusiveMinimum")) && x <= json_number_value(b)) return false;
+        if ((b = json_object_get(s, "exclusiveMaximum")) && x >= json_number_value(b)) return false;
+        return true;
+    }
     if (!strcmp(t, "number")) return json_is_number(v);
     if (!strcmp(t, "string")) {
         if (!json_is_string(v)) return false;
@@ -177,6 +188,8 @@ static void test_walks(void) {
         "{\"properties\":{\"x\":{\"type\":\"integer\"},\"y\":{\"allOf\":[{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}]}}}",
         "{\"type\":\"array\",\"items\":{\"type\":[\"integer\",\"boolean\"]},\"minItems\":2,\"maxItems\":4}",
         "{\"type\":\"object\",\"properties\":{\"x/y~\":{\"const\":\"\\u00e9\\n\"}},\"required\":[\"x/y~\"],\"additionalProperties\":true}",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0},\"b\":{\"type\":[\"integer\",\"null\"],"
+        "\"maximum\":-3},\"c\":{\"type\":\"integer\",\"exclusiveMinimum\":9.5,\"exclusiveMaximum\":200}},\"required\":[\"a\",\"b\",\"c\"]}",
     };
     for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
         json_t *schema;
@@ -207,12 +220,53 @@ static void test_texts(void) {
     json_decref(schema);
 }
 
+/* Integer bounds: around each range, exactly the integers inside are accepted. */
+static void test_integer_ranges(void) {
+    static const struct {
+        const char *bounds;
+        long long lo, hi; /* the integers allowed (LLONG_MIN / LLONG_MAX: none) */
+    } r[] = {
+        {"\"minimum\":0,\"maximum\":0", 0, 0},           {"\"minimum\":-5,\"maximum\":5", -5, 5},
+        {"\"minimum\":-37,\"maximum\":1205", -37, 1205}, {"\"minimum\":7,\"maximum\":99", 7, 99},
+        {"\"minimum\":100,\"maximum\":999", 100, 999},   {"\"minimum\":-1000,\"maximum\":-10", -1000, -10},
+        {"\"minimum\":123,\"maximum\":4567", 123, 4567}, {"\"minimum\":42", 42, LLONG_MAX},
+        {"\"maximum\":-7", LLONG_MIN, -7},               {"\"exclusiveMinimum\":-0.5,\"maximum\":19.9", 0, 19},
+        {"\"minimum\":1", 1, LLONG_MAX},                 {"\"minimum\":10,\"maximum\":10", 10, 10},
+        {"\"minimum\":-99,\"exclusiveMaximum\":0", -99, -1}, {"\"minimum\":1000,\"maximum\":20000", 1000, 20000},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"type\":\"integer\",%s}", r[i].bounds);
+        json_t *schema;
+        e0_grammar *g = grammar_of(text, &schema);
+        long long from = r[i].lo == LLONG_MIN ? r[i].hi - 3000 : r[i].lo - 1200, to = r[i].hi == LLONG_MAX ? r[i].lo + 30000 : r[i].hi + 1200;
+        int wrong = 0;
+        for (long long x = from; g && x <= to && wrong < 5; x++) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", x);
+            bool in = x >= r[i].lo && x <= r[i].hi;
+            if (whole(g, num) != in) {
+                CHECKF(0, "%s: %lld %s", text, x, in ? "refused" : "accepted");
+                wrong++;
+            }
+        }
+        CHECKF(!g || (!whole(g, "-0") && !whole(g, "007") && !whole(g, "1.0")), "%s: -0, 007 or 1.0 accepted", text);
+        e0_grammar_free(g);
+        json_decref(schema);
+    }
+}
+
 static void test_refused(void) {
     static const struct {
         const char *schema, *msg;
     } bad[] = {
         {"{\"type\":\"string\",\"pattern\":\"^a\"}", "at the root: this keyword is not supported: pattern"},
-        {"{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}", "at properties.n: this keyword is not supported: minimum"},
+        {"{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"minimum\":0}}}", "at properties.n: minimum / maximum are supported only beside"},
+        {"{\"type\":[\"integer\",\"number\"],\"maximum\":3}", "minimum / maximum are supported for integers only"},
+        {"{\"minimum\":0}", "minimum / maximum are supported only beside \"type\": \"integer\""},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4.5}", "no integer lies between"},
+        {"{\"type\":\"integer\",\"maximum\":1e16}", "maximum beyond 10^15"},
+        {"{\"type\":\"integer\",\"multipleOf\":2}", "this keyword is not supported: multipleOf"},
         {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"email\"}}", "at items: this string format is not supported: email"},
         {"{\"$ref\":\"http://x/y.json\"}", "only local $refs"},
         {"{\"$ref\":\"#/$defs/none\"}", "$ref to nothing: #/$defs/none"},
@@ -259,6 +313,7 @@ static void test_refused(void) {
 int main(void) {
     RUN(test_walks);
     RUN(test_texts);
+    RUN(test_integer_ranges);
     RUN(test_refused);
     return T_DONE();
 }

@@ -10,6 +10,7 @@
  * grammar parser). */
 #include "text/json_schema.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,8 @@ static int ref_rule(jsg *g, e0_strbuf *b, const json_t *s, const char *path, con
 static bool known_keyword(const char *k) {
     static const char *const handled[] = {"type", "properties", "required", "additionalProperties", "items", "minItems",
                                           "maxItems", "enum", "const", "anyOf", "oneOf", "$ref", "$defs", "definitions",
-                                          "minLength", "maxLength", "format", "allOf"};
+                                          "minLength", "maxLength", "format", "allOf", "minimum", "maximum",
+                                          "exclusiveMinimum", "exclusiveMaximum"};
     static const char *const notes[] = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
                                         "deprecated", "readOnly", "writeOnly", "nullable", "$anchor"};
     for (size_t i = 0; i < sizeof handled / sizeof *handled; i++)
@@ -178,6 +180,90 @@ static int object_body(jsg *g, e0_strbuf *b, const json_t *s, const char *path, 
     return 0;
 }
 
+/* Every decimal number from lo to hi, both strings of n digits (lo <= hi): GBNF. */
+static void digit_range(e0_strbuf *b, const char *lo, const char *hi, size_t n) {
+    if (n == 1) {
+        e0_sb_printf(b, "[%c-%c]", lo[0], hi[0]);
+        return;
+    }
+    if (lo[0] == hi[0]) {
+        e0_sb_printf(b, "\"%c\" ", lo[0]);
+        digit_range(b, lo + 1, hi + 1, n - 1);
+        return;
+    }
+    char zeros[24], nines[24];
+    memset(zeros, '0', n - 1), memset(nines, '9', n - 1);
+    bool lo_round = !memcmp(lo + 1, zeros, n - 1), hi_round = !memcmp(hi + 1, nines, n - 1), any = false;
+    char first = lo_round ? lo[0] : (char)(lo[0] + 1), last = hi_round ? hi[0] : (char)(hi[0] - 1);
+    SB(b, "(");
+    if (!lo_round) { /* lo's first digit, then lo's rest .. 99..9 */
+        e0_sb_printf(b, "\"%c\" ", lo[0]);
+        digit_range(b, lo + 1, nines, n - 1);
+        any = true;
+    }
+    if (first <= last) e0_sb_printf(b, "%s[%c-%c] [0-9]{%zu}", any ? " | " : "", first, last, n - 1), any = true;
+    if (!hi_round) { /* hi's first digit, then 00..0 .. hi's rest */
+        e0_sb_printf(b, "%s\"%c\" ", any ? " | " : "", hi[0]);
+        digit_range(b, zeros, hi + 1, n - 1);
+    }
+    SB(b, ")");
+}
+
+/* The non-negative integers from a to b (b < 0: no upper bound), no leading zeros, at most 16
+ * digits (json-integer's limit): GBNF alternatives. */
+static void nonneg_range(e0_strbuf *b, long long a, long long hi) {
+    char lo_s[24], hi_s[24];
+    int la = snprintf(lo_s, sizeof lo_s, "%lld", a), lb = hi < 0 ? 16 : snprintf(hi_s, sizeof hi_s, "%lld", hi);
+    SB(b, "(");
+    for (int len = la; len <= lb; len++) {
+        if (len > la) SB(b, " | ");
+        if (hi < 0 && len > la) { /* every longer number */
+            e0_sb_printf(b, "[1-9] [0-9]{%d,15}", len - 1);
+            break;
+        }
+        long long p = 1;
+        for (int i = 1; i < len; i++) p *= 10;
+        long long lo = a > (len == 1 ? 0 : p) ? a : (len == 1 ? 0 : p), top = p * 10 - 1;
+        if (hi >= 0 && hi < top) top = hi;
+        char l[24], h[24];
+        snprintf(l, sizeof l, "%0*lld", len, lo), snprintf(h, sizeof h, "%0*lld", len, top);
+        digit_range(b, l, h, (size_t)len);
+    }
+    SB(b, ")");
+}
+
+/* An integer type with minimum / maximum / exclusiveMinimum / exclusiveMaximum. */
+static int integer_body(jsg *g, e0_strbuf *b, const json_t *s, const char *path) {
+    static const char *const keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    bool has_lo = false, has_hi = false;
+    long long lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++) {
+        const json_t *x = json_object_get(s, keys[k]);
+        if (!x) continue;
+        if (!json_is_number(x)) return jfail(g, path, keys[k], " must be a number");
+        double v = json_number_value(x);
+        if (!(v > -1e15 && v < 1e15)) return jfail(g, path, keys[k], " beyond 10^15 is not supported");
+        long long f = (long long)floor(v), c = (long long)ceil(v);
+        long long bound = k == 0 ? c : k == 1 ? f + 1 : k == 2 ? f : c - 1; /* as an inclusive integer bound */
+        if (k < 2) lo = has_lo && lo > bound ? lo : bound, has_lo = true;
+        else hi = has_hi && hi < bound ? hi : bound, has_hi = true;
+    }
+    if (!has_lo && !has_hi) return SB(b, "json-integer"), 0;
+    if (has_lo && has_hi && lo > hi) return jfail(g, path, "no integer lies between the minimum and the maximum", NULL);
+    SB(b, "(");
+    bool any = false;
+    if (!has_hi || hi >= 0) { /* x >= 0 */
+        nonneg_range(b, has_lo && lo > 0 ? lo : 0, has_hi ? hi : -1);
+        any = true;
+    }
+    if (!has_lo || lo < 0) { /* x < 0: "-" and |x| from max(1, -hi) up to -lo */
+        e0_sb_printf(b, "%s\"-\" ", any ? " | " : "");
+        nonneg_range(b, has_hi && hi < 0 ? -hi : 1, has_lo ? -lo : -1);
+    }
+    SB(b, ") ws");
+    return 0;
+}
+
 static int type_body(jsg *g, e0_strbuf *b, const json_t *s, const char *type, const char *path, int depth) {
     if (!strcmp(type, "object")) return object_body(g, b, s, path, depth);
     if (!strcmp(type, "array")) {
@@ -227,6 +313,10 @@ static int type_body(jsg *g, e0_strbuf *b, const json_t *s, const char *type, co
         SB(b, " \"\\\"\" ws");
         return 0;
     }
+    if (!strcmp(type, "integer")) return integer_body(g, b, s, path);
+    if (!strcmp(type, "number") && (json_object_get(s, "minimum") || json_object_get(s, "maximum") ||
+                                    json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum")))
+        return jfail(g, path, "minimum / maximum are supported for integers only", NULL);
     static const char *const prim[][2] = {{"number", "json-number"}, {"integer", "json-integer"},
                                           {"boolean", "json-boolean"}, {"null", "json-null"}};
     for (int k = 0; k < 4; k++)
@@ -292,6 +382,13 @@ static int gen(jsg *g, const json_t *s, const char *path, int depth) {
         const json_t *any = json_object_get(s, "anyOf");
         const json_t *all = json_object_get(s, "allOf"), *type = json_object_get(s, "type");
         if (!any) any = json_object_get(s, "oneOf");
+        bool bounds = json_object_get(s, "minimum") || json_object_get(s, "maximum") || json_object_get(s, "exclusiveMinimum") ||
+                      json_object_get(s, "exclusiveMaximum"), integer = false;
+        if (json_is_string(type)) integer = !strcmp(json_string_value(type), "integer");
+        for (size_t i = 0; json_is_array(type) && i < json_array_size(type); i++)
+            integer |= json_string_value(json_array_get(type, i)) && !strcmp(json_string_value(json_array_get(type, i)), "integer");
+        if (bounds && (!integer || ref || any || json_object_get(s, "enum") || json_object_get(s, "const")))
+            return jfail(g, path, "minimum / maximum are supported only beside \"type\": \"integer\"", NULL);
         if (all && (!json_is_array(all) || json_array_size(all) != 1 || ref || any || type))
             return jfail(g, path, "allOf is supported only with one schema and nothing else", NULL);
         if (ref) {
