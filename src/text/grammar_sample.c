@@ -45,13 +45,18 @@ void e0_gsampler_free(e0_gsampler *gs) {
     free(gs);
 }
 
-bool e0_gsampler_allows(e0_gsampler *gs, int32_t id) {
+/* Token id under the grammar: an end-of-generation token where the grammar may end, else its
+ * text, which must be non-empty; tried (allows) or taken (accept, which changes nothing when it
+ * refuses). */
+static bool token_fits(e0_gsampler *gs, int32_t id, bool (*step)(e0_gmatch *, const char *, size_t)) {
     if (id < 0 || id >= gs->n_vocab) return false;
     if (e0_tok_is_eog(gs->tok, id)) return e0_gmatch_can_end(gs->m);
     size_t n;
     const char *piece = e0_tok_piece(gs->tok, id, false, &n);
-    return n > 0 && e0_gmatch_allows(gs->m, piece, n);
+    return n > 0 && step(gs->m, piece, n);
 }
+
+bool e0_gsampler_allows(e0_gsampler *gs, int32_t id) { return token_fits(gs, id, e0_gmatch_allows); }
 
 int e0_gsampler_sample(e0_gsampler *gs, e0_sampler *s, const float *logits, e0_err *e) {
     int t = e0_sample(s, logits);
@@ -88,12 +93,6 @@ int e0_gsampler_sample(e0_gsampler *gs, e0_sampler *s, const float *logits, e0_e
     return t >= 0 && t < gs->n_vocab && gs->masked[t] != -INFINITY && !isnan(gs->masked[t]) ? t : (int)first_ok;
 }
 
-bool e0_gsampler_accept(e0_gsampler *gs, int32_t id) {
-    if (id < 0 || id >= gs->n_vocab) return false;
-    if (e0_tok_is_eog(gs->tok, id)) return e0_gmatch_can_end(gs->m);
-    size_t n;
-    const char *piece = e0_tok_piece(gs->tok, id, false, &n);
-    return n > 0 && e0_gmatch_accept(gs->m, piece, n);
-}
+bool e0_gsampler_accept(e0_gsampler *gs, int32_t id) { return token_fits(gs, id, e0_gmatch_accept); }
 
 bool e0_gsampler_must_end(const e0_gsampler *gs) { return e0_gmatch_must_end(gs->m); }
