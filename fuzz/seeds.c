@@ -255,6 +255,8 @@ static void serve_seeds(const char *shared) {
             "\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"enum\":[1,\"a\"]},{\"type\":\"string\",\"format\":\"date\",\"title\":\"t\"}]}}}}"},
         {1, "{\"prompt\":\"x\",\"json_schema\":{\"properties\":{\"a\":{\"const\":[1]}},\"additionalProperties\":{\"minLength\":2,"
             "\"maxLength\":3,\"type\":\"string\"}}}"},
+        {1, "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\","
+            "\"pattern\":\"^(?:[A-Z]{2}|x\\\\d+)-[^\\\"\\\\\\\\]{1,3}$|\\\\w\\\\s?\\\\.\\u00e9\"}},\"required\":[\"id\"]}}"},
         {1, "{\"prompt\":\"x\",\"stop\":[1]}"},
         {1, "{\"prompt\":\"<|im_start|>user<|im_end|>\",\"stop\":[\"\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\","
             "\"k\",\"l\",\"m\",\"n\",\"o\",\"p\"]}"},

@@ -6,6 +6,8 @@
 #include "t.h"
 
 #include <limits.h>
+#include <locale.h>
+#include <regex.h>
 
 static const json_t *g_root;
 
@@ -256,11 +258,114 @@ static void test_integer_ranges(void) {
     }
 }
 
+/* pattern: every string found by random walks matches the pattern (POSIX ERE twin, glibc's
+ * regexec: search semantics, as JSON Schema's); hand-picked strings accepted or refused. */
+static void test_patterns(void) {
+    CHECK(setlocale(LC_CTYPE, "C.UTF-8")); /* regcomp: characters, not bytes */
+    static const struct {
+        const char *js, *ere; /* the pattern (as JSON text) and the same language in POSIX ERE */
+        const char *yes[3], *no[4]; /* JSON string texts */
+    } p[] = {
+        {"^[a-z]{2,4}-\\\\d{3}$", "^[a-z]{2,4}-[0-9]{3}$", {"\"ab-123\"", "\"wxyz-000\"", "\"zz-979\""}, {"\"a-123\"", "\"abcde-123\"", "\"ab-12\""}},
+        {"^(foo|ba[rz])+$", "^(foo|ba[rz])+$", {"\"foobar\"", "\"baz\""}, {"\"\"", "\"fo\"", "\"foo \""}},
+        {"abc", "abc", {"\"xxabcyy\"", "\"abc\""}, {"\"ab\"", "\"acb\"", "\"\""}},
+        {"^\\\\w+@\\\\w+\\\\.com$", "^[A-Za-z0-9_]+@[A-Za-z0-9_]+[.]com$", {"\"a_1@b.com\"", "\"Zz_9@Q0.com\""}, {"\"a@b.co\"", "\"a@bxcom\"", "\"@b.com\""}},
+        {"^[^a-c]*$", "^[^a-c]*$", {"\"x\\\"y\"", "\"\\\\\"", "\"\\n\""}, {"\"abc\"", "\"xb\""}},
+        {"^(?:\\\\+|-)?\\\\d+(\\\\.\\\\d+)?$", "^([+]|-)?[0-9]+([.][0-9]+)?$", {"\"-12.5\"", "\"+3\""}, {"\"1.\"", "\"--1\"", "\".5\""}},
+        {"^a.c$", "^a.c$", {"\"abc\"", "\"a\\\"c\""}, {"\"a\\nc\"", "\"ac\"", "\"abcc\""}},
+        {"a|^b$", "a|^b$", {"\"xax\"", "\"b\""}, {"\"bb\"", "\"c\"", "\"\""}},
+        {"^[\\\\d\\\\-]+x?$", "^[-0-9]+x?$", {"\"1-2\"", "\"-x\""}, {"\"x\"", "\"1y\""}},
+        {"^\\\\\\\\[\\\"/]$", "^[\\\\][\"/]$", {"\"\\\\\\\"\"", "\"\\\\/\""}, {"\"\\\\\"", "\"\\\"\""}},
+        {"^(?<y>\\\\d{4})-(0[1-9]|1[0-2])$", "^[0-9]{4}-(0[1-9]|1[0-2])$", {"\"2026-12\""}, {"\"2026-13\"", "\"26-01\""}},
+        {"^\u00e9+\\\\u00e9x{0,2}$", "^\xc3\xa9+\xc3\xa9x{0,2}$", {"\"\u00e9\u00e9\"", "\"\u00e9\u00e9xx\""}, {"\"\u00e9\"", "\"\u00e9\u00e9xxx\""}},
+        {"", "", {"\"\"", "\"any\\ttext\""}, {"5"}},
+        {"^$", "^$", {"\"\""}, {"\" \""}},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"type\":\"string\",\"pattern\":\"%s\"}", p[i].js);
+        json_t *schema;
+        e0_grammar *g = grammar_of(text, &schema);
+        regex_t re;
+        CHECKF(regcomp(&re, p[i].ere, REG_EXTENDED | REG_NOSUB) == 0, "ERE %s", p[i].ere);
+        for (int k = 0; g && k < 3 && p[i].yes[k]; k++) CHECKF(whole(g, p[i].yes[k]), "%s: %s refused", p[i].js, p[i].yes[k]);
+        for (int k = 0; g && k < 4 && p[i].no[k]; k++) CHECKF(!whole(g, p[i].no[k]), "%s: %s accepted", p[i].js, p[i].no[k]);
+        /* random walks: each complete text is a JSON string the ERE matches */
+        e0_err err = {0};
+        e0_gmatch *m = g ? e0_gmatch_new(g, &err) : NULL;
+        static const char alpha[] = "abcfmoorxyz-0123456789_@.+\\\"/nt \xc3\xa9";
+        unsigned seed = (unsigned)i * 2654435761u + 7;
+        int complete = 0;
+        for (int w = 0; m && w < 300; w++) {
+            char s[256];
+            size_t n = 0;
+            bool done = false;
+            e0_gmatch_reset(m);
+            while (n + 2 < sizeof s && !done) {
+                const char *opts[sizeof alpha];
+                int k = 0;
+                for (const char *c = alpha; *c; c += *c == '\xc3' ? 2 : 1)
+                    if (e0_gmatch_allows(m, c, *c == '\xc3' ? 2 : 1)) opts[k++] = c;
+                if (!k) break;
+                seed = seed * 1103515245u + 12345u;
+                const char *c = opts[(seed >> 16) % (unsigned)k];
+                /* half the steps follow the first accepted example where it fits: unanchored
+                 * patterns are rarely met by chance */
+                const char *hint = p[i].yes[0] + n;
+                if ((seed >> 8) % 2 && n < strlen(p[i].yes[0]) && e0_gmatch_allows(m, hint, 1)) c = hint;
+                size_t len = (unsigned char)*c >= 0xC0 ? 2 : 1;
+                e0_gmatch_accept(m, c, len);
+                memcpy(s + n, c, len), n += len;
+                seed = seed * 1103515245u + 12345u;
+                done = e0_gmatch_must_end(m) || (e0_gmatch_can_end(m) && (seed >> 16) % 4 == 0);
+            }
+            if (!done) continue;
+            s[n] = 0;
+            complete++;
+            json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
+            CHECKF(json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v) &&
+                       regexec(&re, json_string_value(v), 0, NULL, 0) == 0,
+                   "%s: %s", p[i].js, s);
+            json_decref(v);
+        }
+        CHECKF(!g || complete >= 20, "%s: only %d complete texts", p[i].js, complete);
+        e0_gmatch_free(m);
+        regfree(&re);
+        e0_grammar_free(g);
+        json_decref(schema);
+    }
+}
+
 static void test_refused(void) {
     static const struct {
         const char *schema, *msg;
     } bad[] = {
-        {"{\"type\":\"string\",\"pattern\":\"^a\"}", "at the root: this keyword is not supported: pattern"},
+        {"{\"type\":\"string\",\"pattern\":\"(?=a)b\"}", "at the root: pattern: lookahead and lookbehind"},
+        {"{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "pattern: backreferences are not supported (at byte 5)"},
+        {"{\"type\":\"string\",\"pattern\":\"\\\\bx\"}", "pattern: word boundaries"},
+        {"{\"type\":\"string\",\"pattern\":\"a^b\"}", "pattern: ^ and $ are supported only at the start and end"},
+        {"{\"type\":\"string\",\"pattern\":\"a$b\"}", "pattern: ^ and $ are supported only"},
+        {"{\"type\":\"string\",\"pattern\":\"[z-a]\"}", "pattern: a range out of order"},
+        {"{\"type\":\"string\",\"pattern\":\"x[]\"}", "pattern: a character class that matches no character"},
+        {"{\"type\":\"string\",\"pattern\":\"(ab\"}", "pattern: a '(' without its ')'"},
+        {"{\"type\":\"string\",\"pattern\":\"ab)\"}", "pattern: a ')' without its '('"},
+        {"{\"type\":\"string\",\"pattern\":\"*a\"}", "pattern: a quantifier with nothing to repeat"},
+        {"{\"type\":\"string\",\"pattern\":\"a**\"}", "pattern: a quantifier with nothing to repeat"},
+        {"{\"type\":\"string\",\"pattern\":\"a{2,1}\"}", "pattern: a {m,n} with n < m"},
+        {"{\"type\":\"string\",\"pattern\":\"a{1001}\"}", "pattern: a repetition count over 1000"},
+        {"{\"type\":\"string\",\"pattern\":\"a{x\"}", "pattern: a '{' that is not a quantifier"},
+        {"{\"type\":\"string\",\"pattern\":\"\\\\p{L}\"}", "pattern: Unicode property escapes"},
+        {"{\"type\":\"string\",\"pattern\":\"\\\\q\"}", "pattern: an unknown escape"},
+        {"{\"type\":\"string\",\"pattern\":\"[\\\\d-z]\"}", "pattern: a range from a class escape"},
+        {"{\"type\":\"string\",\"pattern\":\"[a\"}", "pattern: a '[' without its ']'"},
+        {"{\"type\":\"string\",\"pattern\":\"a\\\\\"}", "pattern: a pattern ending in a backslash"},
+        {"{\"type\":\"string\",\"pattern\":5}", "'pattern' must be a string"},
+        {"{\"type\":\"string\",\"pattern\":\"a\",\"maxLength\":3}", "a pattern with a format, minLength or maxLength"},
+        {"{\"pattern\":\"a\"}", "minLength / maxLength / pattern / format are supported only beside \"type\": \"string\""},
+        {"{\"minLength\":2}", "minLength / maxLength / pattern / format are supported only beside"},
+        {"{\"type\":\"string\",\"enum\":[\"a\",\"bb\"],\"minLength\":2}", "minLength / maxLength / pattern / format are supported only"},
+        {"{\"minItems\":1}", "minItems / maxItems are supported only beside"},
+        {"{\"required\":[\"a\"]}", "a required property is not in 'properties': a"},
         {"{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"minimum\":0}}}", "at properties.n: minimum / maximum are supported only beside"},
         {"{\"type\":[\"integer\",\"number\"],\"maximum\":3}", "minimum / maximum are supported for integers only"},
         {"{\"minimum\":0}", "minimum / maximum are supported only beside \"type\": \"integer\""},
@@ -314,6 +419,7 @@ int main(void) {
     RUN(test_walks);
     RUN(test_texts);
     RUN(test_integer_ranges);
+    RUN(test_patterns);
     RUN(test_refused);
     return T_DONE();
 }

@@ -13,6 +13,7 @@
  * seeds, /metrics counters against the usage reported, client disconnects freeing slots,
  * SIGTERM exiting 0. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -421,7 +422,7 @@ static void test_errors(void) {
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= root \\\"a\\\"\"}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":5}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}", 400},
-        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"string\",\"pattern\":\"a\"}}", 400},
+        {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"string\",\"pattern\":\"(?=a)\"}}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":{\"type\":\"object\"},\"grammar\":\"root ::= \\\"a\\\"\"}", 400},
         {"/v1/completions", "{\"prompt\":\"x\",\"json_schema\":7}", 400},
         {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\",\"schema\":{\"minimum\":1}}}", 400},
@@ -530,8 +531,9 @@ static void test_grammar(void) {
     /* JSON schemas: OpenAI's response_format json_schema, llama-server's json_object + schema and
      * its json_schema field; every reply that ends is valid for the schema */
     static const char schema[] = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":6},"
-                                 "\"age\":{\"type\":\"integer\"},\"pet\":{\"enum\":[\"cat\",\"dog\"]}},"
-                                 "\"required\":[\"name\",\"age\",\"pet\"],\"additionalProperties\":false}";
+                                 "\"age\":{\"type\":\"integer\"},\"pet\":{\"enum\":[\"cat\",\"dog\"]},"
+                                 "\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{2}$\"}},"
+                                 "\"required\":[\"name\",\"age\",\"pet\",\"code\"],\"additionalProperties\":false}";
     int valid_replies = 0;
     for (int form = 0; form < 3; form++)
         for (int seed = 1; seed <= 3; seed++) {
@@ -545,10 +547,13 @@ static void test_grammar(void) {
             char *t = text_of(buf, true, fin, sizeof fin);
             json_t *v = t && !strcmp(fin, "stop") ? json_loads(t, 0, NULL) : NULL;
             const char *name = json_string_value(json_object_get(v, "name")), *pet = json_string_value(json_object_get(v, "pet"));
+            const char *code = json_string_value(json_object_get(v, "code"));
             if (v) valid_replies++;
-            CHECKF(!strcmp(fin, "length") || (v && json_object_size(v) == 3 && name && strlen(name) <= 6 * 4 &&
+            CHECKF(!strcmp(fin, "length") || (v && json_object_size(v) == 4 && name && strlen(name) <= 6 * 4 &&
                                                 json_is_integer(json_object_get(v, "age")) && pet &&
-                                                (!strcmp(pet, "cat") || !strcmp(pet, "dog"))),
+                                                (!strcmp(pet, "cat") || !strcmp(pet, "dog")) && code && strlen(code) == 5 &&
+                                                isupper((unsigned char)code[0]) && isupper((unsigned char)code[1]) &&
+                                                code[2] == '-' && isdigit((unsigned char)code[3]) && isdigit((unsigned char)code[4])),
                    "form %d: %s", form, buf);
             json_decref(v), free(t);
         }

@@ -223,7 +223,7 @@ const char cli_gen_help[] =
     "  --grammar GBNF       the output must match this grammar (llama.cpp's GBNF; rule 'root')\n"
     "  --grammar-file F     the same, from a file (e.g. llama.cpp's grammars/json.gbnf)\n"
     "  -j, --json-schema S  the output must be JSON valid for this JSON schema (keywords it cannot\n"
-    "                       enforce, such as pattern or multipleOf, are refused)\n"
+    "                       enforce, such as multipleOf, are refused; pattern is enforced)\n"
     "  -jf, --json-schema-file F  the same, from a file\n"
     "  -sys, --system-prompt TEXT  a system message (also --system)\n"
     "  --chat-template-file F      a Jinja chat template instead of the model's\n"

@@ -48,7 +48,7 @@ static void help(void) {
          "\"json_schema\", \"json_schema\": {\"schema\": ...}}, llama-server's json_schema and grammar (GBNF);\n"
          "--grammar / -j give the default for requests that ask for none.\n"
          "Refused with 400, never ignored: what cannot be honoured (schema keywords the grammar would not\n"
-         "enforce, such as pattern or multipleOf; n > 1; echo, suffix, best_of > 1).\n"
+         "enforce, such as multipleOf or a pattern with lookahead; n > 1; echo, suffix, best_of > 1).\n"
          "A prompt that extends what a slot's cache holds reuses it\n"
          "(usage.prompt_tokens_details.cached_tokens) unless the request says \"cache_prompt\": false.");
     fputs(cli_gen_help, stdout);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "text/json_pattern.h"
 
 #define SB(b, text) e0_sb_add(b, text, sizeof text - 1) /* a string literal */
 #define MAX_DEPTH 64     /* nested sub-schemas */
@@ -37,23 +38,11 @@ static int jfail(jsg *g, const char *path, const char *fmt, const char *what) {
     return -1;
 }
 
-/* Append s as a GBNF literal "...". */
-static void lit(e0_strbuf *b, const char *s, size_t n) {
-    SB(b, "\"");
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') e0_sb_printf(b, "\\%c", c);
-        else if (c < 0x20 || c == 0x7F) e0_sb_printf(b, "\\x%02X", c);
-        else e0_sb_add(b, (const char *)&c, 1);
-    }
-    SB(b, "\"");
-}
-
 /* A JSON value written compactly, as a literal followed by ws. */
 static int literal_value(jsg *g, e0_strbuf *b, const json_t *v, const char *path) {
     char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!t) return jfail(g, path, "out of memory", NULL);
-    lit(b, t, strlen(t));
+    e0_gbnf_literal(b, t, strlen(t));
     SB(b, " ws");
     free(t);
     return 0;
@@ -74,7 +63,7 @@ static int ref_rule(jsg *g, e0_strbuf *b, const json_t *s, const char *path, con
 static bool known_keyword(const char *k) {
     static const char *const handled[] = {"type", "properties", "required", "additionalProperties", "items", "minItems",
                                           "maxItems", "enum", "const", "anyOf", "oneOf", "$ref", "$defs", "definitions",
-                                          "minLength", "maxLength", "format", "allOf", "minimum", "maximum",
+                                          "minLength", "maxLength", "format", "pattern", "allOf", "minimum", "maximum",
                                           "exclusiveMinimum", "exclusiveMaximum"};
     static const char *const notes[] = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
                                         "deprecated", "readOnly", "writeOnly", "nullable", "$anchor"};
@@ -107,6 +96,11 @@ static int object_body(jsg *g, e0_strbuf *b, const json_t *s, const char *path, 
     if (props && !json_is_object(props)) return jfail(g, path, "'properties' must be an object", NULL);
     if (req && !json_is_array(req)) return jfail(g, path, "'required' must be a list", NULL);
     if (add && !json_is_boolean(add) && !json_is_object(add)) return jfail(g, path, "'additionalProperties' must be a boolean or a schema", NULL);
+    for (size_t i = 0; i < json_array_size(req); i++) {
+        const char *k = json_string_value(json_array_get(req, i));
+        if (!k) return jfail(g, path, "'required' must list property names", NULL);
+        if (!json_object_get(props, k)) return jfail(g, path, "a required property is not in 'properties': ", k);
+    }
     size_t n = json_object_size(props);
     if (n == 0 && (!add || json_is_true(add))) return SB(b, "json-object"), 0; /* any object */
     /* the value rule of extra properties (-1: none) */
@@ -116,11 +110,6 @@ static int object_body(jsg *g, e0_strbuf *b, const json_t *s, const char *path, 
         snprintf(sub, sizeof sub, "%s%sadditionalProperties", path, path[0] ? "." : "");
         if ((extra = gen(g, add, sub, depth + 1)) < 0) return -1;
     } else if (json_is_true(add)) extra = -2; /* any value */
-    for (size_t i = 0; i < json_array_size(req); i++) {
-        const char *k = json_string_value(json_array_get(req, i));
-        if (!k) return jfail(g, path, "'required' must list property names", NULL);
-        if (!json_object_get(props, k)) return jfail(g, path, "a required property is not in 'properties': ", k);
-    }
     /* the key-value rules, in order; kv[i]'s rule number */
     int *kv = calloc(n ? n : 1, sizeof *kv);
     bool *required = calloc(n ? n : 1, sizeof *required);
@@ -144,7 +133,7 @@ static int object_body(jsg *g, e0_strbuf *b, const json_t *s, const char *path, 
         kv[i] = g->n_rules++;
         e0_strbuf line = {0};
         e0_sb_printf(&line, "s%d ::= ", kv[i]);
-        lit(&line, kt, strlen(kt));
+        e0_gbnf_literal(&line, kt, strlen(kt));
         e0_sb_printf(&line, " ws \":\" ws s%d\n", r);
         free(kt);
         char *t = e0_sb_take(&line);
@@ -290,6 +279,17 @@ static int type_body(jsg *g, e0_strbuf *b, const json_t *s, const char *type, co
         long long lo = 0, hi = -1;
         if (count(g, s, "minLength", path, &lo) < 0 || count(g, s, "maxLength", path, &hi) < 0) return -1;
         if (hi >= 0 && hi < lo) return jfail(g, path, "maxLength < minLength", NULL);
+        const json_t *pat = json_object_get(s, "pattern");
+        if (pat) {
+            if (!json_is_string(pat)) return jfail(g, path, "'pattern' must be a string", NULL);
+            if (fmt || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
+                return jfail(g, path, "a pattern with a format, minLength or maxLength is not supported", NULL);
+            e0_err pe = {0};
+            SB(b, "\"\\\"\" ");
+            if (e0_pattern_gbnf(json_string_value(pat), json_string_length(pat), b, &pe) < 0) return jfail(g, path, pe.msg, NULL);
+            SB(b, " \"\\\"\" ws");
+            return 0;
+        }
         if (fmt) {
             static const char *const f[][2] = {
                 {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])"},
@@ -367,6 +367,14 @@ static int resolve(jsg *g, const char *ref, const char *path, int depth) {
     return r;
 }
 
+/* type (a string or a list of strings) names t */
+static bool has_type(const json_t *type, const char *t) {
+    if (json_is_string(type)) return !strcmp(json_string_value(type), t);
+    for (size_t i = 0; json_is_array(type) && i < json_array_size(type); i++)
+        if (json_string_value(json_array_get(type, i)) && !strcmp(json_string_value(json_array_get(type, i)), t)) return true;
+    return false;
+}
+
 /* The rule number of schema s (its rule written to g->out), or -1. */
 static int gen(jsg *g, const json_t *s, const char *path, int depth) {
     if (g->failed) return -1;
@@ -383,12 +391,19 @@ static int gen(jsg *g, const json_t *s, const char *path, int depth) {
         const json_t *all = json_object_get(s, "allOf"), *type = json_object_get(s, "type");
         if (!any) any = json_object_get(s, "oneOf");
         bool bounds = json_object_get(s, "minimum") || json_object_get(s, "maximum") || json_object_get(s, "exclusiveMinimum") ||
-                      json_object_get(s, "exclusiveMaximum"), integer = false;
-        if (json_is_string(type)) integer = !strcmp(json_string_value(type), "integer");
-        for (size_t i = 0; json_is_array(type) && i < json_array_size(type); i++)
-            integer |= json_string_value(json_array_get(type, i)) && !strcmp(json_string_value(json_array_get(type, i)), "integer");
-        if (bounds && (!integer || ref || any || json_object_get(s, "enum") || json_object_get(s, "const")))
+                      json_object_get(s, "exclusiveMaximum");
+        /* keywords that only type_body honours: a schema that may write a number (a string, an
+         * array) some other way would not enforce them */
+        bool other = ref || any || all || en || cn;
+        if (bounds && (!has_type(type, "integer") || other))
             return jfail(g, path, "minimum / maximum are supported only beside \"type\": \"integer\"", NULL);
+        if ((json_object_get(s, "minLength") || json_object_get(s, "maxLength") || json_object_get(s, "pattern") ||
+             json_object_get(s, "format")) &&
+            (!has_type(type, "string") || other))
+            return jfail(g, path, "minLength / maxLength / pattern / format are supported only beside \"type\": \"string\"", NULL);
+        if ((json_object_get(s, "minItems") || json_object_get(s, "maxItems")) &&
+            (!(has_type(type, "array") || (!type && json_object_get(s, "items"))) || other))
+            return jfail(g, path, "minItems / maxItems are supported only beside \"type\": \"array\" or \"items\"", NULL);
         if (all && (!json_is_array(all) || json_array_size(all) != 1 || ref || any || type))
             return jfail(g, path, "allOf is supported only with one schema and nothing else", NULL);
         if (ref) {
@@ -426,7 +441,7 @@ static int gen(jsg *g, const json_t *s, const char *path, int depth) {
                 SB(&b, ")");
             }
         } else if (type) return jfail(g, path, "type must be a string or a list of strings", NULL);
-        else if (json_object_get(s, "properties") || json_object_get(s, "additionalProperties")) {
+        else if (json_object_get(s, "properties") || json_object_get(s, "additionalProperties") || json_object_get(s, "required")) {
             if (object_body(g, &b, s, path, depth) < 0) return free(b.p), -1;
         } else if (json_object_get(s, "items")) {
             if (type_body(g, &b, s, "array", path, depth) < 0) return free(b.p), -1;

@@ -6,11 +6,14 @@
  * additionalProperties (false, true or a schema; left out with properties: no other keys are
  * written), items with minItems / maxItems, enum, const, anyOf / oneOf, a one-schema allOf,
  * local $ref ("#/$defs/x", "#/definitions/x", "#": recursive schemas), minLength / maxLength,
- * minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers (|bound| < 10^15), and the
- * string formats date, time, date-time and uuid. Annotations (title, description, default,
- * examples, $schema, $id, $comment, ..., x-*) are ignored. Any other keyword — a constraint the
- * grammar would not enforce (pattern, bounds on non-integers, multipleOf, uniqueItems, prefixItems, not,
- * if, ...) — is refused with one error naming it and where it is, never silently dropped. */
+ * minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers (|bound| < 10^15), the
+ * string formats date, time, date-time and uuid, and pattern (an ECMAScript regex subset, see
+ * text/json_pattern.h). A keyword of one type (minLength, pattern, minItems, minimum, ...) is
+ * honoured only beside a "type" naming it ("items" for the array ones), not beside enum, const,
+ * anyOf or $ref, and refused elsewhere. Annotations (title, description, default, examples,
+ * $schema, $id, $comment, ..., x-*) are ignored. Any other keyword — a constraint the grammar
+ * would not enforce (bounds on non-integers, multipleOf, uniqueItems, prefixItems, not, if, ...)
+ * — is refused with one error naming it and where it is, never silently dropped. */
 #ifndef E0_JSON_SCHEMA_H
 #define E0_JSON_SCHEMA_H
 
