@@ -380,7 +380,8 @@ static void test_grammar_flag(void) {
         json_decref(v);
     }
     static const char *const bad[][2] = {
-        {"-j '{\"type\":\"string\",\"pattern\":\"a\"}'", "--json-schema: json schema: at the root: this keyword is not supported: pattern"},
+        {"-j '{\"type\":\"string\",\"multipleOf\":2}'", "--json-schema: json schema: at the root: this keyword is not supported: multipleOf"},
+        {"-j '{\"type\":\"string\",\"pattern\":\"(?!a)\"}'", "--json-schema: json schema: at the root: pattern: lookahead and lookbehind"},
         {"-j '{bad'", "--json-schema: not JSON"},
         {"-jf /nonexistent/s.json", "/nonexistent/s.json"},
         {"-j '{}' --grammar 'root ::= \"a\"'", "give one of"},
