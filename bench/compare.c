@@ -89,6 +89,7 @@ static const char COMPARE_USAGE[] =
     "--depth D[,D...] (--mode depth): llama-bench's -d: ppP (--depth-prompt P [512]) and tgN\n"
     "  (--ntok N) with D tokens already in the KV cache (a cached prefix), and pp(D+P) cold: the\n"
     "  same request's D + P tokens from an empty cache; each engine a process per row\n"
+    "  --no-cold           leave out the cold rows (at large D they take most of the time)\n"
     "\n"
     "An openai engine is measured from the client (TTFT = prefill; requests carry cache_prompt\n"
     "false and ignore_eos); its model file and KV types are checked where /v1/models says them\n"
@@ -139,6 +140,7 @@ typedef struct compare_opts {
     /* --depth: the long-context rows (prompt processing and generation at each KV depth) */
     int64_t depth[16], depth_prompt;
     int n_depth;
+    int no_cold; /* --no-cold: only the rows with the prefix cached (two per depth, not three) */
     int64_t rounds, warmup, ntok, threads, context, cap_percent;
     double cooldown, timeout;
     int raw;
@@ -200,6 +202,7 @@ static int check_mode_flags(compare_opts *o, int n_server_urls) {
     if (!server && o->window > 0) return bench_error("--window needs --mode server");
     if (!depth && o->n_depth) return bench_error("--depth is its own workload: not with --mode %s", m);
     if (depth && !o->n_depth) return bench_error("--mode depth needs --depth D[,D...]");
+    if (!depth && o->no_cold) return bench_error("--no-cold is for --mode depth (--depth D[,D...])");
     if (server) {
         if (!o->n_rates && !o->n_conc) o->n_rates = 1, o->rates[0] = 1;
         o->n_points = o->n_rates + o->n_conc;
@@ -214,7 +217,7 @@ static int check_mode_flags(compare_opts *o, int n_server_urls) {
     for (int i = 0; (sustained || depth) && i < o->n_eng; i++)
         if (o->eng[i]->kind == ENG_OPENAI)
             return bench_error("--mode %s: %s is a server; this mode runs the engines' processes (edge0, llama.cpp)", m, o->name[i]);
-    if (depth) o->n_points = 3 * o->n_depth; /* per depth: pp and tg with the prefix cached, pp without (cold) */
+    if (depth) o->n_points = (o->no_cold ? 2 : 3) * o->n_depth; /* per depth: pp and tg with the prefix cached, pp without (cold) */
     if (depth && !o->depth_prompt && !o->ntok) return bench_error("--depth: --depth-prompt and --ntok are both 0");
     return 0;
 }
@@ -242,8 +245,8 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
             fputs(COMPARE_USAGE, stdout);
             return 2;
         }
-        if (!strcmp(a, "--raw")) {
-            o->raw = 1;
+        if (!strcmp(a, "--raw") || !strcmp(a, "--no-cold")) {
+            *(a[2] == 'r' ? &o->raw : &o->no_cold) = 1;
             continue;
         }
         if (i + 1 >= argc) return bench_error("%s needs a value (see edge0-bench compare --help)", a);
@@ -421,18 +424,21 @@ static int make_ids(compare_opts *o, const char *prompt_path, char *ids_path, si
     return 0;
 }
 
-/* The depth rows of --mode depth, three per depth D (index sub / 3), by sub % 3:
+/* The depth rows of --mode depth, R = 3 per depth D (2 with --no-cold: no cold row; index sub / R),
+ * by sub % R:
  *   0  ppP @ dD     prompt processing of P tokens with D already in the KV cache (a prefix-cache hit)
  *   1  tgN @ dD     generation of N tokens after D
  *   2  pp(D+P) cold the same request without a cached prefix: its D + P tokens from an empty cache */
 enum { DEPTH_PP, DEPTH_TG, DEPTH_COLD };
-static int64_t depth_of(const compare_opts *o, int sub) { return o->depth[sub / 3]; }
-static int depth_kind(int sub) { return sub % 3; }
-static int depth_is_pp(int sub) { return depth_kind(sub) != DEPTH_TG; }
+static int depth_rows(const compare_opts *o) { return o->no_cold ? 2 : 3; }
+static int64_t depth_of(const compare_opts *o, int sub) { return o->depth[sub / depth_rows(o)]; }
+static int depth_kind(const compare_opts *o, int sub) { return sub % depth_rows(o); }
+static int depth_is_pp(const compare_opts *o, int sub) { return depth_kind(o, sub) != DEPTH_TG; }
 /* Tokens in the KV cache before the test, and the test's own tokens. */
-static int64_t depth_kv(const compare_opts *o, int sub) { return depth_kind(sub) == DEPTH_COLD ? 0 : depth_of(o, sub); }
+static int64_t depth_kv(const compare_opts *o, int sub) { return depth_kind(o, sub) == DEPTH_COLD ? 0 : depth_of(o, sub); }
 static int64_t depth_tokens(const compare_opts *o, int sub) {
-    return depth_kind(sub) == DEPTH_TG ? o->ntok : depth_kind(sub) == DEPTH_COLD ? depth_of(o, sub) + o->depth_prompt : o->depth_prompt;
+    const int k = depth_kind(o, sub);
+    return k == DEPTH_TG ? o->ntok : k == DEPTH_COLD ? depth_of(o, sub) + o->depth_prompt : o->depth_prompt;
 }
 /* The KV cache of a depth row: what is cached + its test, rounded up to 256. */
 static int64_t depth_context(const compare_opts *o, int sub) {
@@ -457,7 +463,7 @@ static char **engine_argv(const compare_opts *o, int i, const char *ids_path, ch
     }
     const engine_def *d = o->eng[i];
     if (!strcmp(o->mode, "depth")) { /* llama-bench's -d: one test (ppP, tgN or the cold pp) at its depth, one timed repetition */
-        int pp = depth_is_pp(sub);
+        int pp = depth_is_pp(o, sub);
         snprintf(nums[0], 32, "%lld", pp ? (long long)depth_tokens(o, sub) : 0LL);
         snprintf(nums[1], 32, "%lld", pp ? 0LL : (long long)depth_tokens(o, sub));
         snprintf(nums[3], 32, "%lld", (long long)depth_context(o, sub));
@@ -967,10 +973,10 @@ static void cap_depths(compare_opts *o, json_t *warnings) {
 
 /* A llama-bench style row (`bench -d`, `llamacpp-bench -d`) with the keys the reports read:
  * prefill or decode tok/s = the test's median t/s, and its terms as "config". */
-static void depth_row_fields(json_t *rec, int sub) {
+static void depth_row_fields(const compare_opts *o, json_t *rec, int sub) {
     json_t *row = json_object_get(rec, "row");
     if (!json_is_object(row)) return;
-    json_object_set(row, depth_is_pp(sub) ? "prefill_tokens_per_second" : "decode_tokens_per_second", json_object_get(row, "median_ts"));
+    json_object_set(row, depth_is_pp(o, sub) ? "prefill_tokens_per_second" : "decode_tokens_per_second", json_object_get(row, "median_ts"));
     json_object_set_new(row, "config", json_pack("{s:O?, s:O?, s:O?, s:O?, s:s}", "context", json_object_get(row, "n_ctx"),
                                                  "kv_type_k", json_object_get(row, "type_k"), "kv_type_v", json_object_get(row, "type_v"),
                                                  "threads", json_object_get(row, "n_threads"), "sampling", "none: pseudo-random ids"));
@@ -1083,11 +1089,11 @@ int bench_compare(int argc, char **argv) {
             if (o.n_batch) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s b=%lld", o.name[i], (long long)cfg_batch[n_cfg]);
             else if (server && b < o.n_rates) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s rate=%g", o.name[i], o.rates[b]);
             else if (server) snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s c=%lld", o.name[i], (long long)o.conc[b - o.n_rates]);
-            else if (depth && depth_kind(b) == DEPTH_COLD)
+            else if (depth && depth_kind(&o, b) == DEPTH_COLD)
                 snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s pp%lld cold (d%lld uncached)", o.name[i],
                          (long long)depth_tokens(&o, b), (long long)depth_of(&o, b));
             else if (depth)
-                snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s %s%lld @ d%lld", o.name[i], depth_is_pp(b) ? "pp" : "tg",
+                snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s %s%lld @ d%lld", o.name[i], depth_is_pp(&o, b) ? "pp" : "tg",
                          (long long)depth_tokens(&o, b), (long long)depth_of(&o, b));
             else snprintf(cfg_name[n_cfg], sizeof cfg_name[n_cfg], "%s", o.name[i]);
             processes[n_cfg++] = json_array();
@@ -1130,7 +1136,7 @@ int bench_compare(int argc, char **argv) {
                                .model_size = model_size, .raw_dir = o.raw ? raw : NULL};
                 rec = bench_measure(&j);
                 free(av);
-                if (depth) depth_row_fields(rec, cfg_sub[c]);
+                if (depth) depth_row_fields(&o, rec, cfg_sub[c]);
             }
             if (rec) json_array_append_new(processes[c], rec);
             if (++done < total && o.cooldown > 0 && !proc_interrupted()) {
@@ -1150,8 +1156,8 @@ int bench_compare(int argc, char **argv) {
         if (sustained) json_object_set_new(cj, "sustained", compare_sustained_summary(processes[c]));
         if (depth)
             json_object_set_new(cj, "depth", json_pack("{s:I, s:s, s:I, s:I}", "depth", (json_int_t)depth_of(&o, cfg_sub[c]), "test",
-                                                       depth_kind(cfg_sub[c]) == DEPTH_COLD ? "pp_cold"
-                                                       : depth_is_pp(cfg_sub[c])            ? "pp"
+                                                       depth_kind(&o, cfg_sub[c]) == DEPTH_COLD ? "pp_cold"
+                                                       : depth_is_pp(&o, cfg_sub[c])            ? "pp"
                                                                                             : "tg",
                                                        "tokens", (json_int_t)depth_tokens(&o, cfg_sub[c]), "kv_tokens",
                                                        (json_int_t)depth_kv(&o, cfg_sub[c])));
@@ -1204,6 +1210,7 @@ int bench_compare(int argc, char **argv) {
         json_object_set_new(protocol, "depths", d);
         json_object_set_new(protocol, "depth_prompt_tokens", json_integer(o.depth_prompt));
         json_object_set_new(protocol, "depth_gen_tokens", json_integer(o.ntok));
+        json_object_set_new(protocol, "depth_cold_rows", json_boolean(!o.no_cold));
     }
     json_t *first_id = json_object_get(json_array_get(engines, 0), "identity");
     json_t *identity = json_pack("{s:s, s:o, s:s, s:O, s:O?, s:O?}", "cli", o.cli, "cli_sha256", bench_sha_json(o.cli, 0),

@@ -294,7 +294,8 @@ static void put_sustained(e0_strbuf *b, const json_t *r) {
 static void put_depth(e0_strbuf *b, const json_t *r) {
     e0_sb_printf(b, "## Long context (KV depth)\n\nllama-bench's -d: the depth's tokens are in the KV cache (untimed) before the "
                  "test, as with a prefix-cache hit; \"cold\" is the same request without one, its depth and prompt tokens "
-                 "prefilled from an empty cache; tok/s is the median over the rounds.\n\n| Test | Depth |");
+                 "prefilled from an empty cache; tok/s is the median over the rounds.%s\n\n| Test | Depth |",
+                 json_is_false(get(get(r, "protocol"), "depth_cold_rows")) ? " The cold rows were left out (--no-cold)." : "");
     /* engines as columns, in their order */
     const char *eng[16];
     int n_eng = 0;

@@ -480,6 +480,21 @@ static void test_depth_mode(void) {
     json_decref(r);
     CHECK(sh("grep -c '| tg8 | 240 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
     CHECK(sh("grep -c '| pp272 cold | 240 |' '%s/depth/report.md'", dir) == 0 && atoi(out) == 1);
+
+    /* --no-cold: the two rows with the prefix cached per depth, no cold one */
+    r = compare_llamacpp("depth-nocold", "--depth 240 --depth-prompt 32 --ntok 8 --rounds 1 --no-cold");
+    if (!r) return;
+    cfgs = get(r, "configurations");
+    CHECK(json_array_size(cfgs) == 4); /* 2 engines x (pp, tg) */
+    CHECK(json_is_false(get(get(r, "protocol"), "depth_cold_rows")));
+    for (size_t i = 0; i < json_array_size(cfgs); i++) {
+        const json_t *d = get(json_array_get(cfgs, i), "depth");
+        CHECK(!strcmp(json_string_value(get(d, "test")), i % 2 ? "tg" : "pp"));
+        CHECK(json_integer_value(get(d, "depth")) == 240 && json_integer_value(get(d, "kv_tokens")) == 240);
+    }
+    json_decref(r);
+    CHECK(sh("grep -c ' cold |' '%s/depth-nocold/report.md'", dir) == 1 && atoi(out) == 0);
+    CHECK(sh("grep -c '| tg8 | 240 |' '%s/depth-nocold/report.md'", dir) == 0 && atoi(out) == 1);
 }
 
 /* --mode batch with the process engines: edge0-infer bench --batch-size B and llamacpp-bench
@@ -561,7 +576,8 @@ static void test_bad_arguments(void) {
                                       "--depth 64 --mode batch", "--mode sustained --engines edge0,openai=http://127.0.0.1:1",
                                       "--mode server --length-dist zipf", "--mode server --concurrency 0",
                                       "--mode server --server-url x", "--mode server --server-url nosuch=http://127.0.0.1:1",
-                                      "--mode server --rates 1,-2", "--window 5", "--mode batch --batch-size 0", "--mode batch --batch-size 65", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming"};
+                                      "--mode server --rates 1,-2", "--window 5", "--mode batch --batch-size 0", "--mode batch --batch-size 65", "--depth 64 --depth-prompt 0 --ntok 0", "--mode streaming",
+                                      "--no-cold", "--mode batch --no-cold"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sh("'%s' compare --model '%s' --out '%s/bad' %s", bench_bin, model, dir, bad[i]);
         int lines = 0;
