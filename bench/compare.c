@@ -245,8 +245,12 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
             fputs(COMPARE_USAGE, stdout);
             return 2;
         }
-        if (!strcmp(a, "--raw") || !strcmp(a, "--no-cold")) {
-            *(a[2] == 'r' ? &o->raw : &o->no_cold) = 1;
+        if (!strcmp(a, "--raw")) {
+            o->raw = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-cold")) {
+            o->no_cold = 1;
             continue;
         }
         if (i + 1 >= argc) return bench_error("%s needs a value (see edge0-bench compare --help)", a);
