@@ -23,14 +23,6 @@ enum { HD = 128, N_HEAD = 32, N_HEAD_KV = 4 };
 
 static volatile float sink;
 
-/* argv[i] as a whole decimal number, or def without it; -1 for anything else */
-static long arg(int argc, char **argv, int i, long def) {
-    if (argc <= i) return def;
-    char *end;
-    const long v = strtol(argv[i], &end, 10);
-    return end != argv[i] && !*end ? v : -1;
-}
-
 int main(int argc, char **argv) {
     static const char usage[] = "usage: attn_speed [CTX [NTOK]]  (1 <= NTOK <= CTX <= 65536, NTOK <= 4096; default 1230 1)\n"
                                 "times one layer of tiled attention: NTOK query tokens at the last positions of CTX\n";
@@ -38,9 +30,11 @@ int main(int argc, char **argv) {
         fputs(usage, stdout);
         return 0;
     }
-    const long ctx = arg(argc, argv, 1, 1230), ntok = arg(argc, argv, 2, 1);
-    if (argc > 3 || ctx < 1 || ctx > 65536 || ntok < 1 || ntok > ctx || ntok > 4096) {
-        fputs(usage, stderr);
+    int64_t ctx = 1230, ntok = 1;
+    e0_err e = {0};
+    if (argc > 3 || (argc > 1 && e0_parse_i64(argv[1], 1, 65536, &ctx, "CTX", &e)) ||
+        (argc > 2 && e0_parse_i64(argv[2], 1, ctx < 4096 ? ctx : 4096, &ntok, "NTOK", &e))) {
+        fprintf(stderr, "attn_speed: %s\n%s", e.msg[0] ? e.msg : "too many arguments", usage);
         return 1;
     }
     const size_t head = (size_t)HD * 2, side = (size_t)N_HEAD_KV * (size_t)ctx * head; /* F16 */
@@ -82,7 +76,7 @@ int main(int argc, char **argv) {
     }
     printf("attention, %s, F16 KV: %ld query token(s) at %ld positions, %ld items: best of %d %.1f us, %.3f ns per "
            "(query token, key, KV head)\n",
-           level >= E0_SIMD_AVX512 ? "avx512" : simd ? "avx2" : "scalar", ntok, ctx, items, passes, best * 1e6, best * 1e9 / triples);
+           level >= E0_SIMD_AVX512 ? "avx512" : simd ? "avx2" : "scalar", (long)ntok, (long)ctx, items, passes, best * 1e6, best * 1e9 / triples);
     free(k), free(v), free(q), free(out), free(scratch);
     return 0;
 }
