@@ -6,6 +6,8 @@
  *    policy (every e0_evict) and slot count, on a small synth qwen3moe model with a trace
  *    generated here (and the shared Mixtral trace, whose 8 experts make a cheap synth model),
  *    with actual routing and with replay_predict (prefetch, prediction-aware eviction on / off);
+ *    its lookahead oracle (--horizon) is lrfu knowing no step ahead and Belady knowing them all;
+ *    malformed --horizon lists are refused;
  *  - a bad evict / protect_predicted value is one error naming the accepted ones;
  *  - replay's errors: expert count, k, option combinations;
  *  - replay_predict=P: P=1 predicts every expert, P=0 none, a seed repeats a run;
@@ -252,6 +254,22 @@ static void compare(const char *model, const char *trace, int slots, int n_tok, 
         printf("  %s %s slots %d: hit rate %.4f (belady %.4f)\n", trace + strlen(dir) + 1, policies[p], slots,
                er ? (double)eh / (double)er : 0, br ? (double)bh / (double)br : 0);
     }
+    /* the lookahead oracle (--horizon): knowing no step ahead it is the engine's lrfu, knowing them
+     * all (1000 >= n_tok) it is Belady; in between it lies between the two */
+    uint64_t lh = 0, lr = 0, bh = 0, br = 0, h0 = 0, r0 = 0, hall = 0, rall = 0, h2 = 0, r2 = 0, mi;
+    CHECK(sim_hits(model, trace, slots, "lrfu", n_tok, &lh, &lr) == 0);
+    CHECK(sim_hits(model, trace, slots, "belady", n_tok, &bh, &br) == 0);
+    CHECKF(sim_run(model, trace, slots, "horizon-0", n_tok, "--horizon 0,2,1000", &h0, &r0, &mi) == 0, "no horizon-0 row");
+    CHECKF(sim_run(model, trace, slots, "horizon-2", n_tok, "--horizon 0,2,1000", &h2, &r2, &mi) == 0, "no horizon-2 row");
+    CHECKF(sim_run(model, trace, slots, "horizon-1000", n_tok, "--horizon 0,2,1000", &hall, &rall, &mi) == 0, "no horizon-1000 row");
+    CHECKF(h0 == lh && r0 == lr, "%s, %d slots: horizon 0 %llu hits, lrfu %llu", trace, slots, (unsigned long long)h0,
+           (unsigned long long)lh);
+    CHECKF(hall == bh && rall == br && n_tok <= 1000, "%s, %d slots: horizon 1000 %llu hits, belady %llu", trace, slots,
+           (unsigned long long)hall, (unsigned long long)bh);
+    CHECKF(h2 >= h0 && h2 <= bh && r2 == r0, "horizon 2: %llu hits, not between %llu and %llu", (unsigned long long)h2,
+           (unsigned long long)h0, (unsigned long long)bh);
+    printf("  %s slots %d: lookahead oracle hit rate %.4f (0 steps) %.4f (2) %.4f (all)\n", trace + strlen(dir) + 1, slots,
+           r0 ? (double)h0 / (double)r0 : 0, r2 ? (double)h2 / (double)r2 : 0, rall ? (double)hall / (double)rall : 0);
 }
 
 static void test_engine_equals_simulator(void) {
@@ -261,6 +279,15 @@ static void test_engine_equals_simulator(void) {
     /* 4 model layers over 3 trace layers; 50 tokens cycle through the trace's 40 */
     compare(model, trace, 2, 50, 4, 2);
     compare(model, trace, 5, 50, 4, 2);
+    static const char *const bad_horizons[] = {"", "5,", "1,,2", "-1", "x", " 3", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
+                                               "18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33"};
+    for (size_t i = 0; i < sizeof bad_horizons / sizeof *bad_horizons; i++) {
+        char cmd[2048], out[4096];
+        snprintf(cmd, sizeof cmd, "%s/tools/expert_policy_sim %s %s --slots 5 --horizon '%s' 2>&1", t_build(), model, trace,
+                 bad_horizons[i]);
+        CHECKF(t_sh(cmd, out, sizeof out) != 0 && strstr(out, "--horizon: expected"), "--horizon '%s' accepted: %s",
+               bad_horizons[i], out);
+    }
     /* replay_predict: prefetch of the guesses, acquires of the guesses, prediction-aware eviction
      * on and off; counts of hits and misses equal the simulator's --predict run */
     uint64_t prot_misses[N_POLICIES] = {0}, open_misses[N_POLICIES] = {0};

@@ -16,7 +16,10 @@
  * per-layer slot counts of the same total for Belady and lrfu, found on the trace itself
  * (split_bound: an oracle's upper bound on what per-layer counts could buy). --extra-layers X:
  * X layers have one slot more than --slots says, chosen as the engine's budget rule chooses them
- * (e0_experts_layer_slots: spread evenly), for every policy and Belady alike.
+ * (e0_experts_layer_slots: spread evenly), for every policy and Belady alike. --horizon H,..: rows
+ * horizon-H, an oracle that knows the routing of the next H steps (lookahead below: Belady's rule
+ * within H steps, the engine's LRFU beyond; 0 is lrfu, >= the tokens is Belady), on the same
+ * requests as Belady: how much future a policy would need to know to come near the optimum.
  * The requests are those of decode under --model-option routing=replay: token after token, model
  * layer l takes the trace's layer floor(l * Lt / Lm) (e0_trace_layer_for), the first
  * n_expert_used experts of the row, acquired in id order (as forward.c's moe_ffn does); the
@@ -28,7 +31,8 @@
  *   build/tools/expert_policy_sim MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N]
  * (default slots: k, 2k, 4k and n_expert/2 for the model's k experts per token; default tokens: the
  * trace's steps). Output: one header line, then one row per (slots, policy):
- *   policy slots hit_rate hits requests misses MB_read MB_per_token seconds */
+ *   policy slots hit_rate hits requests misses MB_read MB_per_token vs_belady seconds */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,17 +74,23 @@ static int *build_guesses(const e0_trace *t, const e0_model *m, long n_tok, doub
     return g;
 }
 
-/* Belady's optimum for one slot count: per layer, on a miss evict the resident expert (not
- * requested by the current step) whose next request is farthest away (never again = farthest;
- * ties: the lower id). Fills hits and misses; bytes = misses x the layer's expert bytes. */
-static void belady_split(const e0_model *m, const int *reqs, long n_tok, const int64_t *lslots, uint64_t *hits,
-                         uint64_t *misses, uint64_t *bytes, uint64_t *layer_misses) {
+/* An oracle that knows the next `horizon` steps of routing, for one slot count: per layer, on a
+ * miss evict the resident expert (not requested by the current step) whose next request is
+ * farthest, a request more than `horizon` steps ahead (or none) counting as beyond the horizon;
+ * ties, the beyond ones included, by the engine's LRFU (the lowest score, then the least recently
+ * used, then the first slot: experts.c's rules, so horizon 0 is the engine's lrfu exactly).
+ * horizon >= n_tok is Belady's optimum (which expert among those never requested again goes does
+ * not change the count). Fills hits and misses; bytes = misses x the layer's expert bytes. */
+static void lookahead(const e0_model *m, const int *reqs, long n_tok, const int64_t *lslots, long horizon, uint64_t *hits,
+                      uint64_t *misses, uint64_t *bytes, uint64_t *layer_misses) {
     const int64_t L = m->hp.n_layer, K = m->hp.n_expert_used, X = m->hp.n_expert;
     long *next = malloc((size_t)n_tok * (size_t)K * sizeof *next); /* next step that requests the same id */
     long *upcoming = malloc((size_t)X * sizeof *upcoming);
-    int *res = malloc((size_t)X * sizeof *res);
+    double *crf = malloc((size_t)X * sizeof *crf); /* LRFU score at step crf_at */
+    long *crf_at = malloc((size_t)X * sizeof *crf_at), *used = malloc((size_t)X * sizeof *used);
+    int *res = malloc((size_t)X * sizeof *res); /* the slots' experts, in slot order */
     *hits = *misses = *bytes = 0;
-    if (!next || !upcoming || !res) {
+    if (!next || !upcoming || !crf || !crf_at || !used || !res) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
@@ -88,7 +98,7 @@ static void belady_split(const e0_model *m, const int *reqs, long n_tok, const i
         const uint64_t eb = e0_expert_bytes(m, (int)l), misses0 = *misses;
         const int64_t slots = lslots[l];
 #define REQ(s, k) reqs[((size_t)(s) * (size_t)L + (size_t)l) * (size_t)K + (size_t)(k)]
-        for (int64_t x = 0; x < X; x++) upcoming[x] = n_tok; /* never */
+        for (int64_t x = 0; x < X; x++) upcoming[x] = n_tok, crf[x] = 0, crf_at[x] = 0, used[x] = -1; /* never */
         for (long s = n_tok - 1; s >= 0; s--)
             for (int64_t k = 0; k < K; k++) {
                 next[(size_t)s * (size_t)K + (size_t)k] = upcoming[REQ(s, k)];
@@ -97,6 +107,13 @@ static void belady_split(const e0_model *m, const int *reqs, long n_tok, const i
         /* upcoming[x] is now the first request of x; as steps pass it becomes the next one */
         int64_t n_res = 0;
         for (long s = 0; s < n_tok; s++) {
+            const long clock = s + 1; /* the engine's per-layer acquire count */
+            for (int64_t k = 0; k < K; k++) { /* every requested id counted first, as experts.c does */
+                const int id = REQ(s, k);
+                crf[id] = crf[id] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[id])) + 1;
+                crf_at[id] = clock;
+                used[id] = s;
+            }
             for (int64_t k = 0; k < K; k++) {
                 int id = REQ(s, k);
                 bool in = false;
@@ -112,13 +129,17 @@ static void belady_split(const e0_model *m, const int *reqs, long n_tok, const i
                     continue;
                 }
                 int64_t victim = -1;
+                long vfar = 0;
+                double vscore = 0;
                 for (int64_t i = 0; i < n_res; i++) {
+                    const int x = res[i];
                     bool now = false; /* requested by this step: pinned */
-                    for (int64_t r = 0; r < K; r++) now |= REQ(s, r) == res[i];
+                    for (int64_t r = 0; r < K; r++) now |= REQ(s, r) == x;
                     if (now) continue;
-                    if (victim < 0 || upcoming[res[i]] > upcoming[res[victim]] ||
-                        (upcoming[res[i]] == upcoming[res[victim]] && res[i] < res[victim]))
-                        victim = i;
+                    const long far = upcoming[x] - s > horizon ? horizon + 1 : upcoming[x] - s;
+                    const double score = crf[x] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[x]));
+                    if (victim < 0 || far > vfar || (far == vfar && (score < vscore || (score == vscore && used[x] < used[res[victim]]))))
+                        victim = i, vfar = far, vscore = score;
                 }
                 res[victim] = id; /* a victim exists: slots >= K */
             }
@@ -129,7 +150,15 @@ static void belady_split(const e0_model *m, const int *reqs, long n_tok, const i
     }
     free(next);
     free(upcoming);
+    free(crf);
+    free(crf_at);
+    free(used);
     free(res);
+}
+
+static void belady_split(const e0_model *m, const int *reqs, long n_tok, const int64_t *lslots, uint64_t *hits,
+                         uint64_t *misses, uint64_t *bytes, uint64_t *layer_misses) {
+    lookahead(m, reqs, n_tok, lslots, n_tok, hits, misses, bytes, layer_misses);
 }
 
 /* --split-bound: how much per-layer slot counts (one total, L x slots) could buy. For Belady and
@@ -213,10 +242,22 @@ static void split_bound(const e0_model *m, const int *reqs, long n_tok, int64_t 
 }
 
 int main(int argc, char **argv) {
+    const bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
     if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N] [--predict P] [--seed N] "
-                        "[--protect on|off] [--split-bound] [--extra-layers X]\n", argv[0]);
-        return 1;
+        fprintf(help ? stdout : stderr,
+                "usage: %s MODEL.gguf TRACE.csv [--slots A,B,..] [--tokens N] [--predict P] [--seed N] "
+                "[--protect on|off] [--split-bound] [--extra-layers X] [--horizon H,..]\n"
+                "Replays a routing trace's decode requests through the expert cache: hit rate and bytes read per\n"
+                "token of the engine's policies and of Belady's optimum, per slot count.\n"
+                "  --slots A,B,..     expert slots per layer (default: k, 2k, 4k, n_expert/2)\n"
+                "  --tokens N         tokens to replay (default: the trace's; it cycles)\n"
+                "  --predict P        predicted routing with a predictor right with probability P (--seed N)\n"
+                "  --protect on|off   prediction-aware eviction (default on)\n"
+                "  --split-bound      the best per-layer slot counts found on the trace itself (an oracle's bound)\n"
+                "  --extra-layers X   X layers with one slot more, as the engine's budget rule spreads them\n"
+                "  --horizon H,..     rows horizon-H: an oracle knowing the next H steps' routing (0: lrfu; all: Belady)\n",
+                argv[0]);
+        return help ? 0 : 1;
     }
     const char *slots_arg = NULL;
     long n_tok = 0;
@@ -224,6 +265,8 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     bool protect = true, split = false;
     long extra = 0;
+    long horizons[32];
+    int n_horizons = 0;
     for (int i = 3; i < argc; i++) {
         char *end;
         if (!strcmp(argv[i], "--slots") && i + 1 < argc) slots_arg = argv[++i];
@@ -252,6 +295,17 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "--extra-layers: expected a count of layers\n");
                 return 1;
             }
+        } else if (!strcmp(argv[i], "--horizon") && i + 1 < argc) {
+            const char *p = argv[++i];
+            do { /* one or more counts, each followed by ',' and another or by the end */
+                long v = strtol(p, &end, 10);
+                if (end == p || *p < '0' || *p > '9' || v > 100000000 || (*end && (*end != ',' || !end[1])) || n_horizons == 32) {
+                    fprintf(stderr, "--horizon: expected up to 32 step counts from 0 to 100000000, separated by ','\n");
+                    return 1;
+                }
+                horizons[n_horizons++] = v;
+                p = *end ? end + 1 : end;
+            } while (*p);
         } else if (!strcmp(argv[i], "--split-bound")) {
             split = true;
         } else if (!strcmp(argv[i], "--protect") && i + 1 < argc && (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
@@ -347,6 +401,17 @@ int main(int argc, char **argv) {
                    (double)st->bytes_read / 1e6 / (double)n_tok, bb ? (double)st->bytes_read / (double)bb : 0,
                    e0_now() - t0);
             e0_experts_free(x);
+        }
+        for (int hi = 0; hi < n_horizons; hi++) {
+            uint64_t hh, hm, hb;
+            char name[32];
+            t0 = e0_now();
+            lookahead(m, reqs, n_tok, lslots, horizons[hi], &hh, &hm, &hb, NULL);
+            snprintf(name, sizeof name, "horizon-%ld", horizons[hi]);
+            printf("%-12s %6lld %9.4f %10llu %10llu %10llu %12.2f %12.4f %9.3f %8.2f\n", name, (long long)slots,
+                   hh + hm ? (double)hh / (double)(hh + hm) : 0, (unsigned long long)hh, (unsigned long long)(hh + hm),
+                   (unsigned long long)hm, (double)hb / 1e6, (double)hb / 1e6 / (double)n_tok, bb ? (double)hb / (double)bb : 0,
+                   e0_now() - t0);
         }
         if (split && !guess) split_bound(m, reqs, n_tok, slots, E0_EVICT_LRFU, bb);
     }
