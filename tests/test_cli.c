@@ -471,6 +471,29 @@ static void test_bench_breakdown(void) {
     /* without the flag, neither */
     CHECK(sh(out, sizeof out, NULL, 0, "%s bench -m %s --prompt short --warmup 0 --ntok 2", bin, moe) == 0 &&
           !strstr(out, "breakdown"));
+    /* the experts computed per layer pass: one sequence's k; B copies of the prompt decode the same
+     * ids, so the same k; distinct prompts (--batch-distinct) a larger union, and more bytes */
+    static const char *const batch_flags[3] = {"", "--batch-size 3", "--batch-size 3 --batch-distinct"};
+    double per_pass[3] = {0}, bytes[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        CHECK(sh(out, sizeof out, err, sizeof err, "%s bench -m %s --prompt short --warmup 1 --ntok 3 --breakdown %s", bin,
+                 moe, batch_flags[k]) == 0);
+        row = json_loads(out, 0, NULL);
+        json_t *b = json_object_get(row, "breakdown");
+        per_pass[k] = json_number_value(json_object_get(b, "experts_per_moe_pass"));
+        bytes[k] = json_number_value(json_object_get(b, "expert_bytes_per_token"));
+        if (k == 1) CHECKF(json_is_true(json_object_get(row, "batch_sequences_agree")) &&
+                               !strcmp(json_string_value(json_object_get(row, "batch_prompts")), "copies"), "%s", out);
+        if (k == 2) CHECKF(json_is_null(json_object_get(row, "batch_sequences_agree")) &&
+                               !strcmp(json_string_value(json_object_get(row, "batch_prompts")), "distinct"), "%s", out);
+        if (k == 0) CHECKF(!json_object_get(row, "batch_prompts"), "%s", out);
+        json_decref(row);
+    }
+    CHECKF(per_pass[0] >= 1 && per_pass[0] == floor(per_pass[0]) && per_pass[1] == per_pass[0] && per_pass[2] > per_pass[0] &&
+               per_pass[2] <= 3 * per_pass[0] && bytes[0] > 0 && bytes[1] == bytes[0] && bytes[2] > bytes[0],
+           "experts per pass %g %g %g, bytes %g %g %g", per_pass[0], per_pass[1], per_pass[2], bytes[0], bytes[1], bytes[2]);
+    int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --prompt short --batch-distinct", bin, moe);
+    CHECKF(rc == 1 && strstr(err, "--batch-distinct needs --batch-size"), "%d %s", rc, err);
 }
 
 /* bench without -c sizes the context to the run when it needs more than the default 4096 (up to

@@ -38,7 +38,8 @@ static void help(void) {
          "                    gives every engine\n"
          "  --mode sustained  decode for --duration seconds (default 60): mean tok/s and its slope\n"
          "  --breakdown       add the split of decode time per step part, and of the prefill (with\n"
-         "                    --batch-size: of all B prompts' batched prefill)\n"
+         "                    --batch-size: of all B prompts' batched prefill); MoE: the experts computed\n"
+         "                    per layer pass (a batch's union) and their weight bytes per step\n"
          "  --progress        prefill progress on stderr even when it is not a terminal\n"
          "  -t, --threads N   decode threads (default: the physical cores, at most the usable CPUs:\n"
          "                    affinity mask and cgroup CPU quota; a larger N is lowered to them with\n"
@@ -50,7 +51,12 @@ static void help(void) {
          "                    many sequences' chunks a forward pass as fit in -b), then they decode in\n"
          "                    lockstep, one batched forward pass (e0_eval_batch) per step;\n"
          "                    the row's decode_tokens_per_second is the aggregate (B * steps / time),\n"
-         "                    per_sequence_decode_tokens_per_second one sequence's (--mode single only)");
+         "                    per_sequence_decode_tokens_per_second one sequence's (--mode single only)\n"
+         "  --batch-distinct  with --batch-size: sequence b's prompt is the prompt rotated left by b * n / B of\n"
+         "                    its n tokens (the same tokens and length, another order), so the sequences\n"
+         "                    decode different tokens and a MoE step computes the union of their experts,\n"
+         "                    as a server's distinct requests do (default: B copies of the prompt, the\n"
+         "                    harness's batch workload, whose greedy sequences share every expert)");
     puts("common model flags: -m/--model F, -t/--threads N, -c/--ctx-size N, -b N (prefill chunk; in this mode\n"
          "--batch-size is the number of sequences, above), and");
     fputs(e0_options_help(), stdout);
@@ -113,7 +119,7 @@ typedef struct {
     int64_t warmup, ntok, runs, prefill_threads;
     int64_t batch_size; /* --batch-size: sequences decoded in lockstep; 0 = not given (one, unbatched) */
     double duration;
-    bool breakdown, raw, ntok_given, progress;
+    bool breakdown, raw, ntok_given, progress, batch_distinct;
 } bench_args;
 
 static int parse_args(bench_args *a, int argc, char **argv) {
@@ -135,6 +141,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(f, with_value[k]);
         if (!strcmp(f, "--breakdown")) a->breakdown = true;
+        else if (!strcmp(f, "--batch-distinct")) a->batch_distinct = true;
         else if (!strcmp(f, "--progress")) a->progress = true;
         else if (!strcmp(f, "--raw")) a->raw = true;
         else if (!known) return cli_error("bench: unknown option '%s' (see --help)", f);
@@ -162,6 +169,7 @@ static int parse_args(bench_args *a, int argc, char **argv) {
         return cli_error("bench: --mode must be single or sustained (got '%s')", a->mode);
     if (!a->ntok_given && a->prompt_name && !strcmp(a->prompt_name, "short")) a->ntok = 512;
     if (a->batch_size && strcmp(a->mode, "single")) return cli_error("bench: --batch-size works with --mode single only");
+    if (a->batch_distinct && !a->batch_size) return cli_error("bench: --batch-distinct needs --batch-size");
     return 0;
 }
 
@@ -174,7 +182,7 @@ typedef struct {
     json_t *sustained_series; /* --mode sustained: {"interval_s", "t_s": [...], "tokens_per_second": [...]} */
     e0_ctx_stats st; /* decode-phase stats (--batch-size: summed over the sequences) */
     e0_ctx_stats pst; /* prefill-phase stats (--breakdown; a batch: its contexts' summed) */
-    bool agree;      /* --batch-size: every sequence generated the same ids (they share the prompt) */
+    bool agree;      /* --batch-size: every sequence generated the same ids (copies of one prompt) */
     e0_experts_stats xs; /* expert cache, decode phase */
     double sampling_s;
 } run_result;
@@ -283,7 +291,7 @@ static int run_once(e0_ctx *c, e0_experts *xc, const bench_args *a, const int *p
  * forward"): steps of e0_eval_multi, each sequence chunked as e0_eval alone chunks it (n_batch
  * tokens from the start, the last shorter, so each gets the bits it would alone), as many
  * sequences' next chunks a step as fit in n_batch (at least one). */
-static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prompt, e0_err *e) {
+static int prefill_batch(e0_ctx *const *cs, int B, const int *const *prompts, int n_prompt, e0_err *e) {
     const int nb = e0_ctx_n_batch(cs[0]);
     int *done = calloc((size_t)B, sizeof *done), *cnt = malloc((size_t)B * sizeof *cnt), *who = malloc((size_t)B * sizeof *who);
     const int **toks = malloc((size_t)B * sizeof *toks);
@@ -296,7 +304,7 @@ static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prom
             const int rem = n_prompt - done[b], chunk = rem < nb ? rem : nb;
             if (rem == 0) continue;
             if (n > 0 && rows + chunk > nb) break;
-            who[n] = b, step[n] = cs[b], toks[n] = prompt + done[b], cnt[n++] = chunk;
+            who[n] = b, step[n] = cs[b], toks[n] = prompts[b] + done[b], cnt[n++] = chunk;
             rows += chunk;
         }
         rc = e0_eval_multi(step, toks, cnt, NULL, n, e) < 0 ? -1 : 0;
@@ -311,12 +319,12 @@ static int prefill_batch(e0_ctx *const *cs, int B, const int *prompt, int n_prom
     return rc;
 }
 
-/* --batch-size B: the prompt prefilled into each of the B contexts cs (cs[0] the session's; one
- * batched forward a step, prefill_batch), then
+/* --batch-size B: prompts[b] prefilled into context cs[b] (cs[0] the session's; one batched
+ * forward a step, prefill_batch; all n_prompt long), then
  * --warmup untimed and --ntok timed lockstep steps, each one e0_eval_batch over the B sequences.
  * r->n_decode = timed steps, itl = step times, st = cs[0]'s phase times (the batch's scratch) with
  * the tokens of all B. */
-static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args *a, const int *prompt, int n_prompt,
+static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args *a, const int *const *prompts, int n_prompt,
                      run_result *r, e0_energy_reading *en0, e0_energy_reading *en1, e0_err *e) {
     const int64_t V = e0_ctx_model(cs[0])->hp.n_vocab;
     int *tok = malloc((size_t)B * sizeof *tok);
@@ -325,7 +333,7 @@ static int run_batch(e0_ctx *const *cs, int B, e0_experts *xc, const bench_args 
     double t0 = e0_now(), start = t0, prev = t0;
     /* --breakdown: every context times the forward passes it leads (a step's first sequence's) */
     for (int b = 0; b < B; b++) e0_ctx_truncate(cs[b], 0), e0_ctx_reset_stats(cs[b]), e0_ctx_enable_timing(cs[b], a->breakdown);
-    if (prefill_batch(cs, B, prompt, n_prompt, e) < 0) goto done;
+    if (prefill_batch(cs, B, prompts, n_prompt, e) < 0) goto done;
     for (int b = 0; b < B; b++) tok[b] = e0_argmax(e0_ctx_logits(cs[b]), V);
     r->prefill_s = e0_now() - t0;
     memset(&r->pst, 0, sizeof r->pst);
@@ -508,6 +516,18 @@ int cmd_bench(int argc, char **argv) {
     const int B = a.batch_size ? (int)a.batch_size : 1;
     e0_ctx **cs = NULL;
     if (a.batch_size && !(cs = batch_contexts(&a.o.session, B, &e))) status = cli_error("bench: --batch-size %d: %s", B, e.msg);
+    /* the batch's prompts: B copies, or (--batch-distinct) sequence b's rotated left by b * n / B */
+    const int **prompts = cs ? malloc((size_t)B * sizeof *prompts) : NULL;
+    int *rotated = cs && a.batch_distinct ? malloc((size_t)B * (size_t)pr.n * sizeof *rotated) : NULL;
+    if (cs && (!prompts || (a.batch_distinct && !rotated))) status = status ? status : cli_error("bench: out of memory");
+    for (int b = 0; prompts && b < B; b++) {
+        prompts[b] = pr.ids;
+        if (!rotated) continue;
+        const int shift = (int)((int64_t)b * pr.n / B);
+        int *dst = rotated + (size_t)b * (size_t)pr.n;
+        for (int i = 0; i < pr.n; i++) dst[i] = pr.ids[(i + shift) % pr.n];
+        prompts[b] = dst;
+    }
     if (B > e0_ctx_n_batch(c))
         status = status ? status : cli_error("bench: --batch-size %d > the prefill chunk -b %d of the first sequence", B, e0_ctx_n_batch(c));
     r.itl = malloc((size_t)a.ntok * sizeof(double));
@@ -519,7 +539,7 @@ int cmd_bench(int argc, char **argv) {
         double *itl = r.itl;
         memset(&r, 0, sizeof r);
         r.itl = itl;
-        if (cs ? run_batch(cs, B, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0
+        if (cs ? run_batch(cs, B, a.o.session.xc, &a, prompts, pr.n, &r, &en0, &en1, &e) < 0
                : run_once(c, a.o.session.xc, &a, pr.ids, pr.n, &r, &en0, &en1, &e) < 0) {
             status = cli_error("bench: %s", e.msg);
             break;
@@ -538,9 +558,11 @@ int cmd_bench(int argc, char **argv) {
         json_object_set_new(row, "decode_tokens_per_second", json_real((double)B * r.n_decode / r.decode_s));
         json_object_set_new(row, "batch_size", json_integer(B));
         json_object_set_new(row, "per_sequence_decode_tokens_per_second", json_real(r.n_decode / r.decode_s));
-        /* under replay the sequences replay different trace steps: their ids need not agree */
-        const bool replay = a.o.session.opt.routing == E0_ROUTING_REPLAY;
-        if (cs) json_object_set_new(row, "batch_sequences_agree", replay ? json_null() : json_boolean(r.agree));
+        /* under replay the sequences replay different trace steps, and distinct prompts decode
+         * differently: their ids need not agree */
+        const bool replay = a.o.session.opt.routing == E0_ROUTING_REPLAY, differ = replay || a.batch_distinct;
+        if (cs) json_object_set_new(row, "batch_sequences_agree", differ ? json_null() : json_boolean(r.agree));
+        if (cs) json_object_set_new(row, "batch_prompts", json_string(a.batch_distinct ? "distinct" : "copies"));
         /* after the timed steps, with every pool alive: the main thread and the pools' workers */
         json_object_set_new(row, "process_threads", e0_process_threads_json());
         json_object_set_new(row, "n_prompt", json_integer(pr.n));
@@ -589,6 +611,13 @@ int cmd_bench(int argc, char **argv) {
             json_object_set_new(b, "output_seconds_per_token", json_real(r.st.output * per));
             json_object_set_new(b, "sampling_seconds_per_token", json_real(r.sampling_s * per));
             json_object_set_new(b, "total_seconds_per_token", json_real(r.decode_s * per));
+            if (r.st.moe_passes) { /* the routed experts computed: a batch's union once per layer */
+                const double compute = r.st.experts - r.st.expert_wait;
+                json_object_set_new(b, "experts_per_moe_pass", json_real((double)r.st.experts_computed / (double)r.st.moe_passes));
+                json_object_set_new(b, "expert_bytes_per_token", json_real((double)r.st.expert_bytes_computed * per));
+                json_object_set_new(b, "expert_compute_gb_per_second",
+                                    json_real(compute > 0 ? (double)r.st.expert_bytes_computed / compute / 1e9 : 0));
+            }
             json_object_set_new(row, "breakdown", b);
             { /* prefill: whole-prompt seconds per part (other: norms, residuals, quantizing inputs; a batch: all B prompts) */
                 const e0_ctx_stats *p = &r.pst;
@@ -613,7 +642,7 @@ int cmd_bench(int argc, char **argv) {
         if (!written) break; /* the row is lost: main reports it (or the reader went away) */
         char routing[512];
         if (cs) fprintf(stderr, "batch of %d sequences: %.2f tok/s aggregate, %.2f per sequence%s\n", B, tg[n_done - 1],
-                        r.n_decode / r.decode_s, r.agree || replay ? "" : " (warning: the sequences' ids differ)");
+                        r.n_decode / r.decode_s, r.agree || differ ? "" : " (warning: the sequences' ids differ)");
         fprintf(stderr, "run %lld: %d prompt tokens, first token %.3f s (%.1f tok/s prefill), %d decode steps %.2f tok/s%s%s\n",
                 (long long)(run + 1), pr.n, r.prefill_s, pp[n_done - 1], r.n_decode, tg[n_done - 1],
                 a.o.session.trace ? " | routing: " : "",
@@ -629,6 +658,8 @@ int cmd_bench(int argc, char **argv) {
     free(pp);
     free(tg);
     free(r.itl);
+    free(prompts);
+    free(rotated);
     json_decref(r.sustained_series);
     for (int b = 1; cs && b < B; b++) e0_ctx_free(cs[b]);
     free(cs);

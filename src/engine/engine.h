@@ -155,8 +155,8 @@ void e0_ctx_set_route_log(e0_ctx *c, e0_route_log_fn fn, void *user);
 void e0_ctx_prediction_stats(const e0_ctx *c, int layer, uint64_t *hits, uint64_t *total);
 
 /* Where evaluation time goes (seconds, summed over calls since the last reset). The phase times
- * are only collected while timing is enabled (it costs a clock read per phase); expert_wait and
- * tokens always are. The expert cache keeps its own I/O accounting (e0_experts_get_stats). */
+ * are only collected while timing is enabled (it costs a clock read per phase); expert_wait,
+ * tokens and the expert counts always are. The expert cache keeps its own I/O accounting (e0_experts_get_stats). */
 typedef struct e0_ctx_stats {
     double attention;   /* norm, q/k/v, RoPE, attention, output projection, residual */
     double router;      /* router, routing and the prediction / prefetch policy */
@@ -165,6 +165,10 @@ typedef struct e0_ctx_stats {
     double ffn_dense;   /* dense FFN, or the shared expert */
     double output;      /* final norm and logits */
     uint64_t tokens;    /* tokens evaluated */
+    /* Routed experts computed: MoE layer passes (a layer of a chunk, decode step or batch), the
+     * distinct experts they computed (a batch's union counted once) and those experts' weight
+     * bytes (e0_expert_bytes); counted whether or not timing is enabled. */
+    uint64_t moe_passes, experts_computed, expert_bytes_computed;
 } e0_ctx_stats;
 void e0_ctx_enable_timing(e0_ctx *c, bool on);
 const e0_ctx_stats *e0_ctx_get_stats(const e0_ctx *c);

@@ -398,6 +398,9 @@ static int moe_ffn(e0_ctx *c, int il, int n_tok, float *out) {
     int n_used = 0;
     for (int64_t x = 0; x < X; x++)
         if (start[x + 1] > start[x]) c->moe.used[n_used++] = (int)x;
+    c->stats.st.moe_passes++;
+    c->stats.st.experts_computed += (uint64_t)n_used;
+    c->stats.st.expert_bytes_computed += (uint64_t)n_used * e0_expert_bytes(c->m, il);
     const moe_in in = {gx, ux, sg, su};
     if (!c->moe.xc) { /* resident: one batch */
         experts_get(c, il, c->moe.used, n_used);
