@@ -358,10 +358,9 @@ static int parse_quant(rx *x) {
 /* Atoms up to | or ) or the end. At the top level an alternative may start with ^ and end with
  * $; without them any text may come before (after) it. */
 static int parse_seq(rx *x, bool top) {
+    static const cp_set any = {.r = {{0, CP_MAX}}, .n = 1}; /* any character (not on the stack: groups nest) */
     bool start = false, end = false;
     if (top && peek(x) == '^') x->i++, start = true;
-    cp_set any = {.n = 0};
-    set_add(&any, 0, CP_MAX);
     if (top && !start) {
         if (set_emit(x, &any) < 0) return -1;
         e0_sb_add(x->b, "* ", 2);
