@@ -494,6 +494,14 @@ static void test_bench_breakdown(void) {
            "experts per pass %g %g %g, bytes %g %g %g", per_pass[0], per_pass[1], per_pass[2], bytes[0], bytes[1], bytes[2]);
     int rc = sh(NULL, 0, err, sizeof err, "%s bench -m %s --prompt short --batch-distinct", bin, moe);
     CHECKF(rc == 1 && strstr(err, "--batch-distinct needs --batch-size"), "%d %s", rc, err);
+    /* fewer prompt tokens than sequences: some rotations repeat, and the run says how many */
+    char ids[1100];
+    snprintf(ids, sizeof ids, "%s/ids2.txt", dir);
+    FILE *f = fopen(ids, "w");
+    if (f) fputs("1 2\n", f), fclose(f);
+    rc = sh(out, sizeof out, err, sizeof err, "%s bench -m %s --tokens-file %s --warmup 0 --ntok 2 --batch-size 3 --batch-distinct",
+            bin, moe, ids);
+    CHECKF(rc == 0 && strstr(err, "prompt of 2 tokens: 1 of the prompts repeat others"), "%d %s", rc, err);
 }
 
 /* bench without -c sizes the context to the run when it needs more than the default 4096 (up to

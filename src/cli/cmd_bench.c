@@ -520,6 +520,9 @@ int cmd_bench(int argc, char **argv) {
     const int **prompts = cs ? malloc((size_t)B * sizeof *prompts) : NULL;
     int *rotated = cs && a.batch_distinct ? malloc((size_t)B * (size_t)pr.n * sizeof *rotated) : NULL;
     if (cs && (!prompts || (a.batch_distinct && !rotated))) status = status ? status : cli_error("bench: out of memory");
+    if (rotated && pr.n < B)
+        fprintf(stderr, "bench: warning: --batch-distinct with %d sequences but a prompt of %d tokens: %d of the "
+                        "prompts repeat others\n", B, pr.n, B - pr.n);
     for (int b = 0; prompts && b < B; b++) {
         prompts[b] = pr.ids;
         if (!rotated) continue;
