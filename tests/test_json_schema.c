@@ -125,8 +125,42 @@ static bool whole(e0_grammar *g, const char *text) {
     return ok;
 }
 
-/* Random walks: each step takes a random character the grammar allows (structure first when the
- * text grows), until the grammar must end, or may end and a coin says so. */
+/* One random walk from the grammar's start, into s (at most cap - 1 bytes): each step takes a
+ * random piece of `from` the grammar allows (é, two bytes, as one piece). Past 60 bytes, 3 steps
+ * in 4 choose from `closing` instead (if given; none allowed: draw again), so that texts end.
+ * Where `hint` is given, half the steps take its next byte if the grammar allows it (patterns
+ * without ^ are rarely met by chance). Ends when the grammar must end, or may and a 1-in-end_odds
+ * draw says so. Returns the text's length, or -1: stuck or out of room. */
+static long walk_text(e0_gmatch *m, const char *alpha, const char *closing, const char *hint, unsigned end_odds,
+                      unsigned *seed, char *s, size_t cap) {
+    size_t n = 0;
+    e0_gmatch_reset(m);
+    while (n + 2 < cap) {
+        const char *opts[128];
+        int k = 0;
+        *seed = *seed * 1103515245u + 12345u;
+        const bool close = closing && n > 60 && (*seed >> 16) % 4 != 0;
+        for (const char *c = close ? closing : alpha; *c && k < 128; c += *c == '\xc3' ? 2 : 1)
+            if (e0_gmatch_allows(m, c, *c == '\xc3' ? 2 : 1)) opts[k++] = c;
+        if (!k && close) continue;
+        if (!k) return -1;
+        *seed = *seed * 1103515245u + 12345u;
+        const char *c = opts[(*seed >> 16) % (unsigned)k];
+        if (hint && (*seed >> 8) % 2 && n < strlen(hint) && e0_gmatch_allows(m, hint + n, 1)) c = hint + n;
+        const size_t len = *c == '\xc3' ? 2 : 1;
+        e0_gmatch_accept(m, c, len);
+        memcpy(s + n, c, len), n += len;
+        *seed = *seed * 1103515245u + 12345u;
+        if (e0_gmatch_must_end(m) || (e0_gmatch_can_end(m) && (*seed >> 16) % end_odds == 0)) {
+            s[n] = 0;
+            return (long)n;
+        }
+    }
+    return -1;
+}
+
+/* Random walks (walk_text) through the schema's grammar: each complete text is JSON that the
+ * validator finds valid for the schema. Returns the number of complete texts. */
 static int walk(e0_grammar *g, const json_t *schema, unsigned seed, int walks) {
     static const char alpha[] = " \n\"{}[],:-.+0123456789abcdefghijklmnopqrstuvwxyzETZ~/\\\xc3\xa9";
     static const char closing[] = "\"}],0123456789e";
@@ -135,32 +169,7 @@ static int walk(e0_grammar *g, const json_t *schema, unsigned seed, int walks) {
     int complete = 0;
     for (int w = 0; w < walks && m; w++) {
         char text[2048];
-        size_t n = 0;
-        e0_gmatch_reset(m);
-        bool done = false;
-        while (n + 2 < sizeof text && !done) {
-            char opts[sizeof alpha];
-            int k = 0;
-            seed = seed * 1103515245u + 12345u;
-            bool close = n > 60 && (seed >> 16) % 4 != 0;
-            const char *from = close ? closing : alpha;
-            for (const char *c = from; *c; c++) {
-                if (*c == '\xc3') { /* é as one piece */
-                    if (e0_gmatch_allows(m, "\xc3\xa9", 2)) opts[k++] = *c;
-                    c++;
-                } else if (e0_gmatch_allows(m, c, 1)) opts[k++] = *c;
-            }
-            if (!k && close) continue;
-            if (!k) break;
-            seed = seed * 1103515245u + 12345u;
-            char c = opts[(seed >> 16) % (unsigned)k];
-            if (c == '\xc3') e0_gmatch_accept(m, "\xc3\xa9", 2), text[n++] = c, text[n++] = '\xa9';
-            else e0_gmatch_accept(m, &c, 1), text[n++] = c;
-            seed = seed * 1103515245u + 12345u;
-            done = e0_gmatch_must_end(m) || (e0_gmatch_can_end(m) && (seed >> 16) % 3 == 0);
-        }
-        if (!done) continue;
-        text[n] = 0;
+        if (walk_text(m, alpha, closing, NULL, 3, &seed, text, sizeof text) < 0) continue;
         complete++;
         json_error_t je;
         json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
@@ -298,29 +307,7 @@ static void test_patterns(void) {
         int complete = 0;
         for (int w = 0; m && w < 300; w++) {
             char s[256];
-            size_t n = 0;
-            bool done = false;
-            e0_gmatch_reset(m);
-            while (n + 2 < sizeof s && !done) {
-                const char *opts[sizeof alpha];
-                int k = 0;
-                for (const char *c = alpha; *c; c += *c == '\xc3' ? 2 : 1)
-                    if (e0_gmatch_allows(m, c, *c == '\xc3' ? 2 : 1)) opts[k++] = c;
-                if (!k) break;
-                seed = seed * 1103515245u + 12345u;
-                const char *c = opts[(seed >> 16) % (unsigned)k];
-                /* half the steps follow the first accepted example where it fits: unanchored
-                 * patterns are rarely met by chance */
-                const char *hint = p[i].yes[0] + n;
-                if ((seed >> 8) % 2 && n < strlen(p[i].yes[0]) && e0_gmatch_allows(m, hint, 1)) c = hint;
-                size_t len = (unsigned char)*c >= 0xC0 ? 2 : 1;
-                e0_gmatch_accept(m, c, len);
-                memcpy(s + n, c, len), n += len;
-                seed = seed * 1103515245u + 12345u;
-                done = e0_gmatch_must_end(m) || (e0_gmatch_can_end(m) && (seed >> 16) % 4 == 0);
-            }
-            if (!done) continue;
-            s[n] = 0;
+            if (walk_text(m, alpha, NULL, p[i].yes[0], 4, &seed, s, sizeof s) < 0) continue;
             complete++;
             json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
             CHECKF(json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v) &&
