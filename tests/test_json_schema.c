@@ -126,7 +126,7 @@ static bool whole(e0_grammar *g, const char *text) {
 }
 
 /* One random walk from the grammar's start, into s (at most cap - 1 bytes): each step takes a
- * random piece of `from` the grammar allows (é, two bytes, as one piece). Past 60 bytes, 3 steps
+ * random piece of `alpha` the grammar allows (é, two bytes, as one piece). Past 60 bytes, 3 steps
  * in 4 choose from `closing` instead (if given; none allowed: draw again), so that texts end.
  * Where `hint` is given, half the steps take its next byte if the grammar allows it (patterns
  * without ^ are rarely met by chance). Ends when the grammar must end, or may and a 1-in-end_odds
