@@ -32,7 +32,6 @@
  * (default slots: k, 2k, 4k and n_expert/2 for the model's k experts per token; default tokens: the
  * trace's steps). Output: one header line, then one row per (slots, policy):
  *   policy slots hit_rate hits requests misses MB_read MB_per_token vs_belady seconds */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +109,7 @@ static void lookahead(const e0_model *m, const int *reqs, long n_tok, const int6
             const long clock = s + 1; /* the engine's per-layer acquire count */
             for (int64_t k = 0; k < K; k++) { /* every requested id counted first, as experts.c does */
                 const int id = REQ(s, k);
-                crf[id] = crf[id] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[id])) + 1;
+                crf[id] = e0_lrfu_decay(crf[id], (uint64_t)(clock - crf_at[id])) + 1;
                 crf_at[id] = clock;
                 used[id] = s;
             }
@@ -137,7 +136,7 @@ static void lookahead(const e0_model *m, const int *reqs, long n_tok, const int6
                     for (int64_t r = 0; r < K; r++) now |= REQ(s, r) == x;
                     if (now) continue;
                     const long far = upcoming[x] - s > horizon ? horizon + 1 : upcoming[x] - s;
-                    const double score = crf[x] * exp2(-E0_LRFU_LAMBDA * (double)(clock - crf_at[x]));
+                    const double score = e0_lrfu_decay(crf[x], (uint64_t)(clock - crf_at[x]));
                     if (victim < 0 || far > vfar || (far == vfar && (score < vscore || (score == vscore && used[x] < used[res[victim]]))))
                         victim = i, vfar = far, vscore = score;
                 }
@@ -241,6 +240,21 @@ static void split_bound(const e0_model *m, const int *reqs, long n_tok, int64_t 
     free(ptr);
 }
 
+/* A list "A,B,.." of 1..max decimal counts from lo to hi into out: how many, or -1 (anything
+ * else: a sign, a space, an empty item, a trailing ','). */
+static int parse_counts(const char *s, long lo, long hi, long *out, int max) {
+    int n = 0;
+    do {
+        char *end;
+        if (*s < '0' || *s > '9' || n == max) return -1;
+        const long v = strtol(s, &end, 10);
+        if (v < lo || v > hi || (*end && (*end != ',' || !end[1]))) return -1;
+        out[n++] = v;
+        s = *end ? end + 1 : end;
+    } while (*s);
+    return n;
+}
+
 int main(int argc, char **argv) {
     const bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
     if (argc < 3) {
@@ -296,16 +310,10 @@ int main(int argc, char **argv) {
                 return 1;
             }
         } else if (!strcmp(argv[i], "--horizon") && i + 1 < argc) {
-            const char *p = argv[++i];
-            do { /* one or more counts, each followed by ',' and another or by the end */
-                long v = strtol(p, &end, 10);
-                if (end == p || *p < '0' || *p > '9' || v > 100000000 || (*end && (*end != ',' || !end[1])) || n_horizons == 32) {
-                    fprintf(stderr, "--horizon: expected up to 32 step counts from 0 to 100000000, separated by ','\n");
-                    return 1;
-                }
-                horizons[n_horizons++] = v;
-                p = *end ? end + 1 : end;
-            } while (*p);
+            if ((n_horizons = parse_counts(argv[++i], 0, 100000000, horizons, 32)) < 0) {
+                fprintf(stderr, "--horizon: expected up to 32 step counts from 0 to 100000000, separated by ','\n");
+                return 1;
+            }
         } else if (!strcmp(argv[i], "--split-bound")) {
             split = true;
         } else if (!strcmp(argv[i], "--protect") && i + 1 < argc && (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
@@ -333,21 +341,12 @@ int main(int argc, char **argv) {
                 (long long)(L - m->hp.n_layer_dense_lead - 1));
         return 1;
     }
-    int64_t slot_values[32] = {K, 2 * K, 4 * K, X / 2};
+    long slot_values[32] = {(long)K, (long)(2 * K), (long)(4 * K), (long)(X / 2)};
     int n_slots = 4;
-    if (slots_arg) {
-        n_slots = 0;
-        for (const char *p = slots_arg; *p && n_slots < 32;) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < K || v > X || (*end && *end != ',')) {
-                fprintf(stderr, "--slots: expected counts from %lld (experts per token) to %lld, separated by ','\n",
-                        (long long)K, (long long)X);
-                return 1;
-            }
-            slot_values[n_slots++] = v;
-            p = *end ? end + 1 : end;
-        }
+    if (slots_arg && (n_slots = parse_counts(slots_arg, (long)K, (long)X, slot_values, 32)) < 0) {
+        fprintf(stderr, "--slots: expected up to 32 counts from %lld (experts per token) to %lld, separated by ','\n",
+                (long long)K, (long long)X);
+        return 1;
     }
     int *guess = predict >= 0 ? build_guesses(t, m, n_tok, predict, seed) : NULL;
     int *reqs = predict < 0 || guess ? build_requests(t, m, n_tok, guess) : NULL;

@@ -293,10 +293,10 @@ static void start_load(e0_experts *x, int layer, int si, int id, bool urgent) {
     pthread_cond_broadcast(&x->work_cv);
 }
 
+double e0_lrfu_decay(double score, uint64_t steps) { return score * exp2(-E0_LRFU_LAMBDA * (double)steps); }
+
 /* LRFU: the score of expert id now (its last score decayed over the layer steps since). */
-static double lrfu_score(const layer_cache *lc, int id) {
-    return lc->crf[id] * exp2(-E0_LRFU_LAMBDA * (double)(lc->clock - lc->crf_at[id]));
-}
+static double lrfu_score(const layer_cache *lc, int id) { return e0_lrfu_decay(lc->crf[id], lc->clock - lc->crf_at[id]); }
 
 /* PIN: is expert id among the layer's 3/4 * slots most used (fewer of them than that with a
  * strictly higher count, and used at all)? */

@@ -52,6 +52,8 @@ enum e0_expert_read { E0_READ_CACHED = 0, E0_READ_DIRECT = 1 };
  * prefetch, and by an acquire only when no other unpinned expert is left. */
 enum e0_evict { E0_EVICT_LRU = 0, E0_EVICT_LFU = 1, E0_EVICT_LRFU = 2, E0_EVICT_PIN = 3, E0_EVICT_COUNT };
 #define E0_LRFU_LAMBDA 0.05 /* decay per layer step; 0.03-0.1 measured best on every shared trace */
+/* An LRFU score `steps` layer steps after it was `score` (tools/expert_policy_sim uses it too). */
+double e0_lrfu_decay(double score, uint64_t steps);
 /* "lru", "lfu", "lrfu", "pin" (NULL for an unknown value) */
 const char *e0_evict_name(int evict);
 
